@@ -1,0 +1,42 @@
+# Thin wrapper over CMake. `make demo` and `make test` install missing Debian packages first.
+BUILD_DIR ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS ?= 2
+CMAKE_FLAGS ?=
+SANITIZE ?=
+
+ifneq ($(SANITIZE),)
+BUILD_DIR := build-$(SANITIZE)
+CMAKE_FLAGS += -DSLUICE_SANITIZE=$(SANITIZE)
+endif
+
+.PHONY: all deps configure build test demo bench format format-check clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+configure:
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSLUICE_WERROR=ON $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: deps build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+
+demo: deps build
+	@bash scripts/demo.sh $(BUILD_DIR)
+
+bench: build
+	@bash bench/run.sh $(BUILD_DIR)
+
+format:
+	@git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs -r clang-format -i
+
+format-check:
+	@git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs -r clang-format --dry-run -Werror
+
+clean:
+	rm -rf build build-*

@@ -1,0 +1,19 @@
+# Tests: GoogleTest executables registered test by test with ctest.
+include(CTest)
+include(GoogleTest)
+
+# sluice_add_test(<name> SOURCES <files...> LIBS <targets...>)
+# One executable per area keeps link time down; ctest still sees every TEST individually.
+function(sluice_add_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE sluice_build_flags ${ARG_LIBS} GTest::gtest GTest::gtest_main
+                                        GTest::gmock)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  gtest_discover_tests(${name}
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
+    # A hung test fails in two minutes instead of holding CI for ctest's default 25.
+    PROPERTIES TIMEOUT 120
+               ENVIRONMENT "SLUICE_SOURCE_DIR=${CMAKE_SOURCE_DIR};SLUICE_BINARY_DIR=${CMAKE_BINARY_DIR}"
+    DISCOVERY_TIMEOUT 60)
+endfunction()

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Sluice builds and tests with, and only those that are missing.
+# Idempotent: when everything is present it changes nothing and needs no network.
+# Run as root (CI and fresh machines are) or with sudo available.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake make pkg-config git
+  libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev openssl
+  libsqlite3-dev sqlite3 googletest libgtest-dev libgmock-dev
+  libtorch-dev
+  prometheus      # promtool (exposition checks) and the real server (autoscaling tests)
+  clang-format
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=()
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null; then
+    SUDO=(sudo)
+  else
+    echo "install-deps: missing ${missing[*]} and not root (no sudo); install them first" >&2
+    exit 1
+  fi
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -qq
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
