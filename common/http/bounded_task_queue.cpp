@@ -1,0 +1,67 @@
+#include "common/http/bounded_task_queue.h"
+
+#include <algorithm>
+
+namespace sluice::http {
+
+BoundedTaskQueue::BoundedTaskQueue(size_t threads, size_t max_queued)
+    : max_queued_(std::max<size_t>(max_queued, 1)) {
+  threads = std::max<size_t>(threads, 1);
+  workers_.reserve(threads);
+  for (size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { Work(); });
+}
+
+BoundedTaskQueue::~BoundedTaskQueue() { shutdown(); }
+
+void BoundedTaskQueue::enqueue(std::function<void()> fn) {
+  std::unique_lock<std::mutex> lock(mu_);
+  not_full_.wait(lock, [&] { return shutdown_ || tasks_.size() < max_queued_; });
+  if (shutdown_) return;
+  tasks_.push_back(std::move(fn));
+  not_empty_.notify_one();
+}
+
+void BoundedTaskQueue::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutdown_ && workers_.empty()) return;
+    shutdown_ = true;
+  }
+  not_empty_.notify_all();
+  not_full_.notify_all();
+  for (std::thread& t : workers_) {
+    if (t.joinable()) t.join();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  workers_.clear();
+}
+
+size_t BoundedTaskQueue::queued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tasks_.size();
+}
+
+size_t BoundedTaskQueue::busy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return busy_;
+}
+
+void BoundedTaskQueue::Work() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      not_empty_.wait(lock, [&] { return shutdown_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // Shut down and drained.
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+      ++busy_;
+    }
+    not_full_.notify_one();
+    task();
+    std::lock_guard<std::mutex> lock(mu_);
+    --busy_;
+  }
+}
+
+}  // namespace sluice::http

@@ -1,0 +1,398 @@
+#include "common/http/client.h"
+
+#include <netdb.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "common/http/json_body.h"
+
+namespace sluice::http {
+namespace {
+
+Result<std::string> ReadFile(const std::string& path, std::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::InvalidArgument(std::string(what) + " \"" + path + "\" cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Number of certificates in a PEM bundle, or an error naming `what`.
+Result<int> CountPemCertificates(const std::string& pem, std::string_view what) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  int count = 0;
+  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    X509_free(cert);
+    ++count;
+  }
+  BIO_free(bio);
+  if (count == 0) {
+    return Status::InvalidArgument(std::string(what) + " holds no PEM certificate");
+  }
+  return count;
+}
+
+double UnitRandom() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+}
+
+bool IsRetryableStatus(int status) {
+  return status == 429 || status == 502 || status == 503 || status == 504;
+}
+
+// Retry-After in delta-seconds form; HTTP-date values fall back to backoff.
+std::optional<std::chrono::milliseconds> ParseRetryAfter(const std::string& value) {
+  int64_t seconds = 0;
+  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+  if (ec != std::errc() || ptr != value.data() + value.size() || seconds < 0) return std::nullopt;
+  return std::chrono::milliseconds(seconds * 1000);
+}
+
+// What went wrong, in words a user can act on (httplib's names are identifiers).
+std::string DescribeError(httplib::Error error, const ClientOptions& options) {
+  switch (error) {
+    case httplib::Error::Connection:
+      return "cannot connect (connection refused or host unreachable)";
+    case httplib::Error::ConnectionTimeout:
+      return "connect timed out after " + std::to_string(options.connect_timeout.count()) + " ms";
+    case httplib::Error::Read:
+      return "reading the response failed (no data for " +
+             std::to_string(options.read_timeout.count()) + " ms, or the connection closed)";
+    case httplib::Error::Write:
+      return "sending the request failed";
+    case httplib::Error::SSLConnection:
+      return "TLS handshake failed";
+    case httplib::Error::SSLLoadingCerts:
+      return "loading the TLS certificates failed";
+    case httplib::Error::SSLServerVerification:
+      return "TLS server certificate verification failed";
+    case httplib::Error::Canceled:
+      return "cancelled";
+    default:
+      return httplib::to_string(error);
+  }
+}
+
+}  // namespace
+
+std::string Response::Header(const std::string& name) const {
+  // httplib::Headers compares keys case-insensitively.
+  auto it = headers.find(name);
+  return it == headers.end() ? std::string() : it->second;
+}
+
+Status Response::ToStatus() const { return StatusFromReply(status, body); }
+
+Client::Client(ClientOptions options, Url url)
+    : options_(std::move(options)),
+      url_(std::move(url)),
+      clock_(options_.clock ? options_.clock : &SystemClock::Instance()) {}
+
+Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
+  SLUICE_ASSIGN_OR_RETURN(Url url, ParseBaseUrl(options.base_url));
+  if (options.max_attempts < 1) {
+    return Status::InvalidArgument("max_attempts must be at least 1", "max_attempts");
+  }
+  std::unique_ptr<Client> client(new Client(std::move(options), std::move(url)));
+  if (client->url_.tls()) SLUICE_RETURN_IF_ERROR(client->LoadTls());
+  return client;
+}
+
+Client::~Client() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    idle_.clear();
+  }
+  if (client_cert_) X509_free(client_cert_);
+  if (client_key_) EVP_PKEY_free(client_key_);
+  if (!ca_temp_file_.empty()) ::unlink(ca_temp_file_.c_str());
+}
+
+Status Client::LoadTls() {
+  const ClientTlsOptions& tls = options_.tls;
+  if (!tls.ca_file.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(std::string pem, ReadFile(tls.ca_file, "CA file"));
+    SLUICE_RETURN_IF_ERROR(CountPemCertificates(pem, "CA file " + tls.ca_file).status());
+  } else if (!tls.ca_pem.empty()) {
+    SLUICE_RETURN_IF_ERROR(CountPemCertificates(tls.ca_pem, "CA data").status());
+    char path[] = "/tmp/sluice-ca-XXXXXX";
+    const int fd = ::mkstemp(path);
+    if (fd < 0) return Status::Internal("cannot create a temporary file for the CA bundle");
+    const ssize_t n = ::write(fd, tls.ca_pem.data(), tls.ca_pem.size());
+    ::close(fd);
+    ca_temp_file_ = path;
+    if (n != static_cast<ssize_t>(tls.ca_pem.size())) {
+      return Status::Internal("cannot write the CA bundle to " + ca_temp_file_);
+    }
+  }
+  std::string cert_pem = tls.client_cert_pem;
+  std::string key_pem = tls.client_key_pem;
+  if (!tls.client_cert_file.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(cert_pem, ReadFile(tls.client_cert_file, "client certificate file"));
+  }
+  if (!tls.client_key_file.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(key_pem, ReadFile(tls.client_key_file, "client key file"));
+  }
+  if (cert_pem.empty() != key_pem.empty()) {
+    return Status::InvalidArgument(
+        "a client certificate needs its key and a key needs its certificate; got only one");
+  }
+  if (!cert_pem.empty()) {
+    BIO* bio = BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size()));
+    client_cert_ = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+    BIO_free(bio);
+    if (!client_cert_) return Status::InvalidArgument("the client certificate is not valid PEM");
+    bio = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
+    client_key_ = PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
+    BIO_free(bio);
+    if (!client_key_) return Status::InvalidArgument("the client key is not valid PEM");
+    if (X509_check_private_key(client_cert_, client_key_) != 1) {
+      return Status::InvalidArgument("the client key does not match the client certificate");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::string> Client::ConnectAddress() const {
+  if (options_.resolver) {
+    if (std::optional<std::string> ip = options_.resolver->Lookup(url_.host)) return *ip;
+  }
+  unsigned char buf[16];
+  if (inet_pton(AF_INET, url_.host.c_str(), buf) == 1 ||
+      inet_pton(AF_INET6, url_.host.c_str(), buf) == 1) {
+    return url_.host;
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int rc = getaddrinfo(url_.host.c_str(), nullptr, &hints, &found); rc != 0) {
+    return Status::Unavailable("cannot resolve host \"" + url_.host + "\": " + gai_strerror(rc));
+  }
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* addr =
+      found->ai_family == AF_INET
+          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr)
+          : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr);
+  inet_ntop(found->ai_family, addr, text, sizeof(text));
+  freeaddrinfo(found);
+  return std::string(text);
+}
+
+std::unique_ptr<httplib::ClientImpl> Client::NewConnection() {
+  const ClientTlsOptions& tls = options_.tls;
+  // The name the connection believes it talks to: checked against the certificate, sent as
+  // SNI and Host. The socket may go to another address (resolver hook, server-name override).
+  const std::string& name = tls.server_name.empty() ? url_.host : tls.server_name;
+  std::unique_ptr<httplib::ClientImpl> conn;
+  if (url_.tls()) {
+    std::unique_ptr<httplib::SSLClient> ssl =
+        client_cert_
+            ? std::make_unique<httplib::SSLClient>(name, url_.port, client_cert_, client_key_)
+            : std::make_unique<httplib::SSLClient>(name, url_.port);
+    if (!tls.ca_file.empty()) ssl->set_ca_cert_path(tls.ca_file.c_str());
+    if (!ca_temp_file_.empty()) ssl->set_ca_cert_path(ca_temp_file_.c_str());
+    ssl->enable_server_certificate_verification(!tls.insecure_skip_verify);
+    conn = std::move(ssl);
+  } else {
+    conn = std::make_unique<httplib::ClientImpl>(name, url_.port);
+  }
+  const bool redirected = options_.resolver != nullptr || name != url_.host;
+  if (redirected) {
+    Result<std::string> address = ConnectAddress();
+    // On failure leave the map empty: the connection then fails with the resolver's own error.
+    if (address.ok() && *address != name) conn->set_hostname_addr_map({{name, *address}});
+  }
+  conn->set_keep_alive(true);
+  conn->set_connection_timeout(options_.connect_timeout);
+  conn->set_read_timeout(options_.read_timeout);
+  conn->set_write_timeout(options_.write_timeout);
+  conn->set_tcp_nodelay(true);
+  return conn;
+}
+
+std::unique_ptr<httplib::ClientImpl> Client::Acquire() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!idle_.empty()) {
+      std::unique_ptr<httplib::ClientImpl> conn = std::move(idle_.back());
+      idle_.pop_back();
+      return conn;
+    }
+  }
+  return NewConnection();
+}
+
+void Client::Release(std::unique_ptr<httplib::ClientImpl> conn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (idle_.size() < options_.max_idle_connections) idle_.push_back(std::move(conn));
+}
+
+bool Client::IsIdempotent(const Request& request) const {
+  if (request.idempotent) return *request.idempotent;
+  const std::string& m = request.method;
+  return m == "GET" || m == "HEAD" || m == "PUT" || m == "DELETE" || m == "OPTIONS";
+}
+
+Result<Response> Client::Send(Request request) { return Execute(request, nullptr, nullptr); }
+
+Result<Response> Client::Get(std::string path) {
+  Request r;
+  r.path = std::move(path);
+  return Send(std::move(r));
+}
+
+Result<Response> Client::Delete(std::string path) {
+  Request r;
+  r.method = "DELETE";
+  r.path = std::move(path);
+  return Send(std::move(r));
+}
+
+Result<Response> Client::Post(std::string path, std::string body, std::string content_type) {
+  Request r;
+  r.method = "POST";
+  r.path = std::move(path);
+  r.body = std::move(body);
+  r.content_type = std::move(content_type);
+  return Send(std::move(r));
+}
+
+Result<Response> Client::Put(std::string path, std::string body, std::string content_type) {
+  Request r;
+  r.method = "PUT";
+  r.path = std::move(path);
+  r.body = std::move(body);
+  r.content_type = std::move(content_type);
+  return Send(std::move(r));
+}
+
+Result<Response> Client::Stream(Request request,
+                                const std::function<bool(const Response&)>& on_head,
+                                const std::function<bool(std::string_view)>& on_data) {
+  return Execute(request, &on_head, &on_data);
+}
+
+Result<Response> Client::Execute(Request& request,
+                                 const std::function<bool(const Response&)>* on_head,
+                                 const std::function<bool(std::string_view)>* on_data) {
+  const bool idempotent = IsIdempotent(request);
+  const bool streaming = on_data != nullptr;
+  const std::string target = url_.path + request.path;
+  const std::string what = request.method + " " + url_.ToString() + request.path;
+  constexpr size_t kMaxErrorBody = 64 << 10;
+
+  for (int attempt = 0;; ++attempt) {
+    if (request.cancel && request.cancel->IsCancelled()) {
+      return Status::Cancelled(what + ": cancelled");
+    }
+    std::unique_ptr<httplib::ClientImpl> conn = Acquire();
+    httplib::Request hreq;
+    hreq.method = request.method;
+    hreq.path = target;
+    hreq.headers = request.headers;
+    hreq.headers.emplace("User-Agent", options_.user_agent);
+    if (options_.token) hreq.headers.emplace("Authorization", "Bearer " + options_.token->Get());
+    if (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
+        request.method == "PATCH") {
+      hreq.body = request.body;
+      hreq.headers.emplace("Content-Type", request.content_type.empty()
+                                               ? std::string("application/octet-stream")
+                                               : request.content_type);
+    }
+
+    Response out;
+    bool got_head = false;
+    bool caller_stopped = false;
+    if (streaming) {
+      hreq.response_handler = [&](const httplib::Response& head) {
+        got_head = true;
+        out.status = head.status;
+        out.headers = head.headers;
+        if (on_head && *on_head && !(*on_head)(out)) {
+          caller_stopped = true;
+          return false;
+        }
+        return true;
+      };
+      hreq.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+        if (request.cancel && request.cancel->IsCancelled()) {
+          caller_stopped = true;
+          return false;
+        }
+        if (out.status < 200 || out.status >= 300) {  // Errors are collected, not streamed.
+          if (out.body.size() < kMaxErrorBody) out.body.append(data, n);
+          return true;
+        }
+        if (!(*on_data)(std::string_view(data, n))) {
+          caller_stopped = true;
+          return false;
+        }
+        return true;
+      };
+    }
+
+    httplib::Response hres;
+    httplib::Error error = httplib::Error::Success;
+    const bool sent = conn->send(hreq, hres, error);
+    if (sent) {
+      if (!streaming) {
+        out.status = hres.status;
+        out.headers = std::move(hres.headers);
+        out.body = std::move(hres.body);
+      }
+      Release(std::move(conn));
+      const bool may_retry = IsRetryableStatus(out.status) && attempt + 1 < options_.max_attempts &&
+                             (out.status == 429 || idempotent);
+      if (!may_retry) return out;
+      std::chrono::milliseconds delay = BackoffDelay(options_.backoff, attempt, UnitRandom());
+      if (auto after = ParseRetryAfter(out.Header("Retry-After"))) {
+        delay = std::min(*after, options_.max_retry_after);
+      }
+      if (request.cancel) {
+        if (request.cancel->WaitFor(delay)) return Status::Cancelled(what + ": cancelled");
+      } else {
+        clock_->SleepFor(delay);
+      }
+      continue;
+    }
+    if (caller_stopped && got_head) {
+      if (request.cancel && request.cancel->IsCancelled()) {
+        return Status::Cancelled(what + ": cancelled");
+      }
+      return out;  // The caller chose to stop reading; that is success.
+    }
+    std::string message = what + ": " + DescribeError(error, options_);
+    if (error == httplib::Error::SSLServerVerification) {
+      if (auto* ssl = dynamic_cast<httplib::SSLClient*>(conn.get())) {
+        message += std::string(" (") +
+                   X509_verify_cert_error_string(ssl->get_openssl_verify_result()) + ")";
+      }
+    }
+    const StatusCode code =
+        error == httplib::Error::ConnectionTimeout || (error == httplib::Error::Read && got_head)
+            ? StatusCode::kDeadlineExceeded
+            : StatusCode::kUnavailable;
+    const bool may_retry = idempotent && !got_head && attempt + 1 < options_.max_attempts &&
+                           error != httplib::Error::SSLServerVerification &&
+                           error != httplib::Error::SSLLoadingCerts;
+    if (!may_retry) return Status(code, std::move(message));
+    const std::chrono::milliseconds delay = BackoffDelay(options_.backoff, attempt, UnitRandom());
+    if (request.cancel) {
+      if (request.cancel->WaitFor(delay)) return Status::Cancelled(what + ": cancelled");
+    } else {
+      clock_->SleepFor(delay);
+    }
+  }
+}
+
+}  // namespace sluice::http

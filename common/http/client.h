@@ -1,0 +1,139 @@
+// Client: the HTTP(S) client every Sluice component uses to talk to its peers and to the
+// Kubernetes API.
+//
+// - Connection reuse: a small pool of keep-alive connections to one base URL, so concurrent
+//   callers do not serialise on one socket and sequential calls do not reconnect.
+// - Timeouts: connect, read and write, per client; a stalled stream fails after read_timeout.
+// - Retries with exponential backoff and jitter (backoff.h), only where repeating is safe:
+//   idempotent methods (GET, HEAD, PUT, DELETE, OPTIONS) or a request marked idempotent (a
+//   submit keyed by task id); on connection failures and 502/503/504. A 429 is retried for any
+//   method (the server refused without acting), honouring Retry-After.
+// - Bearer token from a TokenSource (re-read when its file rotates).
+// - TLS through OpenSSL: CA bundle (file or PEM text), client certificate and key (files or
+//   PEM text), a server-name override (kubeconfig's tls-server-name) and, for tests,
+//   insecure_skip_verify.
+// - Streaming responses (watch, weight downloads) delivered chunk by chunk, never buffered.
+// - A hosts-file resolver hook (hosts_file.h) consulted before the system resolver.
+//
+// Thread safety: every method may be called from many threads at once.
+#pragma once
+
+#include <httplib.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/http/backoff.h"
+#include "common/http/bearer_token.h"
+#include "common/http/hosts_file.h"
+#include "common/http/url.h"
+#include "common/process/cancellation.h"
+#include "common/status.h"
+
+namespace sluice::http {
+
+struct ClientTlsOptions {
+  std::string ca_file;           // PEM bundle of trusted CAs; empty: the system's.
+  std::string ca_pem;            // Or the bundle itself (kubeconfig certificate-authority-data).
+  std::string client_cert_file;  // PEM client certificate (mutual TLS)...
+  std::string client_key_file;   // ...and its key.
+  std::string client_cert_pem;   // Or both as PEM text.
+  std::string client_key_pem;
+  std::string server_name;  // Name to verify and send as SNI instead of the URL's host.
+  bool insecure_skip_verify = false;
+};
+
+struct ClientOptions {
+  std::string base_url;  // "https://host:port/prefix"; request paths are appended.
+  std::chrono::milliseconds connect_timeout{5000};
+  std::chrono::milliseconds read_timeout{30000};
+  std::chrono::milliseconds write_timeout{30000};
+  std::shared_ptr<TokenSource> token;  // Null: no Authorization header.
+  ClientTlsOptions tls;
+  int max_attempts = 4;  // Including the first; 1 disables retries.
+  BackoffPolicy backoff;
+  std::chrono::milliseconds max_retry_after{60000};  // Cap on a server's Retry-After.
+  std::shared_ptr<HostsFileResolver> resolver;       // Null: the system resolver only.
+  std::string user_agent = "sluice/0.1.0";
+  size_t max_idle_connections = 4;
+  Clock* clock = nullptr;  // For retry sleeps; null: the system clock.
+};
+
+struct Request {
+  std::string method = "GET";
+  std::string path;  // Appended to the base URL's path; may carry a query string.
+  httplib::Headers headers;
+  std::string body;
+  std::string content_type;                 // Set with a body.
+  std::optional<bool> idempotent;           // Overrides the method's idempotency for retries.
+  std::optional<CancellationToken> cancel;  // Stops retries and streams when cancelled.
+};
+
+struct Response {
+  int status = 0;
+  httplib::Headers headers;
+  std::string body;  // Empty for streamed responses.
+
+  std::string Header(const std::string& name) const;
+  // OK for 2xx, otherwise the error the body describes (json_body.h StatusFromReply).
+  Status ToStatus() const;
+};
+
+class Client {
+ public:
+  static Result<std::unique_ptr<Client>> Create(ClientOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Sends a request and returns the whole response, whatever its status. A non-OK Result
+  // means no response was received (connection refused, timeout, TLS failure, cancelled).
+  Result<Response> Send(Request request);
+
+  Result<Response> Get(std::string path);
+  Result<Response> Delete(std::string path);
+  Result<Response> Post(std::string path, std::string body, std::string content_type);
+  Result<Response> Put(std::string path, std::string body, std::string content_type);
+
+  // Streams the response body to `on_data` as it arrives. `on_head` sees the status and headers
+  // first and may return false to stop before the body. `on_data` returns false to stop
+  // reading (the connection is then closed). The request is retried only until the first byte
+  // of the response arrives. Returns the response head (with an empty body) or the error.
+  Result<Response> Stream(Request request, const std::function<bool(const Response&)>& on_head,
+                          const std::function<bool(std::string_view)>& on_data);
+
+  const Url& base_url() const { return url_; }
+
+ private:
+  explicit Client(ClientOptions options, Url url);
+  Status LoadTls();
+  Result<std::string> ConnectAddress() const;
+  std::unique_ptr<httplib::ClientImpl> NewConnection();
+  std::unique_ptr<httplib::ClientImpl> Acquire();
+  void Release(std::unique_ptr<httplib::ClientImpl> conn);
+  bool IsIdempotent(const Request& request) const;
+  Result<Response> Execute(Request& request, const std::function<bool(const Response&)>* on_head,
+                           const std::function<bool(std::string_view)>* on_data);
+
+  ClientOptions options_;
+  Url url_;
+  Clock* clock_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<httplib::ClientImpl>> idle_;
+  // CA bundle given as PEM text, written to a private temporary file because cpp-httplib
+  // trusts exactly a file's CAs but adds the system's to an in-memory store. Removed in ~Client.
+  std::string ca_temp_file_;
+  // Client certificate and key parsed from PEM text; owned here, shared by pooled connections
+  // (OpenSSL counts references), freed in ~Client.
+  X509* client_cert_ = nullptr;
+  EVP_PKEY* client_key_ = nullptr;
+};
+
+}  // namespace sluice::http

@@ -1,0 +1,81 @@
+#include "common/http/json_body.h"
+
+namespace sluice::http {
+
+nlohmann::json ErrorJson(const Status& status) {
+  nlohmann::json error = {{"code", HttpStatusFor(status.code())},
+                          {"reason", std::string(ReasonFor(status.code()))},
+                          {"message", status.message()}};
+  if (!status.field().empty()) error["field"] = status.field();
+  return {{"error", std::move(error)}};
+}
+
+void ReplyError(httplib::Response& res, const Status& status) {
+  res.status = HttpStatusFor(status.code());
+  res.set_content(ErrorJson(status).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  std::string(kJsonContentType));
+}
+
+void ReplyJson(httplib::Response& res, const nlohmann::json& body, int http_status) {
+  res.status = http_status;
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  std::string(kJsonContentType));
+}
+
+Result<nlohmann::json> ParseJsonText(std::string_view text, std::string_view what) {
+  if (text.empty()) return Status::InvalidArgument(std::string(what) + " is empty; expected JSON");
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return Status::InvalidArgument(std::string(what) + " is not valid JSON: syntax error at byte " +
+                                   std::to_string(e.byte) + ": " + e.what());
+  }
+}
+
+Result<nlohmann::json> ParseJsonObject(const httplib::Request& req) {
+  if (req.has_header("Content-Type")) {
+    const std::string type = req.get_header_value("Content-Type");
+    if (type.rfind("application/json", 0) != 0 && type.find("+json") == std::string::npos) {
+      return Status::InvalidArgument("Content-Type \"" + type +
+                                     "\" is not supported; send application/json");
+    }
+  }
+  SLUICE_ASSIGN_OR_RETURN(nlohmann::json value, ParseJsonText(req.body, "request body"));
+  if (!value.is_object()) {
+    return Status::InvalidArgument(std::string("request body must be a JSON object, got ") +
+                                   value.type_name());
+  }
+  return value;
+}
+
+Status StatusFromReply(int http_status, std::string_view body) {
+  const StatusCode code = StatusCodeForHttp(http_status);
+  if (code == StatusCode::kOk) return Status::Ok();
+  nlohmann::json value = nlohmann::json::parse(body, nullptr, false);
+  if (value.is_object()) {
+    // Sluice's own error body.
+    if (auto it = value.find("error"); it != value.end() && it->is_object()) {
+      std::string message = it->value("message", "");
+      std::string field = it->value("field", "");
+      if (it->value("reason", "") == "AlreadyExists") {
+        return Status(StatusCode::kAlreadyExists, std::move(message), std::move(field));
+      }
+      return Status(code, std::move(message), std::move(field));
+    }
+    // A Kubernetes metav1.Status.
+    if (value.value("kind", "") == "Status") {
+      const std::string reason = value.value("reason", "");
+      const StatusCode k8s_code = reason == "AlreadyExists" ? StatusCode::kAlreadyExists : code;
+      return Status(k8s_code, value.value("message", ""));
+    }
+  }
+  constexpr size_t kMaxEcho = 512;
+  std::string message = "HTTP " + std::to_string(http_status);
+  if (!body.empty()) {
+    message += ": ";
+    message += std::string(body.substr(0, kMaxEcho));
+  }
+  return Status(code, std::move(message));
+}
+
+}  // namespace sluice::http

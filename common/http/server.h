@@ -1,0 +1,128 @@
+// Server: the HTTP(S) server every Sluice process runs (API, health, metrics).
+//
+// Built on cpp-httplib, it adds what every component needs and nothing component-specific:
+// - bearer-token authentication checked before the body is read (401 with a JSON error);
+//   /healthz and /readyz are always open, /metrics is open unless `metrics_require_auth`;
+// - a request body cap (413), read/write/keep-alive timeouts, a bounded worker pool;
+// - JSON errors for everything it rejects itself (404 for unknown routes, 413, 401, 500 for a
+//   handler that throws), in the shape of json_body.h;
+// - access logs (one JSON line per request) and metrics per server, method, route pattern and
+//   code: sluice_http_requests_total, sluice_http_request_duration_seconds,
+//   sluice_http_requests_in_flight, sluice_http_unauthorized_requests_total;
+// - /healthz (the process is alive), /readyz (every readiness check passes and the server is
+//   not shutting down; `?verbose` lists each check), /metrics (Prometheus text format);
+// - graceful shutdown: stop accepting, mark not ready, cancel `shutdown_token()` so long polls
+//   and streams return early, let in-flight requests finish within `shutdown_grace`.
+//
+// Routes are registered before Start(). Patterns are cpp-httplib regular expressions, e.g.
+// R"(/v1/batches/([^/]+))"; the captured groups are in req.matches. Handlers run on worker
+// threads, concurrently; a handler that blocks (long poll, stream) must watch shutdown_token().
+//
+// Thread safety: Start and Shutdown from the owning thread; port(), shutdown_token() anywhere.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/http/bearer_token.h"
+#include "common/logging/logger.h"
+#include "common/metrics/registry.h"
+#include "common/process/cancellation.h"
+#include "common/status.h"
+
+namespace sluice::http {
+
+struct ServerTlsOptions {
+  std::string cert_file;       // PEM certificate chain served to clients.
+  std::string key_file;        // PEM private key for it.
+  std::string client_ca_file;  // When set, clients must present a certificate signed by it.
+};
+
+struct ServerOptions {
+  std::string name = "http";          // Names this server in logs and metric labels.
+  std::string address = "127.0.0.1";  // Address to bind; "0.0.0.0" for every interface.
+  int port = 0;                       // 0 picks a free port; port() tells which.
+  size_t max_body_bytes = 16u << 20;  // Larger request bodies get 413.
+  std::chrono::milliseconds read_timeout{30000};
+  std::chrono::milliseconds write_timeout{30000};
+  std::chrono::seconds keep_alive_timeout{2};  // Idle keep-alive connections close after this.
+  size_t keep_alive_max_requests = 10000;      // Requests per connection before it is closed.
+  size_t worker_threads = 8;
+  size_t max_queued_connections = 64;  // Beyond this the accept loop waits (see bounded queue).
+  std::chrono::milliseconds shutdown_grace{10000};
+  std::shared_ptr<TokenSource> auth;  // Null: no authentication.
+  bool metrics_require_auth = true;
+  std::optional<ServerTlsOptions> tls;
+  bool access_log = true;
+};
+
+class Server {
+ public:
+  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  // A readiness check: OK when this part of the process can serve traffic.
+  using ReadinessCheck = std::function<Status()>;
+
+  // `registry` and `logger` must outlive the server; `registry` may be null (no /metrics).
+  Server(ServerOptions options, metrics::Registry* registry, const log::Logger& logger);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  void Get(const std::string& pattern, Handler handler);
+  void Post(const std::string& pattern, Handler handler);
+  void Put(const std::string& pattern, Handler handler);
+  void Patch(const std::string& pattern, Handler handler);
+  void Delete(const std::string& pattern, Handler handler);
+  void AddReadinessCheck(std::string name, ReadinessCheck check);
+
+  // Binds and starts serving on background threads. Errors: the address is in use, the TLS
+  // files cannot be loaded.
+  Status Start();
+  // The bound port (after Start).
+  int port() const { return port_; }
+  // "http://127.0.0.1:port" or "https://...".
+  std::string BaseUrl() const;
+
+  // Graceful shutdown; idempotent. Returns once every worker has finished.
+  void Shutdown();
+  // Cancelled when shutdown begins.
+  CancellationToken shutdown_token() const { return shutdown_.Token(); }
+  bool shutting_down() const { return shutdown_.IsCancelled(); }
+
+  // Requests being handled right now (for tests and readiness).
+  int in_flight() const { return in_flight_.load(); }
+
+ private:
+  struct RouteMetrics;
+  Handler Wrap(const std::string& method, const std::string& pattern, Handler handler);
+  httplib::Server::HandlerResponse PreRoute(const httplib::Request& req, httplib::Response& res);
+  void LogAndCount(const httplib::Request& req, const httplib::Response& res);
+  void RegisterBuiltinRoutes();
+
+  ServerOptions options_;
+  metrics::Registry* registry_;
+  log::Logger logger_;
+  std::unique_ptr<httplib::Server> server_;
+  std::vector<std::pair<std::string, ReadinessCheck>> readiness_;
+  CancellationSource shutdown_;
+  std::atomic<int> in_flight_{0};
+  std::atomic<bool> started_{false};
+  std::atomic<bool> stopped_{false};
+  int port_ = 0;
+  std::thread listener_;
+
+  metrics::CounterFamily* requests_ = nullptr;
+  metrics::HistogramFamily* durations_ = nullptr;
+  metrics::Gauge* in_flight_gauge_ = nullptr;
+  metrics::Counter* unauthorized_ = nullptr;
+};
+
+}  // namespace sluice::http
