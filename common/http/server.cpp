@@ -154,9 +154,9 @@ httplib::Server::HandlerResponse Server::PreRoute(const httplib::Request& req,
   if (!options_.auth || IsOpenPath(req.path, !options_.metrics_require_auth)) {
     return httplib::Server::HandlerResponse::Unhandled;
   }
-  const std::optional<std::string_view> token =
-      req.has_header("Authorization") ? ParseBearerHeader(req.get_header_value("Authorization"))
-                                      : std::nullopt;
+  // Keep the header string alive: the parsed token is a view into it.
+  const std::string header = req.get_header_value("Authorization");
+  const std::optional<std::string_view> token = ParseBearerHeader(header);
   if (token && TokensEqual(*token, options_.auth->Get())) {
     return httplib::Server::HandlerResponse::Unhandled;
   }

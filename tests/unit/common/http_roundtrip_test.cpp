@@ -130,11 +130,13 @@ class HttpRoundTrip : public ::testing::Test {
 
 TEST_F(HttpRoundTrip, AuthAcceptsTheTokenAndRejectsOthersWith401) {
   ServerOptions options;
-  options.auth = TokenSource::FromValue("s3cret");
+  // Long enough to live on the heap, so a dangling view of the header would show.
+  const std::string token = "s3cret-" + std::string(48, 'k');
+  options.auth = TokenSource::FromValue(token);
   StartServer(options);
 
   ClientOptions good;
-  good.token = TokenSource::FromValue("s3cret");
+  good.token = TokenSource::FromValue(token);
   Result<Response> r = MakeClient(good)->Get("/v1/echo?q=hi");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->status, 200);
