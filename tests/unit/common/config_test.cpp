@@ -1,6 +1,7 @@
 #include "common/config/config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -48,7 +49,9 @@ class TempFile {
  public:
   explicit TempFile(const std::string& contents) {
     static int counter = 0;
-    path_ = testing::TempDir() + "sluice_config_test_" + std::to_string(++counter) + ".yaml";
+    // The pid keeps parallel test processes (ctest -j) from sharing a file.
+    path_ = testing::TempDir() + "sluice_config_test_" + std::to_string(::getpid()) + "_" +
+            std::to_string(++counter) + ".yaml";
     std::ofstream(path_) << contents;
   }
   ~TempFile() { std::remove(path_.c_str()); }

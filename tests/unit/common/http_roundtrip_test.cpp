@@ -42,6 +42,18 @@ struct LogCapture {
 
 class HttpRoundTrip : public ::testing::Test {
  protected:
+  // Request metrics and access logs are recorded after the response is written, so a client
+  // can see its reply a moment before they are: wait (bounded) for `fragment` to appear.
+  std::string ExpositionWith(const std::string& fragment) {
+    std::string text;
+    for (int i = 0; i < 200; ++i) {
+      text = metrics::ExposeText(registry_);
+      if (text.find(fragment) != std::string::npos) break;
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return text;
+  }
+
   // Starts a server with `options` and the routes every test uses.
   void StartServer(ServerOptions options) {
     server_ = std::make_unique<Server>(std::move(options), &registry_, logs_.logger);
@@ -224,7 +236,7 @@ TEST_F(HttpRoundTrip, AccessLogAndMetricsUseTheRoutePattern) {
   ASSERT_TRUE(client->Get("/v1/things/a").ok());
   ASSERT_TRUE(client->Get("/v1/things/b").ok());
   ASSERT_TRUE(client->Get("/v1/nope").ok());
-  const std::string text = metrics::ExposeText(registry_);
+  const std::string text = ExpositionWith("route=\"unmatched\",code=\"404\"} 1");
   EXPECT_NE(text.find("sluice_http_requests_total{server=\"http\",method=\"GET\",route=\"/v1/"
                       "things/([a-z0-9-]+)\",code=\"200\"} 2"),
             std::string::npos)
@@ -451,9 +463,9 @@ TEST_F(HttpRoundTrip, ConcurrentClientsAllServed) {
   }
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(ok.load(), kThreads * kRequests);
-  EXPECT_NE(metrics::ExposeText(registry_).find("route=\"/v1/echo\",code=\"200\"} " +
-                                                std::to_string(kThreads * kRequests)),
-            std::string::npos);
+  const std::string fragment =
+      "route=\"/v1/echo\",code=\"200\"} " + std::to_string(kThreads * kRequests);
+  EXPECT_NE(ExpositionWith(fragment).find(fragment), std::string::npos);
 }
 
 // ---- TLS, with certificates made by the openssl command line tool --------------------------
