@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <regex>
 #include <set>
@@ -19,6 +20,17 @@ bool Flag(const json& schema, const char* key) {
 const json* Child(const json& schema, const char* key) {
   auto it = schema.find(key);
   return it == schema.end() ? nullptr : &*it;
+}
+
+// A non-negative integer keyword (minItems: 1), whether JSON stored it signed or unsigned.
+std::optional<size_t> Count(const json& schema, const char* key) {
+  auto it = schema.find(key);
+  if (it == schema.end() || !(it->is_number_integer() || it->is_number_unsigned())) {
+    return std::nullopt;
+  }
+  const int64_t v = it->get<int64_t>();
+  if (v < 0) return std::nullopt;
+  return static_cast<size_t>(v);
 }
 
 std::string TypeOf(const json& v) {
@@ -166,15 +178,15 @@ class Validator {
     // Lengths count characters, not bytes, as the API server does.
     size_t chars = 0;
     for (unsigned char c : s) chars += (c & 0xC0) != 0x80;
-    if (const json* min = Child(schema, "minLength"); min && min->is_number_unsigned()) {
-      if (chars < min->get<size_t>()) {
+    if (const std::optional<size_t> min = Count(schema, "minLength")) {
+      if (chars < *min) {
         Add(path, "Invalid value: " + Show(s) + ": should be at least " +
-                      std::to_string(min->get<size_t>()) + " chars long");
+                      std::to_string(*min) + " chars long");
       }
     }
-    if (const json* max = Child(schema, "maxLength"); max && max->is_number_unsigned()) {
-      if (chars > max->get<size_t>()) {
-        Add(path, "Too long: may not be longer than " + std::to_string(max->get<size_t>()));
+    if (const std::optional<size_t> max = Count(schema, "maxLength")) {
+      if (chars > *max) {
+        Add(path, "Too long: may not be longer than " + std::to_string(*max));
       }
     }
     if (const json* p = Child(schema, "pattern"); p && p->is_string()) {
@@ -189,16 +201,16 @@ class Validator {
   }
 
   void CheckArray(const json& schema, const json& v, const std::string& path) {
-    if (const json* min = Child(schema, "minItems"); min && min->is_number_unsigned()) {
-      if (v.size() < min->get<size_t>()) {
+    if (const std::optional<size_t> min = Count(schema, "minItems")) {
+      if (v.size() < *min) {
         Add(path, "Invalid value: " + std::to_string(v.size()) + ": should have at least " +
-                      std::to_string(min->get<size_t>()) + " items");
+                      std::to_string(*min) + " items");
       }
     }
-    if (const json* max = Child(schema, "maxItems"); max && max->is_number_unsigned()) {
-      if (v.size() > max->get<size_t>()) {
+    if (const std::optional<size_t> max = Count(schema, "maxItems")) {
+      if (v.size() > *max) {
         Add(path, "Too many: " + std::to_string(v.size()) + ": must have at most " +
-                      std::to_string(max->get<size_t>()) + " items");
+                      std::to_string(*max) + " items");
       }
     }
     const json* items = Child(schema, "items");
@@ -242,14 +254,14 @@ class Validator {
         }
       }
     }
-    if (const json* min = Child(schema, "minProperties"); min && min->is_number_unsigned()) {
-      if (v.size() < min->get<size_t>()) {
-        Add(path, "should have at least " + std::to_string(min->get<size_t>()) + " properties");
+    if (const std::optional<size_t> min = Count(schema, "minProperties")) {
+      if (v.size() < *min) {
+        Add(path, "should have at least " + std::to_string(*min) + " properties");
       }
     }
-    if (const json* max = Child(schema, "maxProperties"); max && max->is_number_unsigned()) {
-      if (v.size() > max->get<size_t>()) {
-        Add(path, "must have at most " + std::to_string(max->get<size_t>()) + " properties");
+    if (const std::optional<size_t> max = Count(schema, "maxProperties")) {
+      if (v.size() > *max) {
+        Add(path, "must have at most " + std::to_string(*max) + " properties");
       }
     }
     const json* additional = Child(schema, "additionalProperties");

@@ -98,6 +98,18 @@ TEST(OpenApiSchemaTest, StringRules) {
             (FieldError{"spec.regions", "Invalid value: 0: should have at least 1 items"}));
 }
 
+TEST(OpenApiSchemaTest, CountKeywordsWorkWhetherStoredSignedOrUnsigned) {
+  // Schemas read from YAML hold signed integers; json::parse gives unsigned ones.
+  json schema = {{"type", "array"}, {"items", {{"type", "string"}}}};
+  schema["maxItems"] = int64_t{1};
+  schema["minItems"] = uint64_t{1};
+  ValidateOptions options;
+  options.is_resource_root = false;
+  EXPECT_EQ(Validate(schema, json::array({"a", "b"}), options).size(), 1u);
+  EXPECT_EQ(Validate(schema, json::array(), options).size(), 1u);
+  EXPECT_TRUE(Validate(schema, json::array({"a"}), options).empty());
+}
+
 TEST(OpenApiSchemaTest, UnknownFieldsCanBeIgnoredAndPruned) {
   json obj = Resource({{"name", "a"}, {"extra", 1}, {"options", {{"kept", true}}}});
   obj["spec"]["regions"] = json::parse(R"([{"name": "us", "junk": 1}])");
