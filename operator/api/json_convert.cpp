@@ -52,16 +52,6 @@ Status FromJson(const nlohmann::json& j, std::string_view path, IntOrString* out
   return Status::Ok();
 }
 
-Status FromJson(const nlohmann::json& j, std::string_view path, Condition* out) {
-  SLUICE_ASSIGN_OR_RETURN(*out, ConditionFromJson(j, path));
-  return Status::Ok();
-}
-
-Status FromJson(const nlohmann::json& j, std::string_view, ObjectMeta* out) {
-  SLUICE_ASSIGN_OR_RETURN(*out, ObjectMetaFromJson(j));
-  return Status::Ok();
-}
-
 nlohmann::json ToJson(const IntOrString& v) {
   if (const int64_t* i = std::get_if<int64_t>(&v)) return *i;
   return std::get<std::string>(v);

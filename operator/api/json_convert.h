@@ -1,6 +1,8 @@
-// JSON conversions the generated API types are built from (codegen.h): one FromJson/ToJson
-// overload per value shape, so generated code for a struct is a flat list of field reads and
-// writes. FromJson checks the JSON type and names the field path on a mismatch; it never throws.
+// JSON conversions the API types are built from (meta.h and the generated types, codegen.h):
+// one FromJson/ToJson overload per value shape, so the code for a struct is a flat list of field
+// reads and writes. FromJson checks the JSON type and names the field path on a mismatch; it
+// never throws. Overloads for a struct live beside the struct and are found by lookup in this
+// namespace.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -15,7 +17,6 @@
 #include <vector>
 
 #include "common/status.h"
-#include "operator/api/meta.h"
 
 namespace sluice::api {
 
@@ -42,8 +43,6 @@ Status FromJson(const nlohmann::json& j, std::string_view path, double* out);
 Status FromJson(const nlohmann::json& j, std::string_view path, bool* out);
 Status FromJson(const nlohmann::json& j, std::string_view path, nlohmann::json* out);
 Status FromJson(const nlohmann::json& j, std::string_view path, IntOrString* out);
-Status FromJson(const nlohmann::json& j, std::string_view path, Condition* out);
-Status FromJson(const nlohmann::json& j, std::string_view path, ObjectMeta* out);
 
 inline nlohmann::json ToJson(const std::string& v) { return v; }
 inline nlohmann::json ToJson(int64_t v) { return v; }

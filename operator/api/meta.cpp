@@ -3,58 +3,10 @@
 #include <algorithm>
 #include <ctime>
 
+#include "operator/api/json_convert.h"
+
 namespace sluice::api {
-namespace {
-
 using nlohmann::json;
-
-Status WrongType(std::string_view path, const char* expected) {
-  return Status::InvalidArgument(std::string("must be of type ") + expected, std::string(path));
-}
-
-std::string Join(std::string_view a, std::string_view b) {
-  return a.empty() ? std::string(b) : std::string(a) + "." + std::string(b);
-}
-
-Status ReadString(const json& j, const char* key, std::string_view path, std::string* out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::Ok();
-  if (!it->is_string()) return WrongType(Join(path, key), "string");
-  *out = it->get<std::string>();
-  return Status::Ok();
-}
-
-Status ReadInt(const json& j, const char* key, std::string_view path, int64_t* out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::Ok();
-  if (!it->is_number_integer() && !it->is_number_unsigned()) {
-    return WrongType(Join(path, key), "integer");
-  }
-  *out = it->get<int64_t>();
-  return Status::Ok();
-}
-
-Status ReadBool(const json& j, const char* key, std::string_view path, bool* out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::Ok();
-  if (!it->is_boolean()) return WrongType(Join(path, key), "boolean");
-  *out = it->get<bool>();
-  return Status::Ok();
-}
-
-Status ReadStringMap(const json& j, const char* key, std::string_view path,
-                     std::map<std::string, std::string>* out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::Ok();
-  if (!it->is_object()) return WrongType(Join(path, key), "object");
-  for (auto kv = it->begin(); kv != it->end(); ++kv) {
-    if (!kv->is_string()) return WrongType(Join(Join(path, key), kv.key()), "string");
-    (*out)[kv.key()] = kv->get<std::string>();
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 json ToJson(const OwnerReference& ref) {
   json j = {
@@ -103,75 +55,59 @@ json ToJson(const std::vector<Condition>& conditions) {
   return out;
 }
 
-Result<OwnerReference> OwnerReferenceFromJson(const json& j, std::string_view path) {
-  if (!j.is_object()) return WrongType(path, "object");
-  OwnerReference r;
-  SLUICE_RETURN_IF_ERROR(ReadString(j, "apiVersion", path, &r.api_version));
-  SLUICE_RETURN_IF_ERROR(ReadString(j, "kind", path, &r.kind));
-  SLUICE_RETURN_IF_ERROR(ReadString(j, "name", path, &r.name));
-  SLUICE_RETURN_IF_ERROR(ReadString(j, "uid", path, &r.uid));
-  SLUICE_RETURN_IF_ERROR(ReadBool(j, "controller", path, &r.controller));
-  SLUICE_RETURN_IF_ERROR(ReadBool(j, "blockOwnerDeletion", path, &r.block_owner_deletion));
-  return r;
+Status FromJson(const json& j, std::string_view path, OwnerReference* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "apiVersion", path, &out->api_version));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "kind", path, &out->kind));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "name", path, &out->name));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "uid", path, &out->uid));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "controller", path, &out->controller));
+  return ReadField(j, "blockOwnerDeletion", path, &out->block_owner_deletion);
+}
+
+Status FromJson(const json& j, std::string_view path, ObjectMeta* out) {
+  if (j.is_null()) return Status::Ok();
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "name", path, &out->name));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "generateName", path, &out->generate_name));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "namespace", path, &out->namespace_));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "uid", path, &out->uid));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "resourceVersion", path, &out->resource_version));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "generation", path, &out->generation));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "creationTimestamp", path, &out->creation_timestamp));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "deletionTimestamp", path, &out->deletion_timestamp));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "labels", path, &out->labels));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "annotations", path, &out->annotations));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "ownerReferences", path, &out->owner_references));
+  return ReadField(j, "finalizers", path, &out->finalizers);
+}
+
+Status FromJson(const json& j, std::string_view path, Condition* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "type", path, &out->type));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "status", path, &out->status));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "reason", path, &out->reason));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "message", path, &out->message));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "observedGeneration", path, &out->observed_generation));
+  return ReadField(j, "lastTransitionTime", path, &out->last_transition_time);
 }
 
 Result<ObjectMeta> ObjectMetaFromJson(const json& j) {
-  const std::string path = "metadata";
   ObjectMeta m;
-  if (j.is_null()) return m;
-  if (!j.is_object()) return WrongType(path, "object");
-  SLUICE_RETURN_IF_ERROR(ReadString(j, "name", path, &m.name));
-  SLUICE_RETURN_IF_ERROR(ReadString(j, "generateName", path, &m.generate_name));
-  SLUICE_RETURN_IF_ERROR(ReadString(j, "namespace", path, &m.namespace_));
-  SLUICE_RETURN_IF_ERROR(ReadString(j, "uid", path, &m.uid));
-  SLUICE_RETURN_IF_ERROR(ReadString(j, "resourceVersion", path, &m.resource_version));
-  SLUICE_RETURN_IF_ERROR(ReadInt(j, "generation", path, &m.generation));
-  SLUICE_RETURN_IF_ERROR(ReadString(j, "creationTimestamp", path, &m.creation_timestamp));
-  SLUICE_RETURN_IF_ERROR(ReadString(j, "deletionTimestamp", path, &m.deletion_timestamp));
-  SLUICE_RETURN_IF_ERROR(ReadStringMap(j, "labels", path, &m.labels));
-  SLUICE_RETURN_IF_ERROR(ReadStringMap(j, "annotations", path, &m.annotations));
-  if (auto it = j.find("ownerReferences"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) return WrongType(path + ".ownerReferences", "array");
-    for (size_t i = 0; i < it->size(); ++i) {
-      SLUICE_ASSIGN_OR_RETURN(
-          OwnerReference r,
-          OwnerReferenceFromJson((*it)[i], path + ".ownerReferences[" + std::to_string(i) + "]"));
-      m.owner_references.push_back(std::move(r));
-    }
-  }
-  if (auto it = j.find("finalizers"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) return WrongType(path + ".finalizers", "array");
-    for (size_t i = 0; i < it->size(); ++i) {
-      if (!(*it)[i].is_string()) {
-        return WrongType(path + ".finalizers[" + std::to_string(i) + "]", "string");
-      }
-      m.finalizers.push_back((*it)[i].get<std::string>());
-    }
-  }
+  SLUICE_RETURN_IF_ERROR(FromJson(j, "metadata", &m));
   return m;
 }
 
 Result<Condition> ConditionFromJson(const json& j, std::string_view path) {
-  if (!j.is_object()) return WrongType(path, "object");
   Condition c;
-  SLUICE_RETURN_IF_ERROR(ReadString(j, "type", path, &c.type));
-  SLUICE_RETURN_IF_ERROR(ReadString(j, "status", path, &c.status));
-  SLUICE_RETURN_IF_ERROR(ReadString(j, "reason", path, &c.reason));
-  SLUICE_RETURN_IF_ERROR(ReadString(j, "message", path, &c.message));
-  SLUICE_RETURN_IF_ERROR(ReadInt(j, "observedGeneration", path, &c.observed_generation));
-  SLUICE_RETURN_IF_ERROR(ReadString(j, "lastTransitionTime", path, &c.last_transition_time));
+  SLUICE_RETURN_IF_ERROR(FromJson(j, path, &c));
   return c;
 }
 
 Result<std::vector<Condition>> ConditionsFromJson(const json& j, std::string_view path) {
   std::vector<Condition> out;
   if (j.is_null()) return out;
-  if (!j.is_array()) return WrongType(path, "array");
-  for (size_t i = 0; i < j.size(); ++i) {
-    SLUICE_ASSIGN_OR_RETURN(
-        Condition c, ConditionFromJson(j[i], std::string(path) + "[" + std::to_string(i) + "]"));
-    out.push_back(std::move(c));
-  }
+  SLUICE_RETURN_IF_ERROR(FromJson(j, path, &out));
   return out;
 }
 

@@ -72,8 +72,11 @@ nlohmann::json ToJson(const Condition& condition);
 nlohmann::json ToJson(const std::vector<Condition>& conditions);
 
 // Readers take JSON that passed schema validation; a field of the wrong type is an error that
-// names its path.
-Result<OwnerReference> OwnerReferenceFromJson(const nlohmann::json& j, std::string_view path);
+// names its path. (The FromJson overloads let the generated types and json_convert.h's
+// templates read these as members.)
+Status FromJson(const nlohmann::json& j, std::string_view path, OwnerReference* out);
+Status FromJson(const nlohmann::json& j, std::string_view path, ObjectMeta* out);
+Status FromJson(const nlohmann::json& j, std::string_view path, Condition* out);
 Result<ObjectMeta> ObjectMetaFromJson(const nlohmann::json& j);
 Result<Condition> ConditionFromJson(const nlohmann::json& j, std::string_view path);
 Result<std::vector<Condition>> ConditionsFromJson(const nlohmann::json& j, std::string_view path);

@@ -13,24 +13,15 @@
 #include "common/yaml/yaml_json.h"
 #include "operator/api/crds.h"
 #include "operator/api/validation.h"
+#include "tests/unit/operator/api/test_files.h"
 
 namespace sluice::api {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-fs::path SourceDir() {
-  const char* dir = std::getenv("SLUICE_SOURCE_DIR");
-  return dir ? fs::path(dir) : fs::current_path();
-}
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing_files::ReadFile;
+using testing_files::SourceDir;
 
 std::vector<fs::path> YamlFiles(const fs::path& dir) {
   std::vector<fs::path> out;

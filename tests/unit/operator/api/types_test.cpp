@@ -14,24 +14,15 @@
 #include "operator/api/generated/rollout_pool_types.h"
 #include "operator/api/generated/trainer_job_types.h"
 #include "operator/api/validation.h"
+#include "tests/unit/operator/api/test_files.h"
 
 namespace sluice::api {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-fs::path SourceDir() {
-  const char* dir = std::getenv("SLUICE_SOURCE_DIR");
-  return dir ? fs::path(dir) : fs::current_path();
-}
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing_files::ReadFile;
+using testing_files::SourceDir;
 
 TEST(ApiCodegenTest, GeneratedTypesMatchTheCrds) {
   for (const ResourceKind& kind : Kinds()) {
