@@ -343,7 +343,18 @@ Result<Response> Client::Execute(Request& request,
 
     httplib::Response hres;
     httplib::Error error = httplib::Error::Success;
+    // A stream may be silent for long (a watch); cancellation shuts its socket down so the
+    // blocked read returns at once instead of after read_timeout.
+    CancellationRegistration stop_on_cancel;
+    if (streaming && request.cancel) {
+      httplib::ClientImpl* raw = conn.get();
+      stop_on_cancel = request.cancel->OnCancel([raw] { raw->stop(); });
+    }
     const bool sent = conn->send(hreq, hres, error);
+    stop_on_cancel.Reset();
+    if (!sent && request.cancel && request.cancel->IsCancelled()) {
+      return Status::Cancelled(what + ": cancelled");
+    }
     if (sent) {
       if (!streaming) {
         out.status = hres.status;

@@ -1,0 +1,22 @@
+// Kubernetes timestamps: metav1.Time ("2026-11-22T10:00:00Z", RFC 3339, seconds) and
+// metav1.MicroTime ("2026-11-22T10:00:00.123456Z"), to and from wall-clock time points.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace sluice::kube {
+
+// "2026-11-22T10:00:00Z" (UTC, whole seconds), as metav1.Time is written.
+std::string FormatTime(Clock::WallTime t);
+// "2026-11-22T10:00:00.123456Z" (UTC, microseconds), as metav1.MicroTime is written.
+std::string FormatMicroTime(Clock::WallTime t);
+// Parses RFC 3339 with an optional fraction and a "Z" or "+hh:mm"/"-hh:mm" offset.
+Result<Clock::WallTime> ParseTime(std::string_view text);
+
+}  // namespace sluice::kube
