@@ -2,8 +2,8 @@
 
 #include <cmath>
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -180,8 +180,8 @@ class Validator {
     for (unsigned char c : s) chars += (c & 0xC0) != 0x80;
     if (const std::optional<size_t> min = Count(schema, "minLength")) {
       if (chars < *min) {
-        Add(path, "Invalid value: " + Show(s) + ": should be at least " +
-                      std::to_string(*min) + " chars long");
+        Add(path, "Invalid value: " + Show(s) + ": should be at least " + std::to_string(*min) +
+                      " chars long");
       }
     }
     if (const std::optional<size_t> max = Count(schema, "maxLength")) {
