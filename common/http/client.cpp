@@ -245,35 +245,32 @@ bool Client::IsIdempotent(const Request& request) const {
 
 Result<Response> Client::Send(Request request) { return Execute(request, nullptr, nullptr); }
 
-Result<Response> Client::Get(std::string path) {
+namespace {
+
+Request MakeRequest(const char* method, std::string path, std::string body = {},
+                    std::string content_type = {}) {
   Request r;
+  r.method = method;
   r.path = std::move(path);
-  return Send(std::move(r));
+  r.body = std::move(body);
+  r.content_type = std::move(content_type);
+  return r;
 }
 
+}  // namespace
+
+Result<Response> Client::Get(std::string path) { return Send(MakeRequest("GET", std::move(path))); }
+
 Result<Response> Client::Delete(std::string path) {
-  Request r;
-  r.method = "DELETE";
-  r.path = std::move(path);
-  return Send(std::move(r));
+  return Send(MakeRequest("DELETE", std::move(path)));
 }
 
 Result<Response> Client::Post(std::string path, std::string body, std::string content_type) {
-  Request r;
-  r.method = "POST";
-  r.path = std::move(path);
-  r.body = std::move(body);
-  r.content_type = std::move(content_type);
-  return Send(std::move(r));
+  return Send(MakeRequest("POST", std::move(path), std::move(body), std::move(content_type)));
 }
 
 Result<Response> Client::Put(std::string path, std::string body, std::string content_type) {
-  Request r;
-  r.method = "PUT";
-  r.path = std::move(path);
-  r.body = std::move(body);
-  r.content_type = std::move(content_type);
-  return Send(std::move(r));
+  return Send(MakeRequest("PUT", std::move(path), std::move(body), std::move(content_type)));
 }
 
 Result<Response> Client::Stream(Request request,
