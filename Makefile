@@ -5,9 +5,14 @@ JOBS ?= 2
 CMAKE_FLAGS ?=
 SANITIZE ?=
 
+TEST_ENV :=
 ifneq ($(SANITIZE),)
 BUILD_DIR := build-$(SANITIZE)
 CMAKE_FLAGS += -DSLUICE_SANITIZE=$(SANITIZE)
+endif
+ifeq ($(SANITIZE),thread)
+# Debian's cpp-httplib is not built with TSan; see the suppression file.
+TEST_ENV := TSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/tsan.supp
 endif
 
 .PHONY: all deps configure build test demo bench format format-check clean
@@ -24,7 +29,7 @@ build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 test: deps build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+	$(TEST_ENV) ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 
 demo: deps build
 	@bash scripts/demo.sh $(BUILD_DIR)
