@@ -1,0 +1,60 @@
+#include "localcluster/apiserver/access_token.h"
+
+#include <openssl/err.h>
+#include <openssl/rand.h>
+
+#include <string_view>
+
+#include "localcluster/apiserver/secret_file.h"
+
+namespace sluice::apiserver {
+namespace {
+
+constexpr size_t kTokenBytes = 32;
+
+std::string Trim(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return {};
+  const auto last = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(first, last - first + 1));
+}
+
+Result<std::string> ReadToken(const std::string& path) {
+  SLUICE_ASSIGN_OR_RETURN(const std::string text, ReadSmallFile(path, "access token file"));
+  std::string token = Trim(text);
+  if (token.empty()) {
+    return Status::InvalidArgument("access token file " + path +
+                                   " is empty; delete it to generate a new token");
+  }
+  return token;
+}
+
+Result<std::string> NewToken() {
+  unsigned char bytes[kTokenBytes];
+  if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
+    char reason[256];
+    ERR_error_string_n(ERR_get_error(), reason, sizeof(reason));
+    return Status::Internal(std::string("cannot generate an access token: RAND_bytes: ") + reason);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string token;
+  token.reserve(2 * kTokenBytes);
+  for (unsigned char b : bytes) {
+    token.push_back(kHex[b >> 4]);
+    token.push_back(kHex[b & 0xf]);
+  }
+  return token;
+}
+
+}  // namespace
+
+Result<std::string> EnsureAccessToken(const std::string& path) {
+  Result<std::string> existing = ReadToken(path);
+  if (existing.ok() || existing.status().code() != StatusCode::kNotFound) return existing;
+  SLUICE_ASSIGN_OR_RETURN(const std::string token, NewToken());
+  SLUICE_ASSIGN_OR_RETURN(const bool created, WriteFileIfAbsent(path, token + "\n", 0600));
+  if (!created) return ReadToken(path);  // Another process created it first; use theirs.
+  return token;
+}
+
+}  // namespace sluice::apiserver
