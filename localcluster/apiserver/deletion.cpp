@@ -1,0 +1,576 @@
+#include "localcluster/apiserver/deletion.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <utility>
+#include <vector>
+
+namespace sluice::apiserver {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kDefaultPodGraceSeconds = 30;  // corev1.DefaultTerminationGracePeriodSeconds.
+
+bool IsCore(const ResourceInfo& info, std::string_view plural) {
+  return info.group.empty() && info.plural == plural;
+}
+
+// The metadata of `object`, or null when it has none.
+const json* Metadata(const json& object) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find("metadata");
+  return it != object.end() && it->is_object() ? &*it : nullptr;
+}
+
+// metadata[field] when it is a string, else "".
+std::string MetaString(const json& object, const char* field) {
+  const json* meta = Metadata(object);
+  if (meta == nullptr) return "";
+  auto it = meta->find(field);
+  return it != meta->end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+std::optional<int64_t> IntAt(const json& object, const char* outer, const char* field) {
+  if (!object.is_object()) return std::nullopt;
+  auto o = object.find(outer);
+  if (o == object.end() || !o->is_object()) return std::nullopt;
+  auto it = o->find(field);
+  if (it == o->end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<int64_t>();
+}
+
+std::string StringAt(const json& object, const char* outer, const char* field) {
+  if (!object.is_object()) return "";
+  auto o = object.find(outer);
+  if (o == object.end() || !o->is_object()) return "";
+  auto it = o->find(field);
+  return it != o->end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// The strings of object[outer][field] when it is an array (other items skipped).
+std::vector<std::string> StringsAt(const json& object, const char* outer, const char* field) {
+  std::vector<std::string> out;
+  if (!object.is_object()) return out;
+  auto o = object.find(outer);
+  if (o == object.end() || !o->is_object()) return out;
+  auto it = o->find(field);
+  if (it == o->end() || !it->is_array()) return out;
+  for (const json& item : *it) {
+    if (item.is_string()) out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+bool Contains(const std::vector<std::string>& list, std::string_view value) {
+  return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+// The object's metadata, created when missing (callers have checked that object is an object).
+json& MutableMetadata(json& object) {
+  json& meta = object["metadata"];
+  if (!meta.is_object()) meta = json::object();
+  return meta;
+}
+
+void SetFinalizers(json& object, const std::vector<std::string>& finalizers) {
+  json& meta = MutableMetadata(object);
+  if (finalizers.empty()) {
+    meta.erase("finalizers");
+  } else {
+    meta["finalizers"] = finalizers;
+  }
+}
+
+void BumpGeneration(json& object) {
+  json& meta = MutableMetadata(object);
+  auto it = meta.find("generation");
+  if (it != meta.end() && it->is_number_integer() && it->get<int64_t>() > 0) {
+    *it = it->get<int64_t>() + 1;
+  }
+}
+
+// kube's shouldOrphanDependents / shouldDeleteDependents for the generic store.
+bool ShouldOrphan(const DeleteOptions& options, const std::vector<std::string>& finalizers) {
+  if (options.orphan_dependents) return *options.orphan_dependents;
+  if (options.propagation) return *options.propagation == Propagation::kOrphan;
+  for (const std::string& f : finalizers) {
+    if (f == kOrphanFinalizer) return true;
+    if (f == kForegroundFinalizer) return false;
+  }
+  return false;  // The default policy is Background.
+}
+
+bool ShouldForeground(const DeleteOptions& options, const std::vector<std::string>& finalizers) {
+  if (options.orphan_dependents) return false;
+  if (options.propagation) return *options.propagation == Propagation::kForeground;
+  return Contains(finalizers, kForegroundFinalizer);
+}
+
+// Removes the two propagation finalizers, then adds back the wanted ones; returns the old list
+// when the set is unchanged (kube compares sets).
+std::vector<std::string> WithPropagationFinalizers(const std::vector<std::string>& old, bool orphan,
+                                                   bool foreground) {
+  std::vector<std::string> updated;
+  for (const std::string& f : old) {
+    if (f != kOrphanFinalizer && f != kForegroundFinalizer) updated.push_back(f);
+  }
+  if (orphan) updated.emplace_back(kOrphanFinalizer);
+  if (foreground) updated.emplace_back(kForegroundFinalizer);
+  std::vector<std::string> a = old, b = updated;
+  std::sort(a.begin(), a.end());
+  a.erase(std::unique(a.begin(), a.end()), a.end());
+  std::sort(b.begin(), b.end());
+  b.erase(std::unique(b.begin(), b.end()), b.end());
+  return a == b ? old : updated;
+}
+
+Status PreconditionFailed(const ResourceInfo& info, const ObjectKey& key, std::string_view what,
+                          std::string_view want, std::string_view have) {
+  return Status::Conflict("Operation cannot be fulfilled on " + info.StorageResource() + " \"" +
+                          key.name + "\": Precondition failed: " + std::string(what) +
+                          " in precondition: " + std::string(want) + ", " + std::string(what) +
+                          " in object meta: " + std::string(have));
+}
+
+Status CheckPreconditions(const ResourceInfo& info, const ObjectKey& key, const json& current,
+                          const std::string& uid, const DeleteOptions& options) {
+  const std::string have_uid = MetaString(current, "uid");
+  if (uid != have_uid) return PreconditionFailed(info, key, "UID", uid, have_uid);
+  if (options.precondition_resource_version) {
+    const std::string have_rv = MetaString(current, "resourceVersion");
+    if (*options.precondition_resource_version != have_rv) {
+      return PreconditionFailed(info, key, "ResourceVersion",
+                                *options.precondition_resource_version, have_rv);
+    }
+  }
+  return Status::Ok();
+}
+
+enum class Action {
+  kPending,    // Already being deleted: nothing to write; answer with the current object.
+  kUpdate,     // Write `object` (marked for deletion) and keep it in storage.
+  kDeleteNow,  // Remove from storage.
+};
+
+struct Decision {
+  Action action = Action::kPending;
+  json object;  // For kUpdate.
+};
+
+// kube's markAsDeleting: deletion with a zero grace period for an object kept by finalizers.
+void MarkAsDeleting(json& object, Clock::WallTime now) {
+  json& meta = MutableMetadata(object);
+  const std::string existing = MetaString(object, "deletionTimestamp");
+  if (existing.empty()) BumpGeneration(object);
+  const std::optional<Clock::WallTime> at = ParseMetaTime(existing);
+  if (existing.empty() || !at || *at > now) meta["deletionTimestamp"] = FormatMetaTime(now);
+  meta["deletionGracePeriodSeconds"] = 0;
+}
+
+// The generic store's decision (kube's BeforeDelete plus updateForGracefulDeletionAndFinalizers).
+Decision DecideGeneric(const ResourceInfo& info, const json& current, const DeleteOptions& options,
+                       Clock::WallTime now) {
+  json object = current;
+  std::optional<int64_t> requested = options.grace_period_seconds;
+  if (requested && *requested < 0) requested = 1;
+
+  bool graceful = false;
+  int64_t grace = 0;
+  const std::string timestamp = MetaString(object, "deletionTimestamp");
+  if (!timestamp.empty()) {
+    const std::optional<int64_t> running = IntAt(object, "metadata", "deletionGracePeriodSeconds");
+    if (running && *running != 0) {
+      // A graceful deletion is running: a request may only shorten it.
+      if (!requested || *requested >= *running) return {Action::kPending, {}};
+      const std::optional<Clock::WallTime> at = ParseMetaTime(timestamp);
+      const Clock::WallTime start = at ? *at - std::chrono::seconds(*running) : now;
+      json& meta = MutableMetadata(object);
+      meta["deletionTimestamp"] = FormatMetaTime(start + std::chrono::seconds(*requested));
+      meta["deletionGracePeriodSeconds"] = *requested;
+      graceful = true;
+      grace = *requested;
+    }
+  } else if (IsCore(info, "pods")) {
+    int64_t period = kDefaultPodGraceSeconds;
+    if (requested) {
+      period = *requested;
+    } else if (std::optional<int64_t> spec =
+                   IntAt(object, "spec", "terminationGracePeriodSeconds")) {
+      period = *spec;
+    }
+    const std::string phase = StringAt(object, "status", "phase");
+    if (StringAt(object, "spec", "nodeName").empty() || phase == "Failed" || phase == "Succeeded") {
+      period = 0;
+    }
+    if (period < 0) period = 1;
+    json& meta = MutableMetadata(object);
+    meta["deletionTimestamp"] = FormatMetaTime(now + std::chrono::seconds(period));
+    meta["deletionGracePeriodSeconds"] = period;
+    BumpGeneration(object);
+    graceful = true;
+    grace = period;
+  }
+
+  const std::vector<std::string> old = StringsAt(object, "metadata", "finalizers");
+  const std::vector<std::string> finalizers =
+      WithPropagationFinalizers(old, ShouldOrphan(options, old), ShouldForeground(options, old));
+  if (finalizers != old) SetFinalizers(object, finalizers);
+  const bool pending_finalizers = !finalizers.empty();
+
+  if (!graceful) {
+    if (!pending_finalizers) return {Action::kDeleteNow, {}};
+    MarkAsDeleting(object, now);
+    return {Action::kUpdate, std::move(object)};
+  }
+  if (pending_finalizers || grace > 0) return {Action::kUpdate, std::move(object)};
+  return {Action::kDeleteNow, {}};
+}
+
+// Namespaces (kube's namespace REST Delete): the first DELETE only starts termination; later
+// ones change nothing until spec.finalizers is empty, then act as the generic store.
+Decision DecideNamespace(const ResourceInfo& info, const json& current,
+                         const DeleteOptions& options, Clock::WallTime now) {
+  if (MetaString(current, "deletionTimestamp").empty()) {
+    json object = current;
+    MutableMetadata(object)["deletionTimestamp"] = FormatMetaTime(now);
+    json& status = object["status"];
+    if (!status.is_object()) status = json::object();
+    status["phase"] = "Terminating";
+    const std::vector<std::string> old = StringsAt(object, "metadata", "finalizers");
+    bool orphan = Contains(old, kOrphanFinalizer);
+    bool foreground = Contains(old, kForegroundFinalizer);
+    if (options.orphan_dependents) {
+      orphan = *options.orphan_dependents;
+      foreground = !*options.orphan_dependents;
+    } else if (options.propagation) {
+      orphan = *options.propagation == Propagation::kOrphan;
+      foreground = *options.propagation == Propagation::kForeground;
+    }
+    const std::vector<std::string> finalizers = WithPropagationFinalizers(old, orphan, foreground);
+    if (finalizers != old) SetFinalizers(object, finalizers);
+    return {Action::kUpdate, std::move(object)};
+  }
+  if (!StringsAt(current, "spec", "finalizers").empty()) return {Action::kPending, {}};
+  return DecideGeneric(info, current, options, now);
+}
+
+bool IsNamespaceObject(const ObjectKey& key, const json& object) {
+  if (key.resource == "core/namespaces" || key.resource == "namespaces") return true;
+  return object.is_object() && object.value("kind", "") == "Namespace" &&
+         object.value("apiVersion", "") == "v1";
+}
+
+bool ReadyToRemove(const ObjectKey& key, const json& object) {
+  if (MetaString(object, "deletionTimestamp").empty()) return false;
+  const std::optional<int64_t> grace = IntAt(object, "metadata", "deletionGracePeriodSeconds");
+  if (!grace || *grace != 0) return false;
+  if (!StringsAt(object, "metadata", "finalizers").empty()) return false;
+  if (IsNamespaceObject(key, object) && !StringsAt(object, "spec", "finalizers").empty()) {
+    return false;
+  }
+  return true;
+}
+
+// --- DeleteOptions parsing ---
+
+constexpr std::string_view kInvalidPrefix = "DeleteOptions.meta.k8s.io \"\" is invalid: ";
+
+Status InvalidType(std::string field, std::string_view want) {
+  return Status::InvalidArgument(field + " must be " + std::string(want), field);
+}
+
+std::string Quote(std::string_view s) { return json(std::string(s)).dump(); }
+
+Result<Propagation> ParsePropagation(const std::string& value) {
+  if (value == "Foreground") return Propagation::kForeground;
+  if (value == "Background") return Propagation::kBackground;
+  if (value == "Orphan") return Propagation::kOrphan;
+  return Status::Unprocessable(std::string(kInvalidPrefix) +
+                                   "propagationPolicy: Unsupported value: " + Quote(value) +
+                                   ": supported values: \"Foreground\", \"Background\", "
+                                   "\"Orphan\", \"nil\"",
+                               "propagationPolicy");
+}
+
+Status ValidateDryRun(const std::vector<std::string>& values) {
+  for (const std::string& v : values) {
+    if (v == "All") continue;
+    std::string list;
+    for (const std::string& item : values) list += (list.empty() ? "" : ", ") + Quote(item);
+    return Status::Unprocessable(std::string(kInvalidPrefix) +
+                                     "dryRun: Unsupported value: []string{" + list +
+                                     "}: supported values: \"All\"",
+                                 "dryRun");
+  }
+  return Status::Ok();
+}
+
+Result<int64_t> ParseInt64(const std::string& field, const std::string& text) {
+  const std::string error = field + " must be an integer: " + Quote(text);
+  if (text.empty()) return Status::InvalidArgument(error, field);
+  size_t i = (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  if (i == text.size()) return Status::InvalidArgument(error, field);
+  int64_t value = 0;
+  const bool negative = text[0] == '-';
+  for (; i < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9') return Status::InvalidArgument(error, field);
+    const int digit = text[i] - '0';
+    if (value > (INT64_MAX - digit) / 10) return Status::InvalidArgument(error, field);
+    value = value * 10 + digit;
+  }
+  return negative ? -value : value;
+}
+
+Result<bool> ParseBool(const std::string& field, const std::string& text) {
+  // Go's strconv.ParseBool, which kube's query decoding uses.
+  for (const char* t : {"1", "t", "T", "true", "TRUE", "True"}) {
+    if (text == t) return true;
+  }
+  for (const char* f : {"0", "f", "F", "false", "FALSE", "False"}) {
+    if (text == f) return false;
+  }
+  return Status::InvalidArgument(field + " must be true or false: " + Quote(text), field);
+}
+
+// The optional string member `name` of `object` (null counts as absent).
+Result<std::optional<std::string>> OptionalString(const json& object, const char* name,
+                                                  const std::string& field) {
+  auto it = object.find(name);
+  if (it == object.end() || it->is_null()) return std::optional<std::string>();
+  if (!it->is_string()) return InvalidType(field, "a string");
+  return std::optional<std::string>(it->get<std::string>());
+}
+
+Result<DeleteOptions> FromBody(const json& body) {
+  if (!body.is_object()) {
+    return Status::InvalidArgument("DeleteOptions must be a JSON object", "body");
+  }
+  DeleteOptions options;
+  if (auto kind = body.find("kind"); kind != body.end() && !kind->is_null()) {
+    if (!kind->is_string() || kind->get<std::string>() != "DeleteOptions") {
+      return Status::InvalidArgument("decoded object cannot be converted to DeleteOptions", "kind");
+    }
+  }
+  if (auto it = body.find("gracePeriodSeconds"); it != body.end() && !it->is_null()) {
+    if (!it->is_number_integer() || (it->is_number_unsigned() && it->get<uint64_t>() > INT64_MAX)) {
+      return InvalidType("gracePeriodSeconds", "an integer");
+    }
+    options.grace_period_seconds = it->get<int64_t>();
+  }
+  if (auto it = body.find("preconditions"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) return InvalidType("preconditions", "an object");
+    SLUICE_ASSIGN_OR_RETURN(options.precondition_uid,
+                            OptionalString(*it, "uid", "preconditions.uid"));
+    SLUICE_ASSIGN_OR_RETURN(
+        options.precondition_resource_version,
+        OptionalString(*it, "resourceVersion", "preconditions.resourceVersion"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::optional<std::string> policy,
+                          OptionalString(body, "propagationPolicy", "propagationPolicy"));
+  if (auto it = body.find("orphanDependents"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) return InvalidType("orphanDependents", "a boolean");
+    options.orphan_dependents = it->get<bool>();
+  }
+  std::vector<std::string> dry_run;
+  if (auto it = body.find("dryRun"); it != body.end() && !it->is_null()) {
+    if (!it->is_array()) return InvalidType("dryRun", "an array of strings");
+    for (const json& item : *it) {
+      if (!item.is_string()) return InvalidType("dryRun", "an array of strings");
+      dry_run.push_back(item.get<std::string>());
+    }
+  }
+  if (policy && options.orphan_dependents) {
+    return Status::Unprocessable(
+        std::string(kInvalidPrefix) + "propagationPolicy: Invalid value: " + Quote(*policy) +
+            ": orphanDependents and deletionPropagation cannot be both set",
+        "propagationPolicy");
+  }
+  if (policy) {
+    SLUICE_ASSIGN_OR_RETURN(options.propagation, ParsePropagation(*policy));
+  }
+  SLUICE_RETURN_IF_ERROR(ValidateDryRun(dry_run));
+  options.dry_run = !dry_run.empty();
+  return options;
+}
+
+Result<DeleteOptions> FromQuery(const QueryParams& query) {
+  DeleteOptions options;
+  std::optional<std::string> policy;
+  std::vector<std::string> dry_run;
+  // Repeated scalar parameters: the first value counts, as Go's url.Values.Get.
+  for (const auto& [name, value] : query) {
+    if (name == "propagationPolicy") {
+      if (!policy) policy = value;
+    } else if (name == "gracePeriodSeconds") {
+      if (!options.grace_period_seconds) {
+        SLUICE_ASSIGN_OR_RETURN(options.grace_period_seconds,
+                                ParseInt64("gracePeriodSeconds", value));
+      }
+    } else if (name == "orphanDependents") {
+      if (!options.orphan_dependents) {
+        SLUICE_ASSIGN_OR_RETURN(options.orphan_dependents, ParseBool("orphanDependents", value));
+      }
+    } else if (name == "dryRun") {
+      dry_run.push_back(value);
+    }
+  }
+  if (policy && options.orphan_dependents) {
+    return Status::Unprocessable(
+        std::string(kInvalidPrefix) + "propagationPolicy: Invalid value: " + Quote(*policy) +
+            ": orphanDependents and deletionPropagation cannot be both set",
+        "propagationPolicy");
+  }
+  if (policy) {
+    SLUICE_ASSIGN_OR_RETURN(options.propagation, ParsePropagation(*policy));
+  }
+  SLUICE_RETURN_IF_ERROR(ValidateDryRun(dry_run));
+  options.dry_run = !dry_run.empty();
+  return options;
+}
+
+bool Digits(std::string_view s, size_t pos, size_t n, int& out) {
+  if (pos + n > s.size()) return false;
+  out = 0;
+  for (size_t i = pos; i < pos + n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    out = out * 10 + (s[i] - '0');
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<DeleteOptions> ParseDeleteOptions(const nlohmann::json* body, const QueryParams& query) {
+  if (body != nullptr && !body->is_null()) return FromBody(*body);
+  return FromQuery(query);
+}
+
+Result<DeleteOutcome> DeleteObject(Storage& storage, const ResourceInfo& info, const ObjectKey& key,
+                                   const DeleteOptions& options, Clock::WallTime now) {
+  // The UID the request is about: the one the caller gave, else the one first read, so that a
+  // retry after a concurrent write never deletes an object re-created under the same name.
+  std::optional<std::string> uid = options.precondition_uid;
+  const bool is_namespace = IsCore(info, "namespaces");
+  for (int attempt = 0; attempt < Storage::kGuaranteedUpdateAttempts; ++attempt) {
+    SLUICE_ASSIGN_OR_RETURN(Stored current, storage.Get(key));
+    if (!current.object.is_object()) return Status::Internal(key.ToString() + " is not an object");
+    if (!uid) uid = MetaString(current.object, "uid");
+    SLUICE_RETURN_IF_ERROR(CheckPreconditions(info, key, current.object, *uid, options));
+
+    Decision decision = is_namespace ? DecideNamespace(info, current.object, options, now)
+                                     : DecideGeneric(info, current.object, options, now);
+    switch (decision.action) {
+      case Action::kPending:
+        return DeleteOutcome{std::move(current.object), false};
+      case Action::kUpdate: {
+        // Judge a no-op as GuaranteedUpdate does: nothing to write.
+        if (options.dry_run || decision.object == current.object) {
+          return DeleteOutcome{std::move(decision.object), false};
+        }
+        Result<Stored> written = storage.Update(key, std::move(decision.object), current.revision);
+        if (written.ok()) return DeleteOutcome{std::move(written->object), false};
+        if (written.status().code() == StatusCode::kConflict) continue;
+        return written.status();
+      }
+      case Action::kDeleteNow: {
+        if (options.dry_run) return DeleteOutcome{std::move(current.object), true};
+        Result<Stored> deleted = storage.Delete(key, current.revision);
+        if (deleted.ok()) return DeleteOutcome{std::move(deleted->object), true};
+        if (deleted.status().code() == StatusCode::kConflict) continue;
+        return deleted.status();
+      }
+    }
+  }
+  return storage_internal::UpdateConflictError(key);
+}
+
+Result<Stored> CompleteDeletionIfReady(Storage& storage, const ObjectKey& key,
+                                       const Stored& after_update) {
+  Stored state = after_update;
+  for (int attempt = 0; attempt < Storage::kGuaranteedUpdateAttempts; ++attempt) {
+    if (!ReadyToRemove(key, state.object)) return state;
+    Result<Stored> deleted = storage.Delete(key, state.revision);
+    if (deleted.ok()) return deleted;
+    if (deleted.status().code() == StatusCode::kNotFound) return state;
+    if (deleted.status().code() != StatusCode::kConflict) return deleted.status();
+    Result<Stored> reread = storage.Get(key);
+    if (!reread.ok()) {
+      if (reread.status().code() == StatusCode::kNotFound) return state;
+      return reread.status();
+    }
+    state = std::move(reread).value();
+  }
+  return storage_internal::UpdateConflictError(key);
+}
+
+int DeleteHttpStatus(const DeleteOptions& options, const DeleteOutcome& outcome) {
+  return !outcome.finished && options.orphan_dependents == false ? 202 : 200;
+}
+
+std::string StorageResourceKey(const ResourceInfo& info) {
+  return (info.group.empty() ? std::string("core") : info.group) + "/" + info.plural;
+}
+
+std::string FormatMetaTime(Clock::WallTime t) {
+  const auto secs = std::chrono::floor<std::chrono::seconds>(t.time_since_epoch());
+  const time_t tt = static_cast<time_t>(secs.count());
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[80];
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  return buf;
+}
+
+std::optional<Clock::WallTime> ParseMetaTime(std::string_view s) {
+  int year, month, day, hour, minute, second;
+  if (!Digits(s, 0, 4, year) || s.size() < 20 || s[4] != '-' || !Digits(s, 5, 2, month) ||
+      s[7] != '-' || !Digits(s, 8, 2, day) || (s[10] != 'T' && s[10] != 't') ||
+      !Digits(s, 11, 2, hour) || s[13] != ':' || !Digits(s, 14, 2, minute) || s[16] != ':' ||
+      !Digits(s, 17, 2, second)) {
+    return std::nullopt;
+  }
+  if (hour > 23 || minute > 59 || second > 60) return std::nullopt;
+  const std::chrono::year_month_day date{std::chrono::year(year),
+                                         std::chrono::month(static_cast<unsigned>(month)),
+                                         std::chrono::day(static_cast<unsigned>(day))};
+  if (!date.ok()) return std::nullopt;
+  size_t pos = 19;
+  std::chrono::nanoseconds fraction{0};
+  if (pos < s.size() && s[pos] == '.') {
+    ++pos;
+    int64_t scale = 100000000;
+    const size_t start = pos;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
+      fraction += std::chrono::nanoseconds((s[pos] - '0') * scale);
+      scale /= 10;
+      ++pos;
+    }
+    if (pos == start) return std::nullopt;
+  }
+  std::chrono::seconds offset{0};
+  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
+    ++pos;
+  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
+    int oh, om;
+    if (!Digits(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' ||
+        !Digits(s, pos + 4, 2, om) || oh > 23 || om > 59) {
+      return std::nullopt;
+    }
+    offset = std::chrono::hours(oh) + std::chrono::minutes(om);
+    if (s[pos] == '-') offset = -offset;
+    pos += 6;
+  } else {
+    return std::nullopt;
+  }
+  if (pos != s.size()) return std::nullopt;
+  const auto local = std::chrono::sys_days(date) + std::chrono::hours(hour) +
+                     std::chrono::minutes(minute) + std::chrono::seconds(second) - offset;
+  return Clock::WallTime(
+      std::chrono::duration_cast<Clock::WallTime::duration>(local.time_since_epoch() + fraction));
+}
+
+}  // namespace sluice::apiserver
