@@ -1,0 +1,143 @@
+// ApiServer: the HTTP front of the local Kubernetes-compatible API server (`sluice-apiserver`).
+//
+// It assembles the parts in this directory into kube-apiserver's REST API for the resources
+// Sluice uses: discovery (legacy and aggregated), OpenAPI v2/v3, get/list/watch/create/update/
+// patch/delete/deletecollection on built-in and CRD-defined resources, the status, scale and
+// pods/log subresources, Table output for `kubectl get`, custom resource defaulting, pruning and
+// validation (schema and CEL), finalizers and garbage collection. docs/local-cluster.md lists
+// what it implements and every known difference from a real API server.
+//
+// Requests go through common/http/server.h (bearer token, body cap, timeouts, access logs,
+// /healthz, /readyz, /metrics); a per-client token bucket answers 429 with Retry-After.
+//
+// Ownership: owns the storage, the registry of served resources and the garbage collector.
+// Thread safety: Start/Shutdown from the owning thread; handlers run concurrently on the HTTP
+// workers (the registry is guarded by a shared mutex; storage is thread-safe).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <shared_mutex>
+#include <string>
+
+#include "common/clock.h"
+#include "common/http/server.h"
+#include "common/logging/logger.h"
+#include "common/metrics/registry.h"
+#include "common/status.h"
+#include "localcluster/apiserver/resource_registry.h"
+#include "localcluster/apiserver/storage.h"
+
+namespace sluice::apiserver {
+
+class GarbageCollector;
+class ClientRateLimiter;
+struct ErrorSubject;
+struct RequestInfo;
+
+struct ApiServerOptions {
+  http::ServerOptions http;  // Address, port, TLS, token, body cap, worker threads.
+  // Per-client request rate (client = bearer token, else peer address); 0 disables.
+  double rate_limit_qps = 200;
+  double rate_limit_burst = 400;
+  // BOOKMARK events are sent this often to watches that ask for them.
+  std::chrono::seconds bookmark_interval{30};
+  // Watches without timeoutSeconds end after this (kube: 30-60 min; clients re-watch).
+  std::chrono::seconds max_watch_duration{1800};
+  // Garbage collector's full pass period (it also runs after every delete).
+  std::chrono::milliseconds gc_period{2000};
+  // /version's gitVersion.
+  std::string version = "v1.32.0-sluice";
+  // Pod logs are fetched from the node agent over plain HTTP at
+  // http://<node InternalIP>:<status.daemonEndpoints.kubeletEndpoint.Port>/containerLogs/...
+  std::chrono::seconds log_connect_timeout{5};
+};
+
+class ApiServer {
+ public:
+  // Loads the CRDs found in `storage` into the served resources. `clock` (for timestamps and
+  // the GC) and `registry` must outlive the server; `registry` may be null.
+  static Result<std::unique_ptr<ApiServer>> Create(ApiServerOptions options,
+                                                   std::unique_ptr<Storage> storage, Clock* clock,
+                                                   metrics::Registry* registry,
+                                                   const log::Logger& logger);
+  ~ApiServer();
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  Status Start();
+  // Stops accepting, ends watches, stops the garbage collector. Idempotent.
+  void Shutdown();
+  int port() const;
+  std::string BaseUrl() const;
+  Storage& storage() { return *storage_; }
+
+ private:
+  struct Request;  // One parsed API request; defined in the .cpp.
+
+  ApiServer(ApiServerOptions options, std::unique_ptr<Storage> storage, Clock* clock,
+            metrics::Registry* registry, const log::Logger& logger);
+  Status LoadCrds();
+  // Creates default, kube-system, kube-public and kube-node-lease when missing, as a cluster
+  // has them from the start.
+  Status EnsureSystemNamespaces();
+
+  void Handle(const std::string& method, const httplib::Request& req, httplib::Response& res);
+  void HandleNonResource(const RequestInfo& info, const httplib::Request& req,
+                         httplib::Response& res);
+  void HandleResource(Request& r, httplib::Response& res);
+
+  void Get(Request& r, httplib::Response& res);
+  void List(Request& r, httplib::Response& res);
+  void Watch(Request& r, httplib::Response& res);
+  void Create(Request& r, httplib::Response& res);
+  void Update(Request& r, httplib::Response& res);
+  void Patch(Request& r, httplib::Response& res);
+  void Delete(Request& r, httplib::Response& res);
+  void DeleteCollection(Request& r, httplib::Response& res);
+  void GetScale(Request& r, httplib::Response& res);
+  void WriteScale(Request& r, httplib::Response& res);
+  void PodLog(Request& r, httplib::Response& res);
+
+  // The shared write path of update, patch and scale: `fn` maps the current object to the
+  // body-to-apply; admission (PrepareUpdate, CR validation) and finalization follow.
+  using MutateFn = std::function<Result<nlohmann::json>(const nlohmann::json& current)>;
+  void WriteExisting(Request& r, const MutateFn& fn, httplib::Response& res);
+  // Admission of a new or updated object; errors are written to `res` (returns false).
+  bool Admit(Request& r, nlohmann::json& object, const nlohmann::json* old_object,
+             httplib::Response& res, Status* admit_error);
+
+  // Applies side effects of CRD writes to the served resources.
+  void OnCrdWritten(const nlohmann::json& crd);
+  void OnCrdDeleted(const nlohmann::json& crd);
+
+  void ReplyObject(Request& r, const nlohmann::json& object, int code, httplib::Response& res);
+  void ReplyStatus(const Status& status, const Request* r, httplib::Response& res);
+
+  // Copies of the registry entry (and CRD, for custom resources) under the shared lock.
+  std::optional<ResourceInfo> FindResource(const std::string& group, const std::string& version,
+                                           const std::string& plural) const;
+  std::optional<nlohmann::json> FindCrd(const std::string& name) const;
+
+  ApiServerOptions options_;
+  std::unique_ptr<Storage> storage_;
+  Clock* clock_;
+  log::Logger logger_;
+  std::unique_ptr<http::Server> http_;
+  std::unique_ptr<GarbageCollector> gc_;
+  std::unique_ptr<ClientRateLimiter> limiter_;
+
+  mutable std::shared_mutex registry_mu_;
+  ResourceRegistry registry_;                   // Guarded by registry_mu_.
+  std::map<std::string, nlohmann::json> crds_;  // By CRD name; guarded by registry_mu_.
+
+  metrics::CounterFamily* requests_ =
+      nullptr;                         // sluice_apiserver_requests_total{verb,resource,code}
+  metrics::Gauge* watches_ = nullptr;  // sluice_apiserver_watches
+  std::mutex skipped_mu_;
+  std::set<std::string> skipped_logged_;  // CEL rules already reported as skipped.
+};
+
+}  // namespace sluice::apiserver

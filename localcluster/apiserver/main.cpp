@@ -1,0 +1,200 @@
+// sluice-apiserver: the local Kubernetes-compatible API server. See docs/local-cluster.md.
+//
+//   sluice-apiserver --state-dir ~/.sluice/cluster
+//   kubectl --kubeconfig ~/.sluice/cluster/kubeconfig get ns
+//
+// On first start it creates the state directory: the SQLite store, a self-signed CA and serving
+// certificate, a bearer token, and a kubeconfig for kubectl and the operator.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "common/config/help.h"
+#include "common/config/parse.h"
+#include "common/http/bearer_token.h"
+#include "common/logging/level.h"
+#include "common/logging/logger.h"
+#include "common/process/signals.h"
+#include "localcluster/apiserver/access_token.h"
+#include "localcluster/apiserver/api_server.h"
+#include "localcluster/apiserver/kubeconfig_writer.h"
+#include "localcluster/apiserver/serving_certs.h"
+#include "localcluster/apiserver/sqlite_storage.h"
+
+namespace sluice::apiserver {
+namespace {
+
+bool IsLoopback(const std::string& address) {
+  return address == "127.0.0.1" || address == "localhost" || address == "::1" ||
+         address.rfind("127.", 0) == 0;
+}
+
+int Main(int argc, char** argv) {
+  config::Spec spec("SLUICE_APISERVER");
+  spec.Add(config::Option::String("state-dir", ".sluice/apiserver",
+                                  "Directory for the database, certificates, token and "
+                                  "kubeconfig; created if missing."))
+      .Add(config::Option::String("address", "127.0.0.1", "Address to listen on."))
+      .Add(config::Option::Int("port", 6443, "Port to listen on; 0 picks a free one.")
+               .Min(0)
+               .Max(65535))
+      .Add(config::Option::Bool("insecure-http", false,
+                                "Serve plain HTTP without authentication instead of HTTPS "
+                                "with a bearer token; only allowed on a loopback address."))
+      .Add(config::Option::StringList("tls-hosts", {},
+                                      "Extra DNS names and IPs for the serving certificate "
+                                      "(localhost and 127.0.0.1 are always included)."))
+      .Add(config::Option::String("kubeconfig", "",
+                                  "Where to write the kubeconfig; default <state-dir>/kubeconfig."))
+      .Add(config::Option::String("token-file", "",
+                                  "Bearer token file; default <state-dir>/token, generated on "
+                                  "first start."))
+      .Add(config::Option::Bytes("max-body-bytes", 3u << 20, "Largest request body accepted."))
+      .Add(config::Option::Double("rate-limit-qps", 200,
+                                  "Requests per second allowed per client; 0 disables.")
+               .Min(0.0))
+      .Add(config::Option::Double("rate-limit-burst", 400, "Burst allowed per client.").Min(1.0))
+      .Add(config::Option::Int("worker-threads", 256,
+                               "HTTP worker threads; each open watch holds one.")
+               .Min(4)
+               .Max(4096))
+      .Add(config::Option::Int("watch-history", 10000,
+                               "Events kept for watches resuming from a past resourceVersion.")
+               .Min(1))
+      .Add(config::Option::Int("watcher-queue", 1000,
+                               "Events a slow watcher may have pending before it is "
+                               "disconnected.")
+               .Min(1))
+      .Add(config::Option::Bool("synchronous-full", false,
+                                "fsync every commit (durable across power loss; slower)."))
+      .Add(config::Option::Enum("log-level", {"debug", "info", "warn", "error"}, "info",
+                                "Minimum level of the JSON log lines on stderr."));
+  Result<config::Config> cfg = config::Parse(spec, argc, argv, config::EnvironmentFromProcess());
+  if (!cfg.ok()) {
+    std::cerr << "sluice-apiserver: " << cfg.status().message() << "\n";
+    return 2;
+  }
+  if (cfg->HelpRequested()) {
+    std::cout << config::HelpText(spec, "sluice-apiserver",
+                                  "A Kubernetes-compatible API server for one machine: kubectl "
+                                  "and the Sluice operator use it as they use a cluster.");
+    return 0;
+  }
+  log::SetMinLevel(log::ParseLevel(cfg->GetString("log-level")).value());
+  log::Logger logger("apiserver");
+
+  const std::string state_dir = cfg->GetString("state-dir");
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir, ec);
+  if (ec) {
+    std::cerr << "sluice-apiserver: flag --state-dir: cannot create " << state_dir << ": "
+              << ec.message() << "\n";
+    return 2;
+  }
+  const std::string address = cfg->GetString("address");
+  const bool insecure = cfg->GetBool("insecure-http");
+  if (insecure && !IsLoopback(address)) {
+    std::cerr << "sluice-apiserver: flag --insecure-http: plain HTTP is only allowed on a "
+                 "loopback address, not "
+              << address << "\n";
+    return 2;
+  }
+
+  CancellationSource stop;
+  if (Status s = InstallShutdownSignals(stop); !s.ok()) {
+    std::cerr << "sluice-apiserver: " << s.ToString() << "\n";
+    return 1;
+  }
+
+  const std::string token_file =
+      cfg->IsSet("token-file") ? cfg->GetString("token-file") : state_dir + "/token";
+  Result<std::string> token = EnsureAccessToken(token_file);
+  if (!token.ok()) {
+    std::cerr << "sluice-apiserver: flag --token-file: " << token.status().message() << "\n";
+    return 1;
+  }
+
+  SqliteStorageOptions storage_options;
+  storage_options.path = state_dir + "/objects.db";
+  storage_options.synchronous_full = cfg->GetBool("synchronous-full");
+  storage_options.watch.history_capacity = static_cast<size_t>(cfg->GetInt("watch-history"));
+  storage_options.watch.watcher_queue_capacity = static_cast<size_t>(cfg->GetInt("watcher-queue"));
+  Result<std::unique_ptr<SqliteStorage>> storage = SqliteStorage::Open(storage_options);
+  if (!storage.ok()) {
+    std::cerr << "sluice-apiserver: opening " << storage_options.path << ": "
+              << storage.status().message() << "\n";
+    return 1;
+  }
+
+  ApiServerOptions options;
+  options.http.address = address;
+  options.http.port = static_cast<int>(cfg->GetInt("port"));
+  options.http.max_body_bytes = cfg->GetBytes("max-body-bytes");
+  options.http.worker_threads = static_cast<size_t>(cfg->GetInt("worker-threads"));
+  options.http.max_queued_connections = options.http.worker_threads;
+  // kubectl (client-go) never sends a bearer token over plain HTTP, so the loopback-only
+  // insecure mode serves without authentication, like kube-apiserver's old insecure port.
+  if (!insecure) options.http.auth = http::TokenSource::FromValue(*token);
+  options.http.shutdown_grace = std::chrono::seconds(5);
+  options.rate_limit_qps = cfg->GetDouble("rate-limit-qps");
+  options.rate_limit_burst = cfg->GetDouble("rate-limit-burst");
+
+  std::string ca_pem;
+  if (!insecure) {
+    std::vector<std::string> hosts = cfg->GetStringList("tls-hosts");
+    if (address != "0.0.0.0" && address != "::") hosts.push_back(address);
+    Result<ServingCerts> certs =
+        EnsureServingCerts(state_dir + "/pki", hosts, SystemClock().WallNow());
+    if (!certs.ok()) {
+      std::cerr << "sluice-apiserver: serving certificates: " << certs.status().message() << "\n";
+      return 1;
+    }
+    options.http.tls = http::ServerTlsOptions{certs->cert_file, certs->key_file, ""};
+    ca_pem = certs->ca_pem;
+    if (!certs->reason.empty()) logger.Info("serving certificates", {{"reason", certs->reason}});
+  }
+
+  SystemClock clock;
+  metrics::Registry registry;
+  Result<std::unique_ptr<ApiServer>> server =
+      ApiServer::Create(std::move(options), std::move(*storage), &clock, &registry, logger);
+  if (!server.ok()) {
+    std::cerr << "sluice-apiserver: " << server.status().message() << "\n";
+    return 1;
+  }
+  if (Status s = (*server)->Start(); !s.ok()) {
+    std::cerr << "sluice-apiserver: " << s.ToString() << "\n";
+    return 1;
+  }
+  const std::string host = (address == "0.0.0.0" || address == "::") ? "127.0.0.1" : address;
+  const std::string url = std::string(insecure ? "http://" : "https://") + host + ":" +
+                          std::to_string((*server)->port());
+  KubeconfigParams kubeconfig;
+  kubeconfig.server = url;
+  kubeconfig.ca_pem = ca_pem;
+  kubeconfig.insecure = insecure;
+  kubeconfig.token = *token;
+  const std::string kubeconfig_path = cfg->GetString("kubeconfig").empty()
+                                          ? state_dir + "/kubeconfig"
+                                          : cfg->GetString("kubeconfig");
+  if (Status s = WriteKubeconfig(kubeconfig_path, kubeconfig); !s.ok()) {
+    std::cerr << "sluice-apiserver: flag --kubeconfig: " << s.message() << "\n";
+    (*server)->Shutdown();
+    return 1;
+  }
+  logger.Info("serving", {{"url", url}, {"kubeconfig", kubeconfig_path}, {"state_dir", state_dir}});
+  while (!stop.Token().WaitFor(std::chrono::hours(1))) {
+  }
+  logger.Info("shutting down");
+  (*server)->Shutdown();
+  return 0;
+}
+
+}  // namespace
+}  // namespace sluice::apiserver
+
+int main(int argc, char** argv) { return sluice::apiserver::Main(argc, argv); }
