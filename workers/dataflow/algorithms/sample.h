@@ -61,6 +61,12 @@ struct Sample {
   double reward = 0.0;                 // Reward of `policy`.
   std::string finish_reason;           // "stop", "length" (truncated), "abort", ...
 
+  // --- Episode record (carried to the trainer, not read by the stages).
+  std::vector<uint32_t> turn_starts;  // Token offsets where each model turn begins.
+  double generation_seconds = 0.0;    // Time spent generating this sample's tokens.
+  double environment_seconds = 0.0;   // Time spent in environment / tool steps.
+  double reward_seconds = 0.0;        // Time spent scoring.
+
   // --- Stamped by the stages.
   std::optional<double> group_mean;  // Mean reward of the (prompt, policy) group.
   std::optional<double> group_std;   // Unbiased std of that group; 1 for a singleton group.

@@ -1,0 +1,288 @@
+#include "workers/dataflow/trajectory_codec.h"
+
+#include "common/wire/decoder.h"
+#include "common/wire/encoder.h"
+#include "common/wire/frame.h"
+
+namespace sluice::dataflow {
+namespace {
+
+using wire::Decoder;
+using wire::Encoder;
+
+// Reads exactly one frame of `type` from `body`.
+Result<std::string_view> SingleFrame(std::string_view body, uint16_t type, const char* what) {
+  wire::FrameReaderOptions options;
+  options.max_payload_bytes = wire::kMaxFramePayloadBytes;
+  wire::FrameReader reader(body, options);
+  SLUICE_ASSIGN_OR_RETURN(wire::Frame frame, reader.Next());
+  if (frame.type != type) {
+    return Status::InvalidArgument(std::string("expected a ") + what + " frame (type " +
+                                       std::to_string(type) + "), got type " +
+                                       std::to_string(frame.type),
+                                   "frame.type");
+  }
+  if (!reader.AtEnd()) {
+    return Status::InvalidArgument(std::string("bytes after the ") + what + " frame", "frame");
+  }
+  return frame.payload;
+}
+
+Status CheckCount(uint64_t n, uint64_t max, const std::string& field) {
+  if (n > max) {
+    return Status::TooLarge(
+        field + ": " + std::to_string(n) + " exceeds the limit of " + std::to_string(max), field);
+  }
+  return Status::Ok();
+}
+
+void PutSample(Encoder& e, const Sample& s) {
+  e.PutString(s.prompt_id);
+  e.PutString(s.policy);
+  e.PutI32Array(s.tokens);
+  e.PutU8Array(s.loss_mask);
+  e.PutF32Array(s.behaviour_logprobs);
+  e.PutI64Array(s.versions);
+  e.PutI32Array(s.token_owner);
+  e.PutVarint(s.policies.size());
+  for (const std::string& p : s.policies) e.PutString(p);
+  e.PutF64Array(s.policy_rewards);
+  e.PutF64(s.reward);
+  e.PutString(s.finish_reason);
+  e.PutU32Array(s.turn_starts);
+  e.PutF64(s.generation_seconds);
+  e.PutF64(s.environment_seconds);
+  e.PutF64(s.reward_seconds);
+}
+
+Status GetSample(Decoder& d, const std::string& f, Sample* s) {
+  SLUICE_RETURN_IF_ERROR(d.GetString(f + ".prompt_id", &s->prompt_id));
+  SLUICE_RETURN_IF_ERROR(d.GetString(f + ".policy", &s->policy));
+  SLUICE_RETURN_IF_ERROR(d.GetI32Array(f + ".tokens", &s->tokens));
+  SLUICE_RETURN_IF_ERROR(CheckCount(s->tokens.size(), kMaxTokensPerSample, f + ".tokens"));
+  SLUICE_RETURN_IF_ERROR(d.GetU8Array(f + ".loss_mask", &s->loss_mask));
+  SLUICE_RETURN_IF_ERROR(d.GetF32Array(f + ".behaviour_logprobs", &s->behaviour_logprobs));
+  SLUICE_RETURN_IF_ERROR(d.GetI64Array(f + ".versions", &s->versions));
+  SLUICE_RETURN_IF_ERROR(d.GetI32Array(f + ".token_owner", &s->token_owner));
+  uint64_t policies = 0;
+  SLUICE_RETURN_IF_ERROR(d.GetVarint(f + ".policies", &policies));
+  SLUICE_RETURN_IF_ERROR(CheckCount(policies, kMaxPoliciesPerSample, f + ".policies"));
+  s->policies.resize(policies);
+  for (uint64_t i = 0; i < policies; ++i) {
+    SLUICE_RETURN_IF_ERROR(
+        d.GetString(f + ".policies[" + std::to_string(i) + "]", &s->policies[i]));
+  }
+  SLUICE_RETURN_IF_ERROR(d.GetF64Array(f + ".policy_rewards", &s->policy_rewards));
+  SLUICE_RETURN_IF_ERROR(d.GetF64(f + ".reward", &s->reward));
+  SLUICE_RETURN_IF_ERROR(d.GetString(f + ".finish_reason", &s->finish_reason));
+  SLUICE_RETURN_IF_ERROR(d.GetU32Array(f + ".turn_starts", &s->turn_starts));
+  SLUICE_RETURN_IF_ERROR(d.GetF64(f + ".generation_seconds", &s->generation_seconds));
+  SLUICE_RETURN_IF_ERROR(d.GetF64(f + ".environment_seconds", &s->environment_seconds));
+  SLUICE_RETURN_IF_ERROR(d.GetF64(f + ".reward_seconds", &s->reward_seconds));
+  for (uint32_t t : s->turn_starts) {
+    if (t > s->tokens.size()) {
+      return Status::InvalidArgument("turn start " + std::to_string(t) + " is past the end",
+                                     f + ".turn_starts");
+    }
+  }
+  if (Status v = ValidateSample(*s); !v.ok()) {
+    return Status::InvalidArgument(v.message(), f + "." + v.field());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status EncodeTrajectoryGroup(const TrajectoryGroup& group, std::string* out) {
+  const size_t start = wire::BeginFrame(out);
+  Encoder e(out);
+  e.PutString(group.task_id);
+  e.PutU32(group.attempt);
+  e.PutString(group.lease_id);
+  e.PutString(group.worker_id);
+  e.PutString(group.prompt_id);
+  e.PutBool(group.eval);
+  e.PutVarint(group.samples.size());
+  for (const Sample& s : group.samples) PutSample(e, s);
+  if (!e.status().ok()) {
+    out->resize(start);
+    return e.status();
+  }
+  return wire::FinishFrame(kTrajectoryGroupFrame, start, out);
+}
+
+Result<TrajectoryGroup> DecodeTrajectoryGroup(std::string_view body) {
+  SLUICE_ASSIGN_OR_RETURN(std::string_view payload,
+                          SingleFrame(body, kTrajectoryGroupFrame, "trajectory group"));
+  Decoder d(payload);
+  TrajectoryGroup g;
+  SLUICE_RETURN_IF_ERROR(d.GetString("task_id", &g.task_id));
+  SLUICE_RETURN_IF_ERROR(d.GetU32("attempt", &g.attempt));
+  SLUICE_RETURN_IF_ERROR(d.GetString("lease_id", &g.lease_id));
+  SLUICE_RETURN_IF_ERROR(d.GetString("worker_id", &g.worker_id));
+  SLUICE_RETURN_IF_ERROR(d.GetString("prompt_id", &g.prompt_id));
+  SLUICE_RETURN_IF_ERROR(d.GetBool("eval", &g.eval));
+  uint64_t n = 0;
+  SLUICE_RETURN_IF_ERROR(d.GetVarint("samples", &n));
+  SLUICE_RETURN_IF_ERROR(CheckCount(n, kMaxSamplesPerGroup, "samples"));
+  if (n == 0) return Status::InvalidArgument("a group has at least one sample", "samples");
+  if (g.task_id.empty()) return Status::InvalidArgument("must not be empty", "task_id");
+  g.samples.resize(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    SLUICE_RETURN_IF_ERROR(GetSample(d, "samples[" + std::to_string(i) + "]", &g.samples[i]));
+    g.samples[i].task_id = g.task_id;
+  }
+  if (!d.empty()) {
+    return Status::InvalidArgument(std::to_string(d.remaining()) + " unread bytes after the group",
+                                   "samples");
+  }
+  return g;
+}
+
+Status EncodeBatch(const Batch& batch, std::string* out) {
+  if (batch.group_index.size() != batch.samples.size() ||
+      batch.replayed.size() != batch.samples.size()) {
+    return Status::InvalidArgument("group_index and replayed must have one entry per sample");
+  }
+  const size_t start = wire::BeginFrame(out);
+  Encoder e(out);
+  e.PutString(batch.batch_id);
+  e.PutString(batch.policy);
+  e.PutI64(batch.policy_version);
+  const size_t n = batch.samples.size();
+  e.PutVarint(n);
+  std::vector<uint64_t> offsets(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) offsets[i + 1] = offsets[i] + batch.samples[i].tokens.size();
+  e.PutU64Array(offsets);
+  // Packed per-token arrays: each written as one array of offsets[n] elements.
+  std::vector<int32_t> tokens;
+  std::vector<uint8_t> mask;
+  std::vector<float> logprobs;
+  std::vector<int64_t> versions;
+  tokens.reserve(offsets[n]);
+  mask.reserve(offsets[n]);
+  logprobs.reserve(offsets[n]);
+  versions.reserve(offsets[n]);
+  for (const Sample& s : batch.samples) {
+    tokens.insert(tokens.end(), s.tokens.begin(), s.tokens.end());
+    mask.insert(mask.end(), s.loss_mask.begin(), s.loss_mask.end());
+    logprobs.insert(logprobs.end(), s.behaviour_logprobs.begin(), s.behaviour_logprobs.end());
+    versions.insert(versions.end(), s.versions.begin(), s.versions.end());
+  }
+  e.PutI32Array(tokens);
+  e.PutU8Array(mask);
+  e.PutF32Array(logprobs);
+  e.PutI64Array(versions);
+  // Per-sample values.
+  std::vector<double> reward(n), mean(n), stddev(n), advantage(n), weight(n);
+  std::vector<uint8_t> has_advantage(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Sample& s = batch.samples[i];
+    reward[i] = s.reward;
+    mean[i] = s.group_mean.value_or(0.0);
+    stddev[i] = s.group_std.value_or(1.0);
+    has_advantage[i] = s.advantage.has_value() ? 1 : 0;
+    advantage[i] = s.advantage.value_or(0.0);
+    weight[i] = s.loss_weight;
+  }
+  e.PutF64Array(reward);
+  e.PutF64Array(mean);
+  e.PutF64Array(stddev);
+  e.PutU8Array(has_advantage);
+  e.PutF64Array(advantage);
+  e.PutF64Array(weight);
+  e.PutU32Array(batch.group_index);
+  e.PutU8Array(batch.replayed);
+  for (const Sample& s : batch.samples) {
+    e.PutString(s.prompt_id);
+    e.PutString(s.task_id);
+    e.PutString(s.finish_reason);
+    e.PutU32Array(s.turn_starts);
+  }
+  e.PutString(batch.stats.dump());
+  if (!e.status().ok()) {
+    out->resize(start);
+    return e.status();
+  }
+  return wire::FinishFrame(kBatchFrame, start, out);
+}
+
+Result<Batch> DecodeBatch(std::string_view body) {
+  SLUICE_ASSIGN_OR_RETURN(std::string_view payload, SingleFrame(body, kBatchFrame, "batch"));
+  Decoder d(payload);
+  Batch b;
+  SLUICE_RETURN_IF_ERROR(d.GetString("batch_id", &b.batch_id));
+  SLUICE_RETURN_IF_ERROR(d.GetString("policy", &b.policy));
+  SLUICE_RETURN_IF_ERROR(d.GetI64("policy_version", &b.policy_version));
+  uint64_t n = 0;
+  SLUICE_RETURN_IF_ERROR(d.GetVarint("samples", &n));
+  SLUICE_RETURN_IF_ERROR(CheckCount(n, kMaxSamplesPerBatch, "samples"));
+  std::vector<uint64_t> offsets;
+  SLUICE_RETURN_IF_ERROR(d.GetU64Array("offsets", &offsets));
+  if (offsets.size() != n + 1 || offsets.front() != 0) {
+    return Status::InvalidArgument("must have samples + 1 entries starting at 0", "offsets");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (offsets[i + 1] < offsets[i]) {
+      return Status::InvalidArgument("must not decrease", "offsets");
+    }
+  }
+  std::vector<int32_t> tokens;
+  std::vector<uint8_t> mask;
+  std::vector<float> logprobs;
+  std::vector<int64_t> versions;
+  SLUICE_RETURN_IF_ERROR(d.GetI32Array("tokens", &tokens));
+  SLUICE_RETURN_IF_ERROR(d.GetU8Array("loss_mask", &mask));
+  SLUICE_RETURN_IF_ERROR(d.GetF32Array("behaviour_logprobs", &logprobs));
+  SLUICE_RETURN_IF_ERROR(d.GetI64Array("versions", &versions));
+  const uint64_t total = offsets[n];
+  if (tokens.size() != total || mask.size() != total || logprobs.size() != total ||
+      versions.size() != total) {
+    return Status::InvalidArgument("packed arrays must have offsets[samples] elements", "tokens");
+  }
+  std::vector<double> reward, mean, stddev, advantage, weight;
+  std::vector<uint8_t> has_advantage;
+  SLUICE_RETURN_IF_ERROR(d.GetF64Array("reward", &reward));
+  SLUICE_RETURN_IF_ERROR(d.GetF64Array("group_mean", &mean));
+  SLUICE_RETURN_IF_ERROR(d.GetF64Array("group_std", &stddev));
+  SLUICE_RETURN_IF_ERROR(d.GetU8Array("has_advantage", &has_advantage));
+  SLUICE_RETURN_IF_ERROR(d.GetF64Array("advantage", &advantage));
+  SLUICE_RETURN_IF_ERROR(d.GetF64Array("loss_weight", &weight));
+  SLUICE_RETURN_IF_ERROR(d.GetU32Array("group_index", &b.group_index));
+  SLUICE_RETURN_IF_ERROR(d.GetU8Array("replayed", &b.replayed));
+  for (const auto* v : {&reward, &mean, &stddev, &advantage, &weight}) {
+    if (v->size() != n) return Status::InvalidArgument("must have one entry per sample", "reward");
+  }
+  if (has_advantage.size() != n || b.group_index.size() != n || b.replayed.size() != n) {
+    return Status::InvalidArgument("must have one entry per sample", "group_index");
+  }
+  b.samples.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    Sample& s = b.samples[i];
+    const std::string f = "samples[" + std::to_string(i) + "]";
+    SLUICE_RETURN_IF_ERROR(d.GetString(f + ".prompt_id", &s.prompt_id));
+    SLUICE_RETURN_IF_ERROR(d.GetString(f + ".task_id", &s.task_id));
+    SLUICE_RETURN_IF_ERROR(d.GetString(f + ".finish_reason", &s.finish_reason));
+    SLUICE_RETURN_IF_ERROR(d.GetU32Array(f + ".turn_starts", &s.turn_starts));
+    const auto from = static_cast<std::ptrdiff_t>(offsets[i]);
+    const auto to = static_cast<std::ptrdiff_t>(offsets[i + 1]);
+    s.tokens.assign(tokens.begin() + from, tokens.begin() + to);
+    s.loss_mask.assign(mask.begin() + from, mask.begin() + to);
+    s.behaviour_logprobs.assign(logprobs.begin() + from, logprobs.begin() + to);
+    s.versions.assign(versions.begin() + from, versions.begin() + to);
+    s.policy = b.policy;
+    s.reward = reward[i];
+    s.group_mean = mean[i];
+    s.group_std = stddev[i];
+    if (has_advantage[i] != 0) s.advantage = advantage[i];
+    s.loss_weight = weight[i];
+  }
+  std::string stats;
+  SLUICE_RETURN_IF_ERROR(d.GetString("stats", &stats));
+  b.stats = nlohmann::json::parse(stats, nullptr, false);
+  if (b.stats.is_discarded()) return Status::InvalidArgument("not valid JSON", "stats");
+  if (!d.empty()) return Status::InvalidArgument("unread bytes after the batch", "stats");
+  return b;
+}
+
+}  // namespace sluice::dataflow
