@@ -18,6 +18,7 @@
 #include "localcluster/apiserver/merge_patch.h"
 #include "localcluster/apiserver/object_rules.h"
 #include "localcluster/apiserver/openapi_docs.h"
+#include "localcluster/apiserver/protobuf_objects.h"
 #include "localcluster/apiserver/rate_limiter.h"
 #include "localcluster/apiserver/request_info.h"
 #include "localcluster/apiserver/strategic_merge_patch.h"
@@ -107,6 +108,26 @@ void DisableCompression(const httplib::Request& req) {
   const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
 }
 
+// A Warning header (RFC 7234 warn-code 299, no agent): the text as a quoted-string, escaped as
+// kube does with Go's strconv.Quote, so client-go can parse texts that contain quotes.
+std::string WarningHeader(std::string_view text) {
+  std::string out = "299 - \"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[(static_cast<unsigned char>(c) >> 4) & 0xf];
+      out += kHex[static_cast<unsigned char>(c) & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
 bool WantsTable(const httplib::Request& req) {
   return req.get_header_value("Accept").find("as=Table") != std::string::npos;
 }
@@ -160,6 +181,14 @@ struct ApiServer::Request {
   bool dry_run = false;
   FieldValidation field_validation = FieldValidation::kWarn;
   std::vector<std::string> warnings;
+  // A protobuf request body, decoded to JSON (kubectl's typed clients send protobuf).
+  std::optional<json> decoded_body;
+
+  // The body as a JSON object: the decoded protobuf, else the JSON text.
+  Result<json> Body() const {
+    if (decoded_body) return *decoded_body;
+    return http::ParseJsonObject(http);
+  }
 
   ErrorSubject Subject() const { return {resource.group, resource.plural, info.name}; }
   std::string QualifiedKind() const {
@@ -302,7 +331,7 @@ void ApiServer::ReplyStatus(const Status& status, const Request* r, httplib::Res
 }
 
 void ApiServer::ReplyObject(Request& r, const json& object, int code, httplib::Response& res) {
-  for (const std::string& w : r.warnings) res.set_header("Warning", "299 - \"" + w + "\"");
+  for (const std::string& w : r.warnings) res.set_header("Warning", WarningHeader(w));
   res.status = code;
   res.set_content(ForOutput(r.resource, object).dump(), "application/json");
 }
@@ -342,19 +371,30 @@ void ApiServer::Handle(const std::string& method, const httplib::Request& req,
     res.set_content(body.dump(), "application/json");
     return;
   }
-  if (method == "POST" || method == "PUT") {
-    // Objects are JSON only; 415 makes client-go fall back from protobuf/CBOR to JSON.
+  Request r(req, std::move(*info), std::move(*resource));
+  if (method == "POST" || method == "PUT" || (method == "DELETE" && !req.body.empty())) {
     const std::string type = req.get_header_value("Content-Type");
-    if (!type.empty() && type.rfind("application/json", 0) != 0 && type.rfind("*/*", 0) != 0) {
+    if (type.rfind(kKubeProtobufContentType, 0) == 0) {
+      Result<json> decoded = DecodeKubeProtobuf(req.body);
+      if (!decoded.ok()) {
+        const json body =
+            StatusJson(415, "UnsupportedMediaType", decoded.status().message(), r.Subject());
+        res.status = 415;
+        res.set_content(body.dump(), "application/json");
+        return;
+      }
+      r.decoded_body = std::move(*decoded);
+    } else if (!type.empty() && type.rfind("application/json", 0) != 0 &&
+               type.rfind("*/*", 0) != 0) {
       const json body = StatusJson(415, "UnsupportedMediaType",
                                    "the body of the request was in an unknown format - accepted "
-                                   "media types include: application/json");
+                                   "media types include: application/json, " +
+                                       std::string(kKubeProtobufContentType));
       res.status = 415;
       res.set_content(body.dump(), "application/json");
       return;
     }
   }
-  Request r(req, std::move(*info), std::move(*resource));
   HandleResource(r, res);
   if (requests_ != nullptr) {
     requests_->WithLabels({r.info.verb, r.resource.StorageResource(), std::to_string(res.status)})
@@ -772,7 +812,10 @@ void ApiServer::Watch(Request& r, httplib::Response& res) {
       ReplyStatus(Status::InvalidArgument("timeoutSeconds: Invalid value: \"" + t + "\""), &r, res);
       return;
     }
-    duration = std::min<std::chrono::seconds>(duration, std::chrono::seconds(*secs));
+    // As in kube, 0 means no timeout of the client's own (the server's limit applies).
+    if (*secs > 0) {
+      duration = std::min<std::chrono::seconds>(duration, std::chrono::seconds(*secs));
+    }
   }
   const auto now = std::chrono::steady_clock::now();
   stream->deadline = now + duration;
@@ -914,7 +957,7 @@ bool ApiServer::Admit(Request& r, json& object, const json* old_object, httplib:
 }
 
 void ApiServer::Create(Request& r, httplib::Response& res) {
-  Result<json> body = http::ParseJsonObject(r.http);
+  Result<json> body = r.Body();
   if (!body.ok()) {
     ReplyStatus(body.status(), &r, res);
     return;
@@ -1076,7 +1119,7 @@ void ApiServer::WriteExisting(Request& r, const MutateFn& fn, httplib::Response&
 }
 
 void ApiServer::Update(Request& r, httplib::Response& res) {
-  Result<json> body = http::ParseJsonObject(r.http);
+  Result<json> body = r.Body();
   if (!body.ok()) {
     ReplyStatus(body.status(), &r, res);
     return;
@@ -1158,8 +1201,8 @@ void ApiServer::Patch(Request& r, httplib::Response& res) {
 }
 
 void ApiServer::Delete(Request& r, httplib::Response& res) {
-  std::optional<json> body;
-  if (!r.http.body.empty()) {
+  std::optional<json> body = r.decoded_body;
+  if (!body && !r.http.body.empty()) {
     json parsed = json::parse(r.http.body, nullptr, false);
     if (parsed.is_discarded() || !parsed.is_object()) {
       ReplyStatus(Status::InvalidArgument("the DeleteOptions body is not a JSON object"), &r, res);
@@ -1198,8 +1241,8 @@ void ApiServer::DeleteCollection(Request& r, httplib::Response& res) {
     ReplyStatus(fields.status(), &r, res);
     return;
   }
-  std::optional<json> body;
-  if (!r.http.body.empty()) {
+  std::optional<json> body = r.decoded_body;
+  if (!body && !r.http.body.empty()) {
     json parsed = json::parse(r.http.body, nullptr, false);
     if (parsed.is_object()) body = std::move(parsed);
   }
@@ -1297,7 +1340,7 @@ void ApiServer::WriteScale(Request& r, httplib::Response& res) {
   }
   std::optional<json> put_body;
   if (!is_patch) {
-    Result<json> body = http::ParseJsonObject(r.http);
+    Result<json> body = r.Body();
     if (!body.ok()) {
       ReplyStatus(body.status(), &r, res);
       return;

@@ -183,6 +183,23 @@ TEST_F(KubectlTest, InvalidManifestNamesTheField) {
   EXPECT_EQ(unknown.exit_code, 0) << unknown.output;
 }
 
+// kubectl's typed create commands send protobuf bodies; `run` sends JSON.
+TEST_F(KubectlTest, TypedCreateCommands) {
+  MustKubectl("create namespace e2e-typed");
+  MustKubectl("create configmap settings -n e2e-typed --from-literal=a=1 --from-literal=b=2");
+  MustKubectl("create secret generic creds -n e2e-typed --from-literal=token=s3cret");
+  MustKubectl("create service clusterip api -n e2e-typed --tcp=80:8080");
+  MustKubectl("run web -n e2e-typed --image=sluice/web:1 --restart=Never --labels=app=web");
+  EXPECT_EQ(MustKubectl("get configmap settings -n e2e-typed -o jsonpath={.data.b}"), "2");
+  EXPECT_EQ(MustKubectl("get secret creds -n e2e-typed -o jsonpath={.data.token}"),
+            "czNjcmV0");  // base64("s3cret")
+  EXPECT_EQ(MustKubectl("get service api -n e2e-typed -o jsonpath={.spec.ports[0].targetPort}"),
+            "8080");
+  EXPECT_EQ(MustKubectl("get pods -n e2e-typed -l app=web -o name"), "pod/web\n");
+  const std::string secrets = MustKubectl("get secrets -n e2e-typed");
+  EXPECT_TRUE(std::regex_search(secrets, std::regex("creds\\s+Opaque\\s+1"))) << secrets;
+}
+
 TEST_F(KubectlTest, WatchPrintsUpdates) {
   Namespace("e2e-watch");
   ConfigMap("e2e-watch", "first");
