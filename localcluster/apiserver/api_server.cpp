@@ -39,6 +39,12 @@ bool IsCrdResource(const ResourceInfo& info) {
   return info.group == "apiextensions.k8s.io" && info.plural == "customresourcedefinitions";
 }
 
+// kube's NamespaceLifecycle admission refuses to delete these (403 Forbidden).
+bool IsImmortalNamespace(const ResourceInfo& info, const std::string& name) {
+  return info.group.empty() && info.plural == "namespaces" &&
+         (name == "default" || name == "kube-system" || name == "kube-public");
+}
+
 // Fields each built-in resource may be selected by, besides metadata.name/namespace.
 std::vector<std::string> SelectableFields(const ResourceInfo& info) {
   if (info.group.empty() && info.plural == "pods") {
@@ -1216,6 +1222,12 @@ void ApiServer::Delete(Request& r, httplib::Response& res) {
     return;
   }
   if (r.dry_run) options->dry_run = true;
+  if (IsImmortalNamespace(r.resource, r.info.name)) {
+    ReplyStatus(Status::PermissionDenied("namespaces \"" + r.info.name +
+                                         "\" is forbidden: this namespace may not be deleted"),
+                &r, res);
+    return;
+  }
   Result<DeleteOutcome> outcome =
       DeleteObject(*storage_, r.resource, r.key, *options, clock_->WallNow());
   if (!outcome.ok()) {
@@ -1271,6 +1283,7 @@ void ApiServer::DeleteCollection(Request& r, httplib::Response& res) {
     token = page->continue_token;
   } while (!token.empty());
   for (const ObjectKey& key : keys) {
+    if (IsImmortalNamespace(r.resource, key.name)) continue;
     Result<DeleteOutcome> outcome =
         DeleteObject(*storage_, r.resource, key, *options, clock_->WallNow());
     if (!outcome.ok() && outcome.status().code() != StatusCode::kNotFound) {
