@@ -17,6 +17,10 @@
 namespace sluice::dataflow {
 namespace {
 
+// Wide enough that the reference evaluator itself cannot overflow (GCC extension).
+__extension__ typedef __int128 Int128;
+
+
 // ---- An independent evaluator for the generated expressions. ----
 
 // Recursive descent over "number", + - * / and parentheses, with the usual precedence and left
@@ -28,7 +32,7 @@ class Evaluator {
   explicit Evaluator(const std::string& text) : s_(text) {}
 
   // nullopt (with error()) for malformed text or an inexact / by-zero division.
-  std::optional<__int128> Evaluate() {
+  std::optional<Int128> Evaluate() {
     const auto v = Sum();
     if (v.has_value() && pos_ != s_.size()) error_ = "trailing text at " + std::to_string(pos_);
     if (!error_.empty() || !v.has_value()) return std::nullopt;
@@ -37,14 +41,14 @@ class Evaluator {
   }
   const std::string& error() const { return error_; }
   const std::string& tree() const { return tree_; }
-  const std::vector<__int128>& intermediates() const { return intermediates_; }
-  const std::vector<__int128>& operands() const { return operands_; }
+  const std::vector<Int128>& intermediates() const { return intermediates_; }
+  const std::vector<Int128>& operands() const { return operands_; }
   int operators() const { return static_cast<int>(intermediates_.size()); }
   int parentheses() const { return parentheses_; }
 
  private:
   struct Node {
-    __int128 value;
+    Int128 value;
     std::string tree;
   };
 
@@ -110,7 +114,7 @@ class Evaluator {
       return v;
     }
     const size_t start = pos_;
-    __int128 v = 0;
+    Int128 v = 0;
     while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
       v = v * 10 + (s_[pos_++] - '0');
     }
@@ -126,12 +130,12 @@ class Evaluator {
   size_t pos_ = 0;
   std::string error_;
   std::string tree_;
-  std::vector<__int128> intermediates_;
-  std::vector<__int128> operands_;
+  std::vector<Int128> intermediates_;
+  std::vector<Int128> operands_;
   int parentheses_ = 0;
 };
 
-std::string ToText(__int128 v) {
+std::string ToText(Int128 v) {
   if (v < 0) return "-" + ToText(-v);
   std::string s;
   do {
@@ -305,10 +309,10 @@ TEST(DatasetBuiltinTest, ChainAnswersAreCorrectWithIntegerIntermediates) {
       EXPECT_GE(steps, 2);
       EXPECT_LE(steps, 4);
       steps_seen.insert(steps);
-      for (const __int128 v : ev.operands()) EXPECT_LE(v, m) << expression;
-      for (const __int128 v : ev.intermediates()) {
+      for (const Int128 v : ev.operands()) EXPECT_LE(v, m) << expression;
+      for (const Int128 v : ev.intermediates()) {
         EXPECT_GE(v, 0) << expression;
-        EXPECT_LE(v, static_cast<__int128>(m) * m) << expression;
+        EXPECT_LE(v, static_cast<Int128>(m) * m) << expression;
       }
       if (ev.parentheses() > 0) ++with_parentheses;
       for (const char c : expression) {

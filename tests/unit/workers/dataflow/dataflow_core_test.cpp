@@ -1,0 +1,842 @@
+#include "workers/dataflow/dataflow_core.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "workers/dataflow/dataset.h"
+#include "workers/dataflow/trajectory_codec.h"
+
+namespace sluice::dataflow {
+namespace {
+
+using std::chrono::seconds;
+
+Dataset MakeDataset(int64_t rows, double eval_split = 0.0) {
+  DatasetSource src;
+  src.builtin = BuiltinDataset{"arithmetic", rows, 100, 7};
+  src.eval_split = eval_split;
+  auto d = Dataset::Load(src);
+  EXPECT_TRUE(d.ok()) << d.status().ToString();
+  return std::move(d).value();
+}
+
+DataflowConfig BaseConfig() {
+  DataflowConfig c;
+  c.policies = {"actor"};
+  c.group_size = 4;
+  c.lease_duration = seconds(60);
+  c.max_attempts = 2;
+  c.capacity_groups = 8;
+  c.groups_per_batch = 2;
+  c.ack_timeout = seconds(100);
+  c.staleness.max_staleness = 4;
+  c.shuffle = false;
+  c.sampling = {{"temperature", 1.0}, {"max_tokens", 64}};
+  c.workflow = {{"type", "single-turn"}};
+  return c;
+}
+
+// A single-policy sample: 2 prompt tokens, 2 generated at `version`.
+Sample Single(double reward, int64_t version = 0) {
+  Sample s;
+  s.tokens = {11, 12, 13, 14};
+  s.loss_mask = {0, 0, 1, 1};
+  s.behaviour_logprobs = {0, 0, -0.5f, -0.25f};
+  s.versions = {-1, -1, version, version};
+  s.reward = reward;
+  s.finish_reason = "stop";
+  return s;
+}
+
+// A solver/verifier trajectory: prompt, 2 solver tokens, 1 verifier token.
+Sample Duo(double solver_reward, double verifier_reward) {
+  Sample s;
+  s.tokens = {1, 2, 3, 4};
+  s.loss_mask = {0, 1, 1, 1};
+  s.behaviour_logprobs = {0, -0.1f, -0.2f, -0.3f};
+  s.versions = {-1, 0, 0, 0};
+  s.token_owner = {-1, 0, 0, 1};
+  s.policies = {"solver", "verifier"};
+  s.policy_rewards = {solver_reward, verifier_reward};
+  return s;
+}
+
+TrajectoryGroup Group(const LeasedTask& t, std::vector<Sample> samples) {
+  TrajectoryGroup g;
+  g.task_id = t.task_id;
+  g.attempt = t.attempt;
+  g.lease_id = t.lease_id;
+  g.worker_id = "w";
+  g.prompt_id = t.prompt_id;
+  g.eval = t.eval;
+  g.samples = std::move(samples);
+  return g;
+}
+
+// Rewards 0, 1, 0, 1 (non-zero variance) at `version`.
+TrajectoryGroup Mixed(const LeasedTask& t, int64_t version = 0) {
+  return Group(t, {Single(0, version), Single(1, version), Single(0, version), Single(1, version)});
+}
+
+LeaseRequest Req(int64_t capacity, std::string worker = "w1") {
+  LeaseRequest r;
+  r.worker_id = std::move(worker);
+  r.pool = "pool";
+  r.region = "eu";
+  r.hosted_policies = {{"actor", 0}};
+  r.capacity = capacity;
+  return r;
+}
+
+class DataflowCoreTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<DataflowCore> Make(DataflowConfig config, const Dataset* dataset = nullptr,
+                                     uint64_t seed = 1) {
+    auto core = DataflowCore::Create(std::move(config), dataset ? dataset : &dataset_, &clock_,
+                                     seed, [this](const Record& r) { records_.push_back(r); });
+    EXPECT_TRUE(core.ok()) << core.status().ToString();
+    return std::move(core).value();
+  }
+
+  // Returns the only task leased.
+  LeasedTask LeaseOne(DataflowCore& core, std::string worker = "w1") {
+    LeaseReply r = core.Lease(Req(1, std::move(worker)));
+    EXPECT_EQ(r.tasks.size(), 1U);
+    return r.tasks.empty() ? LeasedTask{} : r.tasks[0];
+  }
+
+  void SubmitOk(DataflowCore& core, const TrajectoryGroup& g) {
+    auto r = core.Submit(g);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_FALSE(r->duplicate);
+  }
+
+  FakeClock clock_;
+  Dataset dataset_ = MakeDataset(20);
+  std::vector<Record> records_;
+};
+
+TEST_F(DataflowCoreTest, RejectsBadConfig) {
+  DataflowConfig c = BaseConfig();
+  c.policies = {};
+  EXPECT_EQ(DataflowCore::Create(c, &dataset_, &clock_, 1).status().field(), "policies");
+  c = BaseConfig();
+  c.policies = {"a", "a"};
+  EXPECT_EQ(DataflowCore::Create(c, &dataset_, &clock_, 1).status().field(), "policies[1]");
+  c = BaseConfig();
+  c.filters = {{"no-such-filter", {}}};
+  EXPECT_FALSE(DataflowCore::Create(c, &dataset_, &clock_, 1).ok());
+  c = BaseConfig();
+  c.curator = "nope";
+  EXPECT_FALSE(DataflowCore::Create(c, &dataset_, &clock_, 1).ok());
+  c = BaseConfig();
+  c.capacity_groups = 0;
+  EXPECT_EQ(DataflowCore::Create(c, &dataset_, &clock_, 1).status().field(), "capacity");
+}
+
+TEST_F(DataflowCoreTest, LeaseCarriesTaskFields) {
+  auto core = Make(BaseConfig());
+  LeaseReply r = core->Lease(Req(2));
+  ASSERT_EQ(r.tasks.size(), 2U);
+  const LeasedTask& t = r.tasks[0];
+  EXPECT_EQ(t.task_id, "task-1");
+  EXPECT_EQ(t.lease_id, "lease-1");
+  EXPECT_EQ(t.attempt, 1U);
+  EXPECT_FALSE(t.eval);
+  EXPECT_EQ(t.prompt_id, dataset_.train(0).id);  // shuffle off: source order.
+  EXPECT_EQ(t.prompt, dataset_.train(0).prompt);
+  EXPECT_EQ(t.answer, dataset_.train(0).answer);
+  EXPECT_EQ(t.row, dataset_.train(0).row);
+  EXPECT_EQ(t.samples, 4);
+  EXPECT_EQ(t.sampling["temperature"], 1.0);
+  EXPECT_EQ(t.workflow["type"], "single-turn");
+  EXPECT_EQ(t.deadline, clock_.WallNow() + seconds(60));
+  EXPECT_EQ(r.tasks[1].prompt_id, dataset_.train(1).id);
+  EXPECT_FALSE(r.backpressure);
+  EXPECT_EQ(core->StatusJson()["leases_in_flight"], 2);
+  EXPECT_EQ(core->StatusJson()["prompts"]["consumed"], 2);
+  EXPECT_EQ(records_.size(), 1U);
+  EXPECT_EQ(records_[0].type, static_cast<uint32_t>(RecordType::kLease));
+}
+
+TEST_F(DataflowCoreTest, RenewReleaseExpiryAndMaxAttempts) {
+  auto core = Make(BaseConfig());
+  LeaseReply r = core->Lease(Req(2));
+  ASSERT_EQ(r.tasks.size(), 2U);
+  const std::string a = r.tasks[0].task_id;
+  const std::string b = r.tasks[1].task_id;
+
+  clock_.Advance(seconds(30));
+  EXPECT_TRUE(core->Renew(r.tasks[0].lease_id).ok());  // Deadline now t=90.
+  EXPECT_EQ(core->Renew("lease-99").code(), StatusCode::kNotFound);
+  clock_.Advance(seconds(31));  // t=61: b expired, a not.
+  EXPECT_EQ(core->Renew(r.tasks[1].lease_id).code(), StatusCode::kGone);
+  EXPECT_EQ(core->ExpireLeases(), 1);
+  EXPECT_EQ(core->StatusJson()["pending_tasks"], 1);
+  clock_.Advance(seconds(30));  // t=91: a expired too.
+  EXPECT_EQ(core->ExpireLeases(), 1);
+  EXPECT_EQ(core->StatusJson()["leases"]["expired"], 2);
+
+  // Re-queued at the front, most recently expired first, attempts incremented.
+  LeaseReply again = core->Lease(Req(3, "w2"));
+  ASSERT_EQ(again.tasks.size(), 3U);
+  EXPECT_EQ(again.tasks[0].task_id, a);
+  EXPECT_EQ(again.tasks[0].attempt, 2U);
+  EXPECT_EQ(again.tasks[1].task_id, b);
+  EXPECT_EQ(again.tasks[1].attempt, 2U);
+  EXPECT_EQ(again.tasks[2].task_id, "task-3");
+  EXPECT_EQ(again.tasks[2].attempt, 1U);
+
+  // Release without error: back to the front, no failure counted.
+  ASSERT_TRUE(core->Release(again.tasks[0].lease_id).ok());
+  EXPECT_EQ(core->Release(again.tasks[0].lease_id).code(), StatusCode::kNotFound);
+  LeasedTask third = LeaseOne(*core);
+  EXPECT_EQ(third.task_id, a);
+  EXPECT_EQ(third.attempt, 3U);
+
+  // Second failure of a and b: set aside (max_attempts 2).
+  ASSERT_TRUE(core->Release(third.lease_id, "engine crashed").ok());
+  clock_.Advance(seconds(61));
+  EXPECT_EQ(core->ExpireLeases(), 2);  // b and task-3.
+  nlohmann::json st = core->StatusJson();
+  ASSERT_EQ(st["failed_tasks"].size(), 2U);
+  EXPECT_EQ(st["failed_tasks"][0]["task_id"], a);
+  EXPECT_NE(st["failed_tasks"][0]["error"].get<std::string>().find("engine crashed"),
+            std::string::npos);
+  EXPECT_EQ(st["failed_tasks"][1]["task_id"], b);
+  EXPECT_NE(st["failed_tasks"][1]["error"].get<std::string>().find("expired"), std::string::npos);
+  EXPECT_EQ(st["pending_tasks"], 1);  // task-3, first failure.
+  EXPECT_EQ(st["leases"]["tasks_failed"], 2);
+  EXPECT_EQ(core->Lease(Req(1)).tasks[0].task_id, "task-3");
+}
+
+TEST_F(DataflowCoreTest, BackpressureStopsLeasesUntilBatchesAreAcked) {
+  DataflowConfig c = BaseConfig();
+  c.capacity_groups = 4;
+  auto core = Make(c);
+  LeaseReply r = core->Lease(Req(10));
+  ASSERT_EQ(r.tasks.size(), 4U);
+  EXPECT_TRUE(r.backpressure);
+  EXPECT_TRUE(core->Lease(Req(10)).tasks.empty());
+  for (const LeasedTask& t : r.tasks) SubmitOk(*core, Mixed(t));
+  EXPECT_EQ(core->StatusJson()["policies"]["actor"]["buffered_groups"], 4);
+  EXPECT_TRUE(core->Backpressure());
+  EXPECT_TRUE(core->Lease(Req(10)).tasks.empty());
+
+  auto batch = core->TakeBatch("actor", 2);
+  ASSERT_TRUE(batch.ok());
+  ASSERT_TRUE(batch->has_value());
+  EXPECT_TRUE(core->Lease(Req(10)).tasks.empty()) << "unacked groups still count";
+  ASSERT_TRUE(core->Ack((*batch)->batch_id).ok());
+  EXPECT_FALSE(core->Backpressure());
+  LeaseReply after = core->Lease(Req(10));
+  EXPECT_EQ(after.tasks.size(), 2U);
+  EXPECT_TRUE(after.backpressure);
+  EXPECT_EQ(core->StatusJson()["admission_room"], 0);
+}
+
+TEST_F(DataflowCoreTest, DuplicateAndLateSubmits) {
+  auto core = Make(BaseConfig());
+  LeasedTask first = LeaseOne(*core, "A");
+  clock_.Advance(seconds(61));
+  LeasedTask second = LeaseOne(*core, "B");  // Lease() expires A's lease first.
+  ASSERT_EQ(second.task_id, first.task_id);
+  ASSERT_EQ(second.attempt, 2U);
+
+  TrajectoryGroup bad = Mixed(first);
+  bad.attempt = 3;
+  EXPECT_EQ(core->Submit(bad).status().code(), StatusCode::kInvalidArgument);
+  bad = Mixed(first);
+  bad.task_id = "task-77";
+  EXPECT_EQ(core->Submit(bad).status().code(), StatusCode::kNotFound);
+  bad = Mixed(first);
+  bad.samples[1].loss_mask.pop_back();
+  EXPECT_EQ(core->Submit(bad).status().field(), "samples[1].loss_mask");
+  EXPECT_EQ(core->StatusJson()["submits"]["accepted"], 0);
+
+  // A's late submit wins; B's lease is cancelled; B's submit is a duplicate.
+  auto late = core->Submit(Mixed(first));
+  ASSERT_TRUE(late.ok());
+  EXPECT_TRUE(late->late);
+  EXPECT_EQ(late->groups_kept, 1);
+  EXPECT_EQ(core->StatusJson()["leases_in_flight"], 0);
+  EXPECT_EQ(core->Renew(second.lease_id).code(), StatusCode::kNotFound);
+  auto dup = core->Submit(Mixed(second));
+  ASSERT_TRUE(dup.ok());
+  EXPECT_TRUE(dup->duplicate);
+  auto dup2 = core->Submit(Mixed(first));
+  ASSERT_TRUE(dup2.ok());
+  EXPECT_TRUE(dup2->duplicate);
+  nlohmann::json st = core->StatusJson();
+  EXPECT_EQ(st["policies"]["actor"]["accepted_groups"], 1);
+  EXPECT_EQ(st["policies"]["actor"]["buffered_groups"], 1);
+  EXPECT_EQ(st["submits"]["duplicates"], 2);
+  EXPECT_EQ(st["submits"]["late"], 1);
+
+  // A submit for a task that was re-queued (not re-issued yet) is accepted and withdraws it.
+  LeasedTask t = LeaseOne(*core);
+  clock_.Advance(seconds(61));
+  core->ExpireLeases();
+  EXPECT_EQ(core->StatusJson()["pending_tasks"], 1);
+  SubmitOk(*core, Mixed(t));
+  EXPECT_EQ(core->StatusJson()["pending_tasks"], 0);
+  EXPECT_NE(LeaseOne(*core).task_id, t.task_id);
+}
+
+TEST_F(DataflowCoreTest, LateSubmitOfSetAsideTaskIsAccepted) {
+  DataflowConfig c = BaseConfig();
+  c.max_attempts = 1;
+  auto core = Make(c);
+  LeasedTask t = LeaseOne(*core);
+  clock_.Advance(seconds(61));
+  core->ExpireLeases();
+  ASSERT_EQ(core->StatusJson()["failed_tasks"].size(), 1U);
+  SubmitOk(*core, Mixed(t));
+  EXPECT_EQ(core->StatusJson()["failed_tasks"].size(), 0U);
+  EXPECT_EQ(core->StatusJson()["policies"]["actor"]["buffered_groups"], 1);
+}
+
+TEST_F(DataflowCoreTest, MultiPolicySplittingFeedsEachBuffer) {
+  DataflowConfig c = BaseConfig();
+  c.policies = {"solver", "verifier"};
+  auto core = Make(c);
+  LeasedTask t = LeaseOne(*core);
+  auto r = core->Submit(Group(t, {Duo(1, 0), Duo(0, 1)}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->groups_kept, 2);
+  EXPECT_EQ(r->samples_kept, 4);
+  TrajectoryGroup unknown = Group(LeaseOne(*core), {Duo(1, 0)});
+  unknown.samples[0].policies = {"solver", "critic"};
+  EXPECT_EQ(core->Submit(unknown).status().field(), "samples[0].policy");
+
+  auto solver = core->TakeBatch("solver", 1);
+  ASSERT_TRUE(solver.ok());
+  ASSERT_TRUE(solver->has_value());
+  const Batch& sb = **solver;
+  ASSERT_EQ(sb.samples.size(), 2U);
+  EXPECT_EQ(sb.samples[0].policy, "solver");
+  EXPECT_EQ(sb.samples[0].loss_mask, (std::vector<uint8_t>{0, 1, 1, 0}));
+  EXPECT_EQ(sb.samples[0].reward, 1);
+  EXPECT_EQ(sb.samples[1].reward, 0);
+  EXPECT_DOUBLE_EQ(*sb.samples[0].group_mean, 0.5);
+  EXPECT_EQ(sb.samples[0].prompt_id, t.prompt_id);
+
+  auto verifier = core->TakeBatch("verifier", 1);
+  ASSERT_TRUE(verifier.ok());
+  ASSERT_TRUE(verifier->has_value());
+  const Batch& vb = **verifier;
+  EXPECT_EQ(vb.samples[0].policy, "verifier");
+  EXPECT_EQ(vb.samples[0].loss_mask, (std::vector<uint8_t>{0, 0, 0, 1}));
+  EXPECT_EQ(vb.samples[0].reward, 0);
+  EXPECT_EQ(vb.samples[1].reward, 1);
+  EXPECT_EQ(vb.samples[0].group_id, sb.samples[0].group_id);
+  EXPECT_EQ(core->TakeBatch("critic", 1).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(DataflowCoreTest, DynamicSamplingDropsZeroVarianceGroups) {
+  DataflowConfig c = BaseConfig();
+  c.filters = {{"dynamic-sampling", nlohmann::json::object()}};
+  auto core = Make(c);
+  auto dropped = core->Submit(Group(LeaseOne(*core), {Single(1), Single(1), Single(1)}));
+  ASSERT_TRUE(dropped.ok());
+  EXPECT_EQ(dropped->groups_filtered, 1);
+  EXPECT_EQ(dropped->samples_filtered, 3);
+  EXPECT_EQ(dropped->groups_kept, 0);
+  auto kept = core->Submit(Mixed(LeaseOne(*core)));
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->groups_kept, 1);
+  nlohmann::json actor = core->StatusJson()["policies"]["actor"];
+  EXPECT_EQ(actor["filtered_groups"], 1);
+  EXPECT_EQ(actor["filtered_samples"], 3);
+  EXPECT_EQ(actor["accepted_groups"], 1);
+  EXPECT_EQ(actor["buffered_groups"], 1);
+  ASSERT_EQ(actor["filters"].size(), 1U);
+  EXPECT_EQ(actor["filters"][0]["type"], "dynamic-sampling");
+  EXPECT_EQ(actor["filters"][0]["groups_dropped"], 1);
+  EXPECT_EQ(core->StatusJson()["submits"]["accepted"], 2);
+}
+
+// Buffer (arrival order): A fresh, B stale, C fresh, once the policy is at version 3 and
+// maxStaleness is 1.
+void FillForStaleness(DataflowCore& core, DataflowCoreTest* /*unused*/,
+                      const std::function<LeasedTask()>& lease) {
+  for (int64_t v : {3, 0, 3}) {
+    auto r = core.Submit(Mixed(lease(), v));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  ASSERT_TRUE(core.AnnounceVersion("actor", {3, "u3", "d3", -1}).ok());
+}
+
+TEST_F(DataflowCoreTest, StalenessFifoLeavesStaleGroupBehindFreshHead) {
+  DataflowConfig c = BaseConfig();
+  c.staleness.max_staleness = 1;
+  c.staleness.order = QueueOrder::kFifo;
+  auto core = Make(c);
+  FillForStaleness(*core, this, [&] { return LeaseOne(*core); });
+  auto first = core->TakeBatch("actor", 1);
+  ASSERT_TRUE(first.ok() && first->has_value());
+  EXPECT_EQ((*first)->samples[0].versions[2], 3);
+  EXPECT_EQ(core->StatusJson()["policies"]["actor"]["stale_dropped_groups"], 0);
+  auto second = core->TakeBatch("actor", 1);
+  ASSERT_TRUE(second.ok() && second->has_value());
+  EXPECT_EQ((*second)->samples[0].task_id, "task-3");
+  nlohmann::json actor = core->StatusJson()["policies"]["actor"];
+  EXPECT_EQ(actor["stale_dropped_groups"], 1);
+  EXPECT_EQ(actor["stale_dropped_samples"], 4);
+  EXPECT_EQ(actor["stale_dropped_tokens"], 8);
+  EXPECT_EQ(actor["buffered_groups"], 0);
+}
+
+TEST_F(DataflowCoreTest, StalenessEdfDropsStaleGroupsFirst) {
+  DataflowConfig c = BaseConfig();
+  c.staleness.max_staleness = 1;
+  c.staleness.order = QueueOrder::kEdf;
+  auto core = Make(c);
+  FillForStaleness(*core, this, [&] { return LeaseOne(*core); });
+  auto first = core->TakeBatch("actor", 1);
+  ASSERT_TRUE(first.ok() && first->has_value());
+  EXPECT_EQ((*first)->samples[0].task_id, "task-1");
+  EXPECT_EQ(core->StatusJson()["policies"]["actor"]["stale_dropped_groups"], 1);
+  EXPECT_EQ(core->StatusJson()["policies"]["actor"]["buffered_groups"], 1);
+  // Not enough fresh groups: nothing served, nothing lost.
+  auto none = core->TakeBatch("actor", 2);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ(core->StatusJson()["policies"]["actor"]["buffered_groups"], 1);
+}
+
+TEST_F(DataflowCoreTest, StalenessDownWeight) {
+  DataflowConfig c = BaseConfig();
+  c.staleness.max_staleness = 1;
+  c.staleness.stale_action = StaleAction::kDownWeight;
+  c.staleness.down_weight_decay = 0.5;
+  auto core = Make(c);
+  SubmitOk(*core, Mixed(LeaseOne(*core), 0));
+  ASSERT_TRUE(core->AnnounceVersion("actor", {3, "u", "d", -1}).ok());
+  auto b = core->TakeBatch("actor", 1);
+  ASSERT_TRUE(b.ok() && b->has_value());
+  EXPECT_DOUBLE_EQ((*b)->samples[0].loss_weight, 0.25);  // 0.5^(3 − 0 − 1).
+  EXPECT_EQ(core->StatusJson()["policies"]["actor"]["down_weighted_samples"], 4);
+}
+
+TEST_F(DataflowCoreTest, ReplayRatioMixesConsumedGroups) {
+  DataflowConfig c = BaseConfig();
+  c.replay.replay_ratio = 0.5;
+  auto core = Make(c);
+  for (int i = 0; i < 3; ++i) SubmitOk(*core, Mixed(LeaseOne(*core)));
+  auto b1 = core->TakeBatch("actor", 2);
+  ASSERT_TRUE(b1.ok() && b1->has_value());
+  EXPECT_EQ((*b1)->replayed, std::vector<uint8_t>(8, 0));  // Empty memory: all fresh.
+  ASSERT_TRUE(core->Ack((*b1)->batch_id).ok());
+  EXPECT_EQ(core->StatusJson()["policies"]["actor"]["replay_size"], 2);
+
+  auto b2 = core->TakeBatch("actor", 2);
+  ASSERT_TRUE(b2.ok() && b2->has_value());
+  const Batch& b = **b2;
+  ASSERT_EQ(b.samples.size(), 8U);
+  EXPECT_EQ(b.group_index, (std::vector<uint32_t>{0, 0, 0, 0, 1, 1, 1, 1}));
+  EXPECT_EQ(b.replayed, (std::vector<uint8_t>{0, 0, 0, 0, 1, 1, 1, 1}));
+  EXPECT_EQ(b.samples[0].task_id, "task-3");  // The fresh one.
+  EXPECT_EQ(b.samples[4].task_id, "task-2");  // latest: the most recently consumed.
+  EXPECT_EQ(core->StatusJson()["policies"]["actor"]["replayed_groups"], 1);
+  EXPECT_EQ(b.stats["replayed_groups"], 1);
+  ASSERT_TRUE(core->Ack(b.batch_id).ok());
+  EXPECT_EQ(core->StatusJson()["policies"]["actor"]["replay_size"], 3);  // Fresh one only.
+}
+
+TEST_F(DataflowCoreTest, UnackedBatchIsServedAgainAfterTimeout) {
+  auto core = Make(BaseConfig());
+  for (int i = 0; i < 2; ++i) SubmitOk(*core, Mixed(LeaseOne(*core)));
+  auto b = core->TakeBatch("actor", 2);
+  ASSERT_TRUE(b.ok() && b->has_value());
+  const std::string id = (*b)->batch_id;
+  const size_t records = records_.size();
+  auto none = core->TakeBatch("actor", 2);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ(records_.size(), records) << "no state change, no record";
+  clock_.Advance(seconds(99));
+  EXPECT_FALSE(core->TakeBatch("actor", 2)->has_value());
+  clock_.Advance(seconds(1));
+  auto again = core->TakeBatch("actor", 2);
+  ASSERT_TRUE(again.ok() && again->has_value());
+  EXPECT_EQ((*again)->batch_id, id);
+  EXPECT_EQ((*again)->samples.size(), (*b)->samples.size());
+  EXPECT_EQ((*again)->stats["serves"], 2);
+  EXPECT_EQ(core->StatusJson()["policies"]["actor"]["reserved_batches"], 1);
+  EXPECT_FALSE(core->TakeBatch("actor", 2)->has_value()) << "timer restarted at the re-serve";
+  ASSERT_TRUE(core->Ack(id).ok());
+  ASSERT_TRUE(core->Ack(id).ok());  // Idempotent.
+  EXPECT_EQ(core->Ack("batch-42").code(), StatusCode::kNotFound);
+  clock_.Advance(seconds(500));
+  EXPECT_FALSE(core->TakeBatch("actor", 2)->has_value());
+  nlohmann::json actor = core->StatusJson()["policies"]["actor"];
+  EXPECT_EQ(actor["acked_batches"], 1);
+  EXPECT_EQ(actor["acked_groups"], 2);
+  EXPECT_EQ(actor["served_batches"], 1);
+}
+
+TEST_F(DataflowCoreTest, VersionBarrierHoldsTheFastPolicy) {
+  DataflowConfig c = BaseConfig();
+  c.policies = {"solver", "verifier"};
+  c.version_barrier = true;
+  auto core = Make(c);
+  for (int i = 0; i < 3; ++i) SubmitOk(*core, Group(LeaseOne(*core), {Duo(1, 0), Duo(0, 1)}));
+  ASSERT_TRUE(core->TakeBatch("solver", 1)->has_value());  // Both at 0.
+  ASSERT_TRUE(core->AnnounceVersion("solver", {1, "", "", -1}).ok());
+  EXPECT_FALSE(core->TakeBatch("solver", 1)->has_value());  // Verifier still at 0.
+  ASSERT_TRUE(core->TakeBatch("verifier", 1)->has_value());
+  ASSERT_TRUE(core->AnnounceVersion("verifier", {1, "", "", -1}).ok());
+  EXPECT_TRUE(core->TakeBatch("solver", 1)->has_value());
+}
+
+TEST_F(DataflowCoreTest, VersionAnnouncementsAppearInLeaseReplies) {
+  auto core = Make(BaseConfig());
+  EXPECT_TRUE(core->Lease(Req(1)).versions.empty());  // Nothing announced yet.
+  VersionInfo v1{1, "http://trainer-0:8080/v1/weights/1", "sha256:aa", -1};
+  ASSERT_TRUE(core->AnnounceVersion("actor", v1).ok());
+  LeaseReply r = core->Lease(Req(1));
+  ASSERT_EQ(r.versions.size(), 1U);
+  EXPECT_EQ(r.versions[0].policy, "actor");
+  EXPECT_EQ(r.versions[0].version, v1);
+  LeaseRequest other = Req(1);
+  other.hosted_policies = {{"someone-else", 0}};
+  EXPECT_TRUE(core->Lease(other).versions.empty());
+
+  EXPECT_TRUE(core->AnnounceVersion("actor", v1).ok());  // Idempotent retry.
+  VersionInfo changed = v1;
+  changed.url = "elsewhere";
+  EXPECT_EQ(core->AnnounceVersion("actor", changed).code(), StatusCode::kConflict);
+  EXPECT_EQ(core->AnnounceVersion("actor", {0, "", "", -1}).code(), StatusCode::kConflict);
+  EXPECT_EQ(core->AnnounceVersion("critic", {2, "", "", -1}).code(), StatusCode::kNotFound);
+  VersionInfo v2{2, "http://trainer-0:8080/v1/weights/2?base=1", "sha256:bb", 1};
+  ASSERT_TRUE(core->AnnounceVersion("actor", v2).ok());
+  EXPECT_EQ(core->Lease(Req(1)).versions[0].version, v2);
+  EXPECT_EQ(core->CurrentVersion("actor"), 2);
+  EXPECT_EQ(core->StatusJson()["policies"]["actor"]["version"], 2);
+}
+
+TEST_F(DataflowCoreTest, EvalRoundsEveryNVersionsScoredAsPassAtK) {
+  Dataset data = MakeDataset(10, 0.2);  // 2 eval rows.
+  ASSERT_EQ(data.eval_size(), 2U);
+  DataflowConfig c = BaseConfig();
+  c.capacity_groups = 1;
+  c.eval.every_versions = 2;
+  c.eval.k = 4;
+  c.eval.sampling = {{"temperature", 0.6}};
+  auto core = Make(c, &data);
+  LeasedTask train = LeaseOne(*core);
+  EXPECT_TRUE(core->Backpressure());
+  ASSERT_TRUE(core->AnnounceVersion("actor", {1, "", "", -1}).ok());
+  EXPECT_EQ(core->StatusJson()["pending_eval_tasks"], 0);
+  ASSERT_TRUE(core->AnnounceVersion("actor", {2, "", "", -1}).ok());
+  EXPECT_EQ(core->StatusJson()["pending_eval_tasks"], 2);
+
+  // Eval tasks are not held back by admission control.
+  LeaseReply r = core->Lease(Req(5));
+  ASSERT_EQ(r.tasks.size(), 2U);
+  for (const LeasedTask& t : r.tasks) {
+    EXPECT_TRUE(t.eval);
+    EXPECT_EQ(t.samples, 4);
+    EXPECT_EQ(t.sampling["temperature"], 0.6);
+    EXPECT_EQ(t.sampling["max_tokens"], 64);
+  }
+  EXPECT_EQ(r.tasks[0].prompt_id, data.eval(0).id);
+  auto e1 = core->Submit(Group(r.tasks[0], {Single(1), Single(0), Single(0), Single(0)}));
+  ASSERT_TRUE(e1.ok());
+  EXPECT_TRUE(e1->eval);
+  EXPECT_TRUE(core->StatusJson()["eval"]["last"].is_null());
+  SubmitOk(*core, Group(r.tasks[1], {Single(0), Single(0), Single(0), Single(0)}));
+  nlohmann::json last = core->StatusJson()["eval"]["last"];
+  ASSERT_TRUE(last.is_object()) << core->StatusJson().dump();
+  EXPECT_EQ(last["version"], 2);
+  EXPECT_EQ(last["k"], 4);
+  EXPECT_DOUBLE_EQ(last["overall_pass_at_k"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(last["overall_avg_at_k"].get<double>(), 0.125);
+  EXPECT_EQ(core->StatusJson()["policies"]["actor"]["accepted_groups"], 0);
+  // Versions 3 → no round; 5 skips 4 but crosses a multiple → a round.
+  ASSERT_TRUE(core->AnnounceVersion("actor", {3, "", "", -1}).ok());
+  EXPECT_EQ(core->StatusJson()["pending_eval_tasks"], 0);
+  ASSERT_TRUE(core->AnnounceVersion("actor", {5, "", "", -1}).ok());
+  EXPECT_EQ(core->StatusJson()["pending_eval_tasks"], 2);
+  (void)train;
+}
+
+TEST_F(DataflowCoreTest, CuratorSkipsSolvedPrompts) {
+  Dataset data = MakeDataset(3);
+  DataflowConfig c = BaseConfig();
+  c.curator = "filter-solved";
+  c.curator_options = {{"threshold", 0.5}, {"decay", 0.0}};
+  c.epochs = 2;
+  auto core = Make(c, &data);
+  for (int i = 0; i < 3; ++i) {
+    LeasedTask t = LeaseOne(*core);
+    // Prompt 0 solved by every sample; the others not.
+    const double r = t.prompt_id == data.train(0).id ? 1.0 : 0.0;
+    SubmitOk(*core, Group(t, {Single(r), Single(r)}));
+  }
+  LeaseReply second = core->Lease(Req(5));
+  ASSERT_EQ(second.tasks.size(), 2U);
+  for (const LeasedTask& t : second.tasks) EXPECT_NE(t.prompt_id, data.train(0).id);
+  nlohmann::json st = core->StatusJson();
+  EXPECT_EQ(st["prompts"]["skipped"], 1);
+  EXPECT_EQ(st["prompts"]["consumed"], 6);
+  EXPECT_EQ(st["dataset_done"], true);
+  EXPECT_TRUE(core->Lease(Req(5)).tasks.empty());
+}
+
+// ---- Recovery. ----
+
+// Drives a core through a scripted sequence touching every record type.
+void Script(DataflowCore& core, FakeClock& clock, int phase) {
+  auto lease = [&](int64_t n, const std::string& w) { return core.Lease(Req(n, w)).tasks; };
+  auto submit = [&](const LeasedTask& t, int64_t v) {
+    std::vector<Sample> samples;
+    for (int i = 0; i < 4; ++i) samples.push_back(Duo(i % 2, (i + 1) % 3 == 0 ? 1 : 0));
+    for (Sample& s : samples) s.versions = {-1, v, v, v};
+    (void)core.Submit(Group(t, samples));
+  };
+  if (phase == 0) {
+    auto ts = lease(4, "a");
+    submit(ts[0], 0);
+    submit(ts[1], 0);
+    submit(ts[1], 0);  // Duplicate.
+    clock.Advance(seconds(30));
+    (void)core.Renew(ts[2].lease_id);
+    (void)core.Release(ts[3].lease_id, "oom");
+    clock.Advance(seconds(65));  // ts[2] (renewed at 30) expires.
+    EXPECT_EQ(core.ExpireLeases(), 1);
+    auto more = lease(3, "b");
+    for (const LeasedTask& t : more) submit(t, 1);
+    submit(ts[2], 0);  // Late or duplicate.
+    (void)core.AnnounceVersion("solver", {1, "u1", "d1", -1});
+    auto b = core.TakeBatch("solver", 2);
+    if (b.ok() && b->has_value()) (void)core.Ack((*b)->batch_id);
+  } else {
+    (void)core.TakeBatch("verifier", 2);  // Left unacked.
+    auto ts = lease(3, "c");
+    for (const LeasedTask& t : ts) submit(t, 1);
+    (void)core.AnnounceVersion("solver", {2, "u2", "d2", 1});
+    (void)core.AnnounceVersion("verifier", {4, "v4", "e4", -1});
+    clock.Advance(seconds(150));
+    (void)core.TakeBatch("verifier", 2);  // Re-served.
+    (void)core.TakeBatch("solver", 2);
+    auto evals = lease(2, "d");
+    for (const LeasedTask& t : evals) submit(t, 2);
+    (void)core.TakeBatch("solver", 3);
+  }
+}
+
+DataflowConfig RecoveryConfig() {
+  DataflowConfig c = BaseConfig();
+  c.policies = {"solver", "verifier"};
+  c.curator = "greso";
+  c.replay.replay_ratio = 0.5;
+  c.replay.selector = ReplaySelector::kPrioritized;
+  c.staleness.max_staleness = 1;
+  c.group_stats.advantage = AdvantageMode::kGrpo;
+  c.filters = {{"length", {{"maxTokens", 100}}}};
+  c.eval.every_versions = 2;
+  c.eval.k = 4;
+  c.capacity_groups = 6;
+  c.shuffle = true;
+  c.shuffle_seed = 3;
+  return c;
+}
+
+std::string EncodeOrDie(const Batch& b) {
+  std::string out;
+  EXPECT_TRUE(EncodeBatch(b, &out).ok());
+  return out;
+}
+
+// Compares the observable state of `cores` with that of cores[0], then runs the same calls on
+// all of them (next batches, next leases) and compares the results.
+void ExpectSameState(const std::vector<DataflowCore*>& cores) {
+  DataflowCore& a = *cores[0];
+  for (size_t i = 1; i < cores.size(); ++i) {
+    EXPECT_EQ(a.StatusJson(), cores[i]->StatusJson()) << i;
+    EXPECT_TRUE(a.Snapshot() == cores[i]->Snapshot()) << i;
+  }
+  for (const char* policy : {"solver", "verifier"}) {
+    for (int round = 0; round < 2; ++round) {
+      std::vector<std::string> encoded;
+      for (DataflowCore* core : cores) {
+        auto b = core->TakeBatch(policy, 1);
+        ASSERT_TRUE(b.ok());
+        encoded.push_back(b->has_value() ? EncodeOrDie(**b) : "none");
+      }
+      for (size_t i = 1; i < cores.size(); ++i) EXPECT_TRUE(encoded[0] == encoded[i]) << i;
+    }
+  }
+  std::vector<std::vector<std::string>> leased;
+  for (DataflowCore* core : cores) {
+    leased.emplace_back();
+    for (const LeasedTask& t : core->Lease(Req(3)).tasks) {
+      leased.back().push_back(t.task_id + "/" + std::to_string(t.attempt) + "/" + t.prompt_id);
+    }
+  }
+  for (size_t i = 1; i < cores.size(); ++i) {
+    EXPECT_EQ(leased[0], leased[i]) << i;
+    EXPECT_EQ(a.StatusJson(), cores[i]->StatusJson()) << i;
+  }
+}
+
+TEST_F(DataflowCoreTest, RecoveryFromRecordsAndFromSnapshotPlusRecords) {
+  Dataset data = MakeDataset(30, 0.1);
+  auto original = Make(RecoveryConfig(), &data, 42);
+  Script(*original, clock_, 0);
+  const std::string mid = original->Snapshot();
+  const size_t mid_records = records_.size();
+  Script(*original, clock_, 1);
+  ASSERT_GT(records_.size(), mid_records);
+  std::set<uint32_t> types;
+  for (const Record& r : records_) types.insert(r.type);
+  EXPECT_EQ(types.size(), 9U) << "every record type exercised";
+  nlohmann::json st = original->StatusJson();
+  EXPECT_GT(st["policies"]["verifier"]["reserved_batches"].get<int>(), 0) << st.dump();
+  EXPECT_GT(st["submits"]["duplicates"].get<int>(), 0);
+
+  // From records only.
+  auto from_log = DataflowCore::Create(RecoveryConfig(), &data, &clock_, 42).value();
+  for (const Record& r : records_) ASSERT_TRUE(from_log->ApplyRecord(r).ok());
+  // From the mid-way snapshot plus later records (a different seed: the state carries the rng).
+  auto from_snapshot = DataflowCore::Create(RecoveryConfig(), &data, &clock_, 7).value();
+  ASSERT_TRUE(from_snapshot->RestoreSnapshot(mid).ok());
+  for (size_t i = mid_records; i < records_.size(); ++i) {
+    ASSERT_TRUE(from_snapshot->ApplyRecord(records_[i]).ok()) << i;
+  }
+  EXPECT_EQ(original->StatusJson(), from_log->StatusJson());
+  EXPECT_EQ(original->StatusJson(), from_snapshot->StatusJson());
+
+  // A snapshot of a recovered core restores to the same state too.
+  auto from_final = DataflowCore::Create(RecoveryConfig(), &data, &clock_, 9).value();
+  ASSERT_TRUE(from_final->RestoreSnapshot(original->Snapshot()).ok());
+
+  clock_.Advance(seconds(200));  // Unacked batches become due in all copies.
+  records_.clear();
+  ExpectSameState({original.get(), from_log.get(), from_snapshot.get(), from_final.get()});
+}
+
+TEST_F(DataflowCoreTest, RecoveryRejectsBadInput) {
+  Dataset data = MakeDataset(30, 0.1);
+  auto core = Make(RecoveryConfig(), &data);
+  EXPECT_EQ(core->ApplyRecord({99, "x"}).code(), StatusCode::kCorruption);
+  EXPECT_EQ(core->ApplyRecord({static_cast<uint32_t>(RecordType::kAck), "garbage"}).code(),
+            StatusCode::kCorruption);
+  EXPECT_EQ(core->ApplyRecord({static_cast<uint32_t>(RecordType::kSubmit), "garbage"}).code(),
+            StatusCode::kCorruption);
+  EXPECT_EQ(core->RestoreSnapshot("not cbor").code(), StatusCode::kCorruption);
+  const std::string before = core->Snapshot();
+  auto other = Make(RecoveryConfig(), &dataset_);  // A different dataset.
+  EXPECT_EQ(other->RestoreSnapshot(before).code(), StatusCode::kConflict);
+  EXPECT_TRUE(core->Snapshot() == before);
+}
+
+// ---- Threads. ----
+
+TEST_F(DataflowCoreTest, ConcurrentLeaseSubmitTakeAck) {
+  Dataset data = MakeDataset(400);
+  DataflowConfig c = BaseConfig();
+  c.policies = {"solver", "verifier"};
+  c.capacity_groups = 16;
+  c.filters = {{"dynamic-sampling", nlohmann::json::object()}};
+  auto core = Make(c, &data);
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> submitted{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 3; ++w) {
+    threads.emplace_back([&, w] {
+      const std::string worker = "w" + std::to_string(w);
+      while (!stop.load()) {
+        LeaseReply r = core->Lease(Req(2, worker));
+        if (r.tasks.empty()) {
+          std::atomic<bool> cancel{false};
+          core->WaitForWork(cancel,
+                            std::chrono::steady_clock::now() + std::chrono::milliseconds(5));
+          continue;
+        }
+        for (const LeasedTask& t : r.tasks) {
+          (void)core->Renew(t.lease_id);
+          auto s = core->Submit(Group(t, {Duo(1, 0), Duo(0, 1), Duo(1, 1)}));
+          if (s.ok() && !s->duplicate) submitted.fetch_add(1);
+          (void)core->Submit(Group(t, {Duo(1, 0)}));  // Duplicate.
+        }
+      }
+    });
+  }
+  for (const char* policy : {"solver", "verifier"}) {
+    threads.emplace_back([&, policy] {
+      while (!stop.load()) {
+        auto b = core->TakeBatch(policy, 2);
+        if (b.ok() && b->has_value()) {
+          (void)core->Ack((*b)->batch_id);
+        } else {
+          std::atomic<bool> cancel{false};
+          core->WaitForBatch(policy, 2, cancel,
+                             std::chrono::steady_clock::now() + std::chrono::milliseconds(5));
+        }
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    while (!stop.load()) {
+      (void)core->StatusJson();
+      core->ExpireLeases();
+      (void)core->Snapshot();
+    }
+  });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(600);
+  while (std::chrono::steady_clock::now() < until && submitted.load() < 150) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  stop.store(true);
+  for (std::thread& t : threads) t.join();
+  EXPECT_GT(submitted.load(), 10);
+
+  nlohmann::json st = core->StatusJson();
+  EXPECT_EQ(st["submits"]["accepted"], submitted.load());
+  for (const char* policy : {"solver", "verifier"}) {
+    const nlohmann::json& p = st["policies"][policy];
+    EXPECT_EQ(p["accepted_groups"].get<int64_t>(), p["buffered_groups"].get<int64_t>() +
+                                                       p["unacked_groups"].get<int64_t>() +
+                                                       p["acked_groups"].get<int64_t>())
+        << p.dump();
+    EXPECT_LE(p["buffered_groups"].get<int64_t>(), 16);
+  }
+  // The records, in sink order, rebuild the same state.
+  auto rebuilt = DataflowCore::Create(c, &data, &clock_, 1).value();
+  for (const Record& r : records_) ASSERT_TRUE(rebuilt->ApplyRecord(r).ok());
+  EXPECT_EQ(rebuilt->StatusJson(), st);
+}
+
+TEST_F(DataflowCoreTest, WaitForWorkWakesOnAck) {
+  DataflowConfig c = BaseConfig();
+  c.capacity_groups = 1;
+  auto core = Make(c);
+  SubmitOk(*core, Mixed(LeaseOne(*core)));
+  std::atomic<bool> cancel{false};
+  EXPECT_FALSE(core->WaitForWork(cancel, std::chrono::steady_clock::now()));
+  auto b = core->TakeBatch("actor", 1);
+  ASSERT_TRUE(b.ok() && b->has_value());
+  std::thread acker([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    (void)core->Ack((*b)->batch_id);
+  });
+  EXPECT_TRUE(core->WaitForWork(cancel, std::chrono::steady_clock::now() + seconds(10)));
+  acker.join();
+  cancel.store(true);
+  EXPECT_FALSE(
+      core->WaitForBatch("actor", 1, cancel, std::chrono::steady_clock::now() + seconds(10)));
+}
+
+}  // namespace
+}  // namespace sluice::dataflow

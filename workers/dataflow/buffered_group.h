@@ -1,0 +1,45 @@
+// BufferedGroup: one (prompt, policy) group of samples as the dataflow core holds it between
+// ingest and training (in a policy's buffer, in an unacknowledged batch, in replay memory), and
+// its lossless encoding for the core's snapshots.
+//
+// The samples are stored after splitting, filtering and group-statistics stamping. The encoding
+// reuses the trajectory wire format (trajectory_codec.h) for the samples' tokens, masks,
+// log-probs, versions, owners, rewards and timings, and adds what that format does not carry:
+// the stamped group_mean / group_std / advantage / loss_weight and the core's bookkeeping
+// (group id, arrival sequence). Doubles are kept bit-exact (CBOR binary floats), so a restored
+// group trains exactly like the original.
+//
+// Ownership and thread safety: plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "workers/dataflow/algorithms/sample.h"
+#include "workers/dataflow/algorithms/staleness.h"
+
+namespace sluice::dataflow {
+
+struct BufferedGroup {
+  uint64_t group_id = 0;        // Unique per accepted submission (shared by its policies' groups).
+  uint64_t arrival = 0;         // Ingest sequence number, unique per BufferedGroup; orders fifo.
+  std::string task_id;          // The task that produced it; never empty.
+  std::string prompt_id;        // The dataset row.
+  std::vector<Sample> samples;  // Non-empty; all of one policy.
+
+  // What staleness ordering needs (GroupMinVersion, GroupGeneratedTokens of the samples).
+  QueuedGroup Queued() const {
+    return {arrival, GroupMinVersion(samples), GroupGeneratedTokens(samples)};
+  }
+};
+
+// As a JSON object whose "samples" field is a binary trajectory-group frame; meant to be
+// serialized with nlohmann::json::to_cbor (binary values do not survive JSON text).
+Result<nlohmann::json> EncodeBufferedGroup(const BufferedGroup& group);
+// Corruption (naming the field) for anything malformed.
+Result<BufferedGroup> DecodeBufferedGroup(const nlohmann::json& encoded);
+
+}  // namespace sluice::dataflow

@@ -1,0 +1,326 @@
+// DataflowCore: the state machine of the `sluice-dataflow` service, without HTTP and without file
+// I/O. It hands prompts to rollout workers as leased tasks, ingests their finished groups into one
+// buffer per policy (splitting, filters, group statistics, curator feedback), serves training
+// batches (staleness, fifo/edf order, replay, version barrier) that must be acknowledged, runs
+// periodic evaluation, and describes every state change as a Record so the service can make it
+// durable in its write-ahead log and rebuild the same state after a crash.
+//
+// Semantics (docs/dataflow.md, "The dataflow core", has the long form):
+//  - Tasks. A train task is one train-split prompt to be rolled out group_size times; an eval task
+//    is one eval-split prompt rolled out eval.k times with eval sampling. Task ids are
+//    "task-<n>", lease ids "lease-<n>", batch ids "batch-<n>" (n counts from 1, never reused).
+//    One lease holds one task. Each issuance of a task increments its `attempt` (1 for the first
+//    lease), so (task_id, attempt) names one lease.
+//  - Lease order: pending eval tasks first, then re-queued train tasks (front first), then new
+//    prompts from the dataset cursor, each offered to the prompt curator with a uniform draw from
+//    the core's seeded generator; after kMaxCuratorSkips consecutive skips in one call the next
+//    prompt is leased regardless (as the reference's rejection-storm guard). A skipped prompt is
+//    consumed for this epoch.
+//  - Admission control (train tasks only): a lease is granted only while, for every policy,
+//    buffered groups + groups in unacknowledged batches (fresh ones, not replay) + train tasks
+//    under lease < capacity_groups. `backpressure` is on when that leaves no room.
+//  - Expiry: a lease whose deadline (wall clock) has passed is removed by ExpireLeases (also run at
+//    the start of every Lease); its task counts a failure and goes back to the front of its queue,
+//    or, after max_attempts failures, is set aside with the error (status "failed_tasks"). Release
+//    without an error puts the task back without counting a failure; with an error it counts one.
+//  - Submit is idempotent by task: the first submit of any issued attempt of a task wins (also a
+//    late one whose lease expired, whose task was re-issued, re-queued or set aside: the task is
+//    then withdrawn and any newer lease on it cancelled); any later submit for that task is a
+//    duplicate, acknowledged and ignored. Submits for unknown tasks or never-issued attempts are
+//    errors. Sample prompt ids are set to the task's row id.
+//  - Batches. TakeBatch(policy, n): first, an unacknowledged batch of that policy served at least
+//    ack_timeout ago is served again, unchanged and with the same id (so either ack of it works);
+//    else, when the version barrier allows, floor(n · replayRatio) groups come from replay memory
+//    and the rest must be fresh: stale groups met on the way are dropped (or down-weighted), and
+//    if fewer than the fresh count remain nothing is served (the HTTP layer waits). Fresh groups
+//    come first. On Ack the batch's fresh groups enter replay memory (consumed = trained on).
+//  - Versions. Every policy starts at version 0 (initial weights, not announced). Announcements
+//    must increase (re-announcing the current version with the same url/digest/delta_base is an
+//    idempotent no-op). Announcements of the first policy in `policies` (the primary policy) also
+//    drive the curator's OnVersion and evaluation: every eval.every_versions versions one eval
+//    round of all eval rows is queued; when all its tasks are done or set aside it is scored
+//    (avg@k, pass@k; eval_metrics.h) into the status's "last_eval".
+//  - Curator feedback uses trajectory-level rewards: per sample, the primary policy's entry of
+//    policy_rewards when present, else policy_rewards[0], else `reward`.
+//
+// Durability. Every call that changes state hands exactly one Record to the RecordSink (under the
+// core's lock, in state-change order) before it returns; calls that change nothing emit none.
+// Records are commands: the call's inputs plus the wall-clock time it ran at, so ApplyRecord
+// re-executes the call at that time and, because the core is deterministic (its random generator
+// is part of the state), reaches the same state. Snapshot() serializes the whole state (CBOR);
+// RestoreSnapshot(s) followed by ApplyRecord of every later record reproduces the state of the
+// original core, including the next batches it would serve.
+//
+// Time: deadlines and ack timeouts use Clock::WallNow() (nanoseconds since the Unix epoch in
+// records and snapshots), so they stay meaningful across a process restart.
+//
+// Ownership: the core does not own the Dataset or the Clock; both must outlive it. Thread safety:
+// every public method may be called from any thread; one mutex serializes them. The sink runs
+// under that mutex and must not call back into the core.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "workers/dataflow/algorithms/curators.h"
+#include "workers/dataflow/algorithms/eval_metrics.h"
+#include "workers/dataflow/algorithms/filters.h"
+#include "workers/dataflow/algorithms/group_stats.h"
+#include "workers/dataflow/algorithms/replay.h"
+#include "workers/dataflow/algorithms/staleness.h"
+#include "workers/dataflow/buffered_group.h"
+#include "workers/dataflow/dataset.h"
+#include "workers/dataflow/trajectory_codec.h"
+
+namespace sluice::dataflow {
+
+// Consecutive curator skips after which one Lease call leases the next prompt anyway.
+inline constexpr int kMaxCuratorSkips = 256;
+
+struct EvalOptions {
+  int64_t every_versions = 0;  // Evaluate at primary versions divisible by this; 0: off.
+  int64_t k = 1;               // Completions per eval prompt (pass@k's k); >= 1.
+  // Merged over DataflowConfig::sampling (JSON merge patch) for eval tasks, e.g.
+  // {"temperature": 0.6}.
+  nlohmann::json sampling = nlohmann::json::object();
+};
+
+// Resolved by the service from the Dataflow CR.
+struct DataflowConfig {
+  std::vector<std::string> policies;  // Policies of the workflow; non-empty, unique. [0] = primary.
+  int64_t group_size = 8;             // Completions per train task; >= 1.
+  nlohmann::json sampling = nlohmann::json::object();  // Passed to tasks verbatim.
+  nlohmann::json workflow = nlohmann::json::object();  // Passed to tasks verbatim.
+  std::chrono::seconds lease_duration{300};            // > 0.
+  int max_attempts = 3;                                // Failures before a task is set aside.
+  int64_t capacity_groups = 256;                       // Admission limit per policy; >= 1.
+  int64_t groups_per_batch = 32;          // TakeBatch's size when asked for <= 0 groups; >= 1.
+  std::chrono::seconds ack_timeout{600};  // Unacknowledged batches are re-served after; > 0.
+  GroupStatsOptions group_stats;
+  std::vector<FilterSpec> filters;  // Applied in order to each (prompt, policy) group.
+  std::string curator = "accept-all";
+  nlohmann::json curator_options = nlohmann::json::object();
+  StalenessOptions staleness;
+  ReplayOptions replay;
+  bool version_barrier = false;
+  EvalOptions eval;
+  // Dataset cursor (spec.dataset): visiting order and number of passes over the train split.
+  bool shuffle = true;
+  uint64_t shuffle_seed = 0;
+  int64_t epochs = 1;
+};
+
+// A policy weight version as announced by its trainer.
+struct VersionInfo {
+  int64_t number = 0;       // >= 1 when announced.
+  std::string url;          // Where workers fetch the weights.
+  std::string digest;       // Of the full weights.
+  int64_t delta_base = -1;  // Version a sparse delta at `url` applies to; -1: full weights.
+  friend bool operator==(const VersionInfo&, const VersionInfo&) = default;
+};
+
+struct PolicyVersion {
+  std::string policy;
+  VersionInfo version;
+};
+
+struct LeaseRequest {
+  std::string worker_id;
+  std::string pool;
+  std::string region;
+  std::map<std::string, int64_t> hosted_policies;  // Policy → loaded version.
+  int64_t capacity = 1;                            // Tasks wanted; <= 0 leases nothing.
+};
+
+struct LeasedTask {
+  std::string task_id;
+  std::string lease_id;
+  uint32_t attempt = 1;
+  bool eval = false;
+  std::string prompt_id;
+  std::string prompt;
+  std::string answer;
+  std::string dataset;
+  nlohmann::json row;   // The dataset row, verbatim.
+  int64_t samples = 0;  // Completions to generate: group_size, or eval.k.
+  nlohmann::json sampling;
+  nlohmann::json workflow;
+  Clock::WallTime deadline;
+};
+
+struct LeaseReply {
+  std::vector<LeasedTask> tasks;
+  // Newest announced version of every hosted policy of this experiment (policy order).
+  std::vector<PolicyVersion> versions;
+  bool backpressure = false;  // Admission control left no room after this call.
+};
+
+struct SubmitResult {
+  bool duplicate = false;  // Already had a winning submit; nothing changed.
+  bool late = false;       // Accepted although its lease was no longer the task's current one.
+  bool eval = false;
+  int64_t groups_kept = 0;  // (prompt, policy) groups queued.
+  int64_t groups_filtered = 0;
+  int64_t samples_kept = 0;
+  int64_t samples_filtered = 0;
+};
+
+// One state change, for the write-ahead log. `type` is a RecordType; `payload` is CBOR.
+struct Record {
+  uint32_t type = 0;
+  std::string payload;
+};
+enum class RecordType : uint32_t {
+  kLease = 1,
+  kRenew = 2,
+  kRelease = 3,
+  kExpire = 4,
+  kSubmit = 5,
+  kDuplicateSubmit = 6,
+  kTakeBatch = 7,
+  kAck = 8,
+  kAnnounce = 9,
+};
+using RecordSink = std::function<void(const Record&)>;
+
+class DataflowCore {
+ public:
+  // InvalidArgument (naming the config field) for a bad config; the dataset must have at least
+  // one train row.
+  static Result<std::unique_ptr<DataflowCore>> Create(DataflowConfig config, const Dataset* dataset,
+                                                      Clock* clock, uint64_t seed,
+                                                      RecordSink sink = nullptr);
+
+  DataflowCore(const DataflowCore&) = delete;
+  DataflowCore& operator=(const DataflowCore&) = delete;
+  ~DataflowCore();
+
+  // Leases up to request.capacity tasks (see the header comment). Zero tasks when there is no
+  // work or admission control is closed.
+  LeaseReply Lease(const LeaseRequest& request);
+  // NotFound for an unknown (finished, released, expired and swept) lease; Gone when its deadline
+  // has passed (ExpireLeases will re-queue it).
+  Status Renew(std::string_view lease_id);
+  // Returns the task to the front of its queue. A non-empty `error` counts as a failed attempt.
+  Status Release(std::string_view lease_id, std::string_view error = {});
+  // Expires every lease whose deadline has passed; returns how many.
+  int64_t ExpireLeases();
+
+  // Ingests a finished group. `encoded`, when given, must be the group's wire encoding (the
+  // service has it from the request body) and is used as the record payload instead of
+  // re-encoding. InvalidArgument for malformed groups or policies outside the config, NotFound for
+  // an unknown task; nothing changes then.
+  Result<SubmitResult> Submit(const TrajectoryGroup& group, std::string_view encoded = {});
+
+  // A batch of `groups` groups (<= 0: groups_per_batch) for `policy`, or nullopt when none can be
+  // served now. NotFound for an unknown policy.
+  Result<std::optional<Batch>> TakeBatch(std::string_view policy, int64_t groups);
+  // OK also for a batch already acknowledged; NotFound for an id never served.
+  Status Ack(std::string_view batch_id);
+  // NotFound for an unknown policy; Conflict when the number does not increase.
+  Status AnnounceVersion(std::string_view policy, const VersionInfo& version);
+
+  nlohmann::json StatusJson() const;
+  bool Backpressure() const;
+  int64_t CurrentVersion(std::string_view policy) const;  // -1 for an unknown policy.
+
+  // Long-poll helpers for the HTTP layer: block (in real time, re-checking every 50 ms and on
+  // every state change) until a Lease could hand out work / TakeBatch could serve `groups`
+  // groups, `cancel` becomes true, or `deadline` passes. Return whether work is available.
+  bool WaitForWork(const std::atomic<bool>& cancel, std::chrono::steady_clock::time_point deadline);
+  bool WaitForBatch(std::string_view policy, int64_t groups, const std::atomic<bool>& cancel,
+                    std::chrono::steady_clock::time_point deadline);
+
+  // Recovery: re-executes one record (no sink call). Corruption for an undecodable record or one
+  // whose re-execution fails.
+  Status ApplyRecord(const Record& record);
+  // The whole state. `under_lock`, when given, runs while the core's lock is held, so the service
+  // can read its log's last LSN consistently with the snapshot.
+  std::string Snapshot(const std::function<void()>& under_lock = nullptr) const;
+  // Replaces the whole state. Corruption for malformed bytes; Conflict when the snapshot was
+  // taken with a different dataset (fingerprint) or different policies.
+  Status RestoreSnapshot(std::string_view snapshot);
+
+ private:
+  struct Task;
+  struct LeaseEntry;
+  struct PolicyState;
+  struct OutstandingBatch;
+  struct EvalRound;
+  struct Counters;
+
+  DataflowCore(DataflowConfig config, const Dataset* dataset, Clock* clock, uint64_t seed,
+               RecordSink sink, std::unique_ptr<PromptCurator> curator, FilterChain chain,
+               ReplayMemory replay_prototype);
+
+  // *Locked: mu_ held; `now_ns` is the wall time of the call; they set dirty_ on any change.
+  LeaseReply LeaseLocked(const LeaseRequest& request, int64_t now_ns);
+  Status RenewLocked(std::string_view lease_id, int64_t now_ns);
+  Status ReleaseLocked(std::string_view lease_id, std::string_view error);
+  int64_t ExpireLocked(int64_t now_ns);
+  Result<SubmitResult> SubmitLocked(const TrajectoryGroup& group);
+  Result<std::optional<Batch>> TakeBatchLocked(std::string_view policy, int64_t groups,
+                                               int64_t now_ns);
+  Status AckLocked(std::string_view batch_id);
+  Status AnnounceLocked(std::string_view policy, const VersionInfo& version);
+
+  void Emit(RecordType type, nlohmann::json payload);
+  int64_t NowNs() const;
+  int64_t AdmissionLocked() const;
+  bool HasWorkLocked(int64_t now_ns) const;
+  bool BatchReadyLocked(std::string_view policy, int64_t groups, int64_t now_ns) const;
+  PolicyState* FindPolicy(std::string_view name);
+  const PolicyState* FindPolicy(std::string_view name) const;
+  LeasedTask IssueLocked(Task& task, const std::string& worker_id, int64_t now_ns);
+  void FailAttemptLocked(Task& task, const std::string& error);
+  void FinishEvalTaskLocked(int64_t round_id, const std::optional<EvalItem>& item);
+  double TrajectoryReward(const Sample& s) const;
+  Batch BuildBatch(const OutstandingBatch& b) const;
+  nlohmann::json SnapshotJsonLocked() const;
+  bool Wait(const std::atomic<bool>& cancel, std::chrono::steady_clock::time_point deadline,
+            const std::function<bool()>& ready);
+
+  const DataflowConfig config_;
+  const Dataset* const dataset_;
+  Clock* const clock_;
+  const RecordSink sink_;
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;  // Notified after every state change.
+  bool dirty_ = false;               // The current call changed state.
+  bool replaying_ = false;           // In ApplyRecord: no sink calls.
+
+  std::mt19937_64 rng_;
+  DatasetCursor cursor_;
+  std::unique_ptr<PromptCurator> curator_;
+  FilterChain chain_;
+  std::map<std::string, std::unique_ptr<Task>> tasks_;  // Pending, leased and set-aside tasks.
+  std::deque<std::string> pending_;                     // Train task ids, front first.
+  std::deque<std::string> eval_pending_;                // Eval task ids, front first.
+  std::set<std::string> completed_;                     // Tasks with a winning submit.
+  std::map<std::string, std::unique_ptr<LeaseEntry>> leases_;
+  std::vector<std::unique_ptr<PolicyState>> policies_;  // Config order.
+  std::map<std::string, std::unique_ptr<OutstandingBatch>> outstanding_;
+  std::set<std::string> acked_;
+  std::map<int64_t, std::unique_ptr<EvalRound>> eval_rounds_;
+  nlohmann::json last_eval_;  // Null until a round completes.
+  std::unique_ptr<Counters> counters_;
+};
+
+}  // namespace sluice::dataflow
