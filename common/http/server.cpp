@@ -1,5 +1,10 @@
 #include "common/http/server.h"
 
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "common/http/bounded_task_queue.h"
 #include "common/http/json_body.h"
 #include "common/metrics/exposition.h"
@@ -241,6 +246,10 @@ Status Server::Start() {
   server_->set_logger(
       [this](const httplib::Request& req, const httplib::Response& res) { LogAndCount(req, res); });
 
+  server_->set_socket_options([this](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd_.store(static_cast<int>(sock));
+  });
   if (options_.port == 0) {
     port_ = server_->bind_to_any_port(options_.address);
   } else {
@@ -249,6 +258,12 @@ Status Server::Start() {
   if (port_ <= 0) {
     return Status::Unavailable("cannot listen on " + options_.address + ":" +
                                std::to_string(options_.port) + " (address in use or invalid)");
+  }
+  // httplib listened with a backlog of 5; listening again on the bound socket only raises it.
+  if (const int fd = listen_fd_.load(); fd >= 0 && options_.listen_backlog > 5) {
+    if (::listen(fd, options_.listen_backlog) != 0) {
+      logger_.Warn("cannot raise the listen backlog", {{"error", std::strerror(errno)}});
+    }
   }
   started_ = true;
   listener_ = std::thread([this] { server_->listen_after_bind(); });

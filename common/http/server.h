@@ -57,6 +57,9 @@ struct ServerOptions {
   size_t keep_alive_max_requests = 10000;      // Requests per connection before it is closed.
   size_t worker_threads = 8;
   size_t max_queued_connections = 64;  // Beyond this the accept loop waits (see bounded queue).
+  // Kernel accept queue length (capped by net.core.somaxconn). cpp-httplib's own is 5, which
+  // drops connections when many clients (watchers, informers) connect at once.
+  int listen_backlog = 1024;
   std::chrono::milliseconds shutdown_grace{10000};
   std::shared_ptr<TokenSource> auth;  // Null: no authentication.
   bool metrics_require_auth = true;
@@ -117,6 +120,7 @@ class Server {
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};
   int port_ = 0;
+  std::atomic<int> listen_fd_{-1};  // The listening socket, to raise its backlog.
   std::thread listener_;
 
   metrics::CounterFamily* requests_ = nullptr;

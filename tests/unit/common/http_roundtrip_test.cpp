@@ -11,6 +11,7 @@
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "common/http/client.h"
@@ -618,6 +619,40 @@ TEST_F(HttpRoundTrip, HostsFileResolverNamesReachTheServer) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(nlohmann::json::parse(r->body)["q"], "dns");
   fs::remove(hosts);
+}
+
+}  // namespace
+}  // namespace sluice::http
+
+namespace sluice::http {
+namespace {
+
+// `ss -ltn` (iproute2) shows a listening socket's accept-queue limit as its Send-Q; -1 when ss
+// is missing or the port is not listed.
+int ListenBacklogOf(int port) {
+  FILE* pipe = popen(("ss -ltnH 'sport = :" + std::to_string(port) + "' 2>/dev/null").c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buf[512];
+  std::string out;
+  while (fgets(buf, sizeof(buf), pipe) != nullptr) out += buf;
+  pclose(pipe);
+  std::istringstream fields(out);
+  std::string state;
+  int recv_q = -1, send_q = -1;
+  fields >> state >> recv_q >> send_q;
+  return state == "LISTEN" ? send_q : -1;
+}
+
+TEST_F(HttpRoundTrip, ListenBacklogIsRaisedForBurstsOfConnections) {
+  ServerOptions options;
+  options.listen_backlog = 128;
+  StartServer(options);
+  const int backlog = ListenBacklogOf(server_->port());
+  if (backlog < 0) GTEST_SKIP() << "ss (iproute2) is not available";
+  std::ifstream somaxconn("/proc/sys/net/core/somaxconn");
+  int cap = 4096;
+  somaxconn >> cap;
+  EXPECT_EQ(backlog, std::min(128, cap));
 }
 
 }  // namespace
