@@ -12,7 +12,8 @@ namespace {
 using storage_internal::StampRevision;
 using storage_internal::ValidateKey;
 
-constexpr int kSchemaVersion = 1;
+// 1: objects and meta. 2: adds `events`, the recent watch history (migrated in place).
+constexpr int kSchemaVersion = 2;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS objects (
@@ -28,6 +29,14 @@ CREATE TABLE IF NOT EXISTS meta (
   value INTEGER NOT NULL
 ) WITHOUT ROWID;
 INSERT OR IGNORE INTO meta (key, value) VALUES ('revision', 0);
+CREATE TABLE IF NOT EXISTS events (
+  revision INTEGER PRIMARY KEY NOT NULL,
+  type INTEGER NOT NULL,
+  resource TEXT NOT NULL,
+  namespace TEXT NOT NULL,
+  name TEXT NOT NULL,
+  json TEXT NOT NULL
+);
 )sql";
 
 // The Status for a failed SQLite call: the code picks the kind, the message is SQLite's own.
@@ -116,10 +125,12 @@ struct SqliteStorage::Statements {
   sqlite3_stmt* set_revision = nullptr;
   sqlite3_stmt* list_all = nullptr;
   sqlite3_stmt* list_namespace = nullptr;
+  sqlite3_stmt* insert_event = nullptr;
+  sqlite3_stmt* trim_events = nullptr;
 
   ~Statements() {
     for (sqlite3_stmt* stmt : {begin, commit, rollback, get, insert, update, remove, set_revision,
-                               list_all, list_namespace}) {
+                               list_all, list_namespace, insert_event, trim_events}) {
       sqlite3_finalize(stmt);  // A no-op for null.
     }
   }
@@ -146,6 +157,10 @@ struct SqliteStorage::Statements {
         {&list_namespace,
          "SELECT namespace, name, revision, json FROM objects WHERE "
          "resource = ?1 AND namespace = ?2 AND name > ?3 ORDER BY name LIMIT ?4"},
+        {&insert_event,
+         "INSERT INTO events (revision, type, resource, namespace, name, json) "
+         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
+        {&trim_events, "DELETE FROM events WHERE revision <= ?1"},
     };
     for (const auto& [stmt, sql] : all) {
       const int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, stmt, nullptr);
@@ -225,12 +240,13 @@ Result<uint64_t> InitDatabase(sqlite3* db, bool synchronous_full) {
   SLUICE_RETURN_IF_ERROR(Exec(db, "BEGIN IMMEDIATE"));
   Status status = [&]() -> Status {
     SLUICE_ASSIGN_OR_RETURN(int64_t version, QueryInt(db, "PRAGMA user_version"));
-    if (version != 0 && version != kSchemaVersion) {
+    if (version < 0 || version > kSchemaVersion) {
       return Status::Corruption("sqlite: schema version " + std::to_string(version) +
-                                " is not the supported " + std::to_string(kSchemaVersion));
+                                " is newer than the supported " + std::to_string(kSchemaVersion));
     }
-    SLUICE_RETURN_IF_ERROR(Exec(db, kSchema));
-    return Exec(db, "PRAGMA user_version = 1");
+    SLUICE_RETURN_IF_ERROR(Exec(db, kSchema));  // Creates what an older version lacks.
+    const std::string set_version = "PRAGMA user_version = " + std::to_string(kSchemaVersion);
+    return Exec(db, set_version.c_str());
   }();
   if (!status.ok()) {
     (void)Exec(db, "ROLLBACK");
@@ -246,6 +262,48 @@ Result<uint64_t> InitDatabase(sqlite3* db, bool synchronous_full) {
                               std::to_string(max_object));
   }
   return static_cast<uint64_t>(counter);
+}
+
+// The newest consecutive events ending at `revision`, at most `capacity` (the watch history
+// a restarted server resumes watches from). Older or non-consecutive rows are ignored: the
+// history then simply starts later.
+Result<std::vector<WatchEventPtr>> LoadHistory(sqlite3* db, uint64_t revision, size_t capacity) {
+  std::vector<WatchEventPtr> events;
+  if (revision == 0) return events;
+  const char* sql =
+      "SELECT revision, type, resource, namespace, name, json FROM events "
+      "WHERE revision > ?1 ORDER BY revision";
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr);
+  if (rc != SQLITE_OK) return SqliteError(db, rc, "load watch history");
+  const uint64_t from = revision > capacity ? revision - capacity : 0;
+  sqlite3_bind_int64(stmt, 1, static_cast<int64_t>(from));
+  Status status;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    auto event = std::make_shared<WatchEvent>();
+    event->revision = static_cast<uint64_t>(sqlite3_column_int64(stmt, 0));
+    const int type = sqlite3_column_int(stmt, 1);
+    if (type < 0 || type > 2) {
+      status = Status::Corruption("sqlite: event " + std::to_string(event->revision) +
+                                  " has unknown type " + std::to_string(type));
+      break;
+    }
+    event->type = static_cast<WatchEventType>(type);
+    event->key = ObjectKey{ColumnText(stmt, 2), ColumnText(stmt, 3), ColumnText(stmt, 4)};
+    Result<nlohmann::json> object = ParseStored(ColumnText(stmt, 5), event->key);
+    if (!object.ok()) {
+      status = object.status();
+      break;
+    }
+    event->object = std::make_shared<const nlohmann::json>(std::move(*object));
+    if (!events.empty() && event->revision != events.back()->revision + 1) events.clear();
+    events.push_back(std::move(event));
+  }
+  sqlite3_finalize(stmt);
+  if (!status.ok()) return status;
+  if (rc != SQLITE_DONE) return SqliteError(db, rc, "load watch history");
+  if (!events.empty() && events.back()->revision != revision) events.clear();
+  return events;
 }
 
 }  // namespace
@@ -269,13 +327,24 @@ Result<std::unique_ptr<SqliteStorage>> SqliteStorage::Open(const SqliteStorageOp
     sqlite3_close(db);
     return status.WithContext(options.path);
   }
+  Result<std::vector<WatchEventPtr>> history =
+      LoadHistory(db, *revision, options.watch.history_capacity);
+  if (!history.ok()) {
+    statements.reset();
+    sqlite3_close(db);
+    return history.status().WithContext(options.path);
+  }
   return std::unique_ptr<SqliteStorage>(
-      new SqliteStorage(db, std::move(statements), *revision, options.watch));
+      new SqliteStorage(db, std::move(statements), *revision, options.watch, std::move(*history)));
 }
 
 SqliteStorage::SqliteStorage(sqlite3* db, std::unique_ptr<Statements> statements, uint64_t revision,
-                             const WatchHubOptions& watch)
-    : db_(db), statements_(std::move(statements)), revision_(revision), hub_(watch, revision) {}
+                             const WatchHubOptions& watch, std::vector<WatchEventPtr> history)
+    : db_(db),
+      statements_(std::move(statements)),
+      revision_(revision),
+      history_capacity_(watch.history_capacity),
+      hub_(watch, revision, std::move(history)) {}
 
 SqliteStorage::~SqliteStorage() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -334,13 +403,32 @@ Result<Stored> SqliteStorage::Write(WriteKind kind, const ObjectKey& key,
   }
   sqlite3_bind_int64(statements_->set_revision, 1, static_cast<int64_t>(revision));
   SLUICE_RETURN_IF_ERROR(Step(db_, statements_->set_revision, "set revision"));
+  const WatchEventType type = kind == WriteKind::kCreate   ? WatchEventType::kAdded
+                              : kind == WriteKind::kUpdate ? WatchEventType::kModified
+                                                           : WatchEventType::kDeleted;
+  {
+    // The watch history survives restarts: the same transaction records the event and drops
+    // the one that left the ring's window.
+    SLUICE_ASSIGN_OR_RETURN(std::string text, Serialize(*object));
+    sqlite3_stmt* stmt = statements_->insert_event;
+    sqlite3_bind_int64(stmt, 1, static_cast<int64_t>(revision));
+    sqlite3_bind_int(stmt, 2, static_cast<int>(type));
+    BindText(stmt, 3, key.resource);
+    BindText(stmt, 4, key.ns);
+    BindText(stmt, 5, key.name);
+    BindText(stmt, 6, text);
+    SLUICE_RETURN_IF_ERROR(Step(db_, stmt, "record event"));
+    if (revision > history_capacity_) {
+      sqlite3_bind_int64(statements_->trim_events, 1,
+                         static_cast<int64_t>(revision - history_capacity_));
+      SLUICE_RETURN_IF_ERROR(Step(db_, statements_->trim_events, "trim events"));
+    }
+  }
   SLUICE_RETURN_IF_ERROR(txn.Commit());
   revision_ = revision;
 
   auto event = std::make_shared<WatchEvent>();
-  event->type = kind == WriteKind::kCreate   ? WatchEventType::kAdded
-                : kind == WriteKind::kUpdate ? WatchEventType::kModified
-                                             : WatchEventType::kDeleted;
+  event->type = type;
   event->revision = revision;
   event->key = key;
   event->object = std::make_shared<const nlohmann::json>(*object);

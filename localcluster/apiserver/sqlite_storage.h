@@ -1,11 +1,13 @@
 // SqliteStorage: the persistent Storage of the local API server, one SQLite database file.
 //
 // Layout: table `objects` (resource, namespace, name, revision, json) keyed by the first three,
-// and table `meta` with the revision counter. Every write is one transaction
-// (BEGIN IMMEDIATE ... COMMIT) that changes the object row and the counter together, so a crash
-// leaves either the whole write or none of it, and the counter is never below an object's
-// revision. Reopening the file restores every object and the counter; the watch history starts
-// empty, so watches from a revision before the reopen get Gone and clients relist.
+// table `meta` with the revision counter, and table `events` with the newest
+// WatchHubOptions::history_capacity watch events. Every write is one transaction
+// (BEGIN IMMEDIATE ... COMMIT) that changes the object row, the counter and the event log
+// together, so a crash leaves either the whole write or none of it, and the counter is never
+// below an object's revision. Reopening the file restores every object, the counter and the
+// watch history, so watches from a revision before the restart resume where they were (Gone only
+// when they are older than the kept history, as without a restart).
 //
 // Durability: WAL mode. With synchronous=NORMAL (the default) a committed write survives the
 // process being killed (it is in the WAL, in the OS page cache) but the last writes before a power
@@ -66,7 +68,7 @@ class SqliteStorage final : public Storage {
   enum class WriteKind { kCreate, kUpdate, kDelete };
 
   SqliteStorage(sqlite3* db, std::unique_ptr<Statements> statements, uint64_t revision,
-                const WatchHubOptions& watch);
+                const WatchHubOptions& watch, std::vector<WatchEventPtr> history);
 
   // The one write path: checks existence and expected_revision, assigns the next revision,
   // writes row and counter in one transaction, then publishes the event.
@@ -79,6 +81,7 @@ class SqliteStorage final : public Storage {
   sqlite3* const db_;                       // Guarded by mu_.
   std::unique_ptr<Statements> statements_;  // Guarded by mu_.
   uint64_t revision_;                       // Guarded by mu_; equals the stored counter.
+  const size_t history_capacity_;           // Events kept in the `events` table.
   WatchHub hub_;                            // Published to under mu_, so in revision order.
 };
 

@@ -169,6 +169,22 @@ WatchHub::WatchHub(const WatchHubOptions& options, uint64_t current_revision)
   SLUICE_CHECK(options.watcher_queue_capacity >= 1);
 }
 
+WatchHub::WatchHub(const WatchHubOptions& options, uint64_t current_revision,
+                   std::vector<WatchEventPtr> history)
+    : WatchHub(options, current_revision) {
+  if (history.size() > options.history_capacity) {
+    history.erase(history.begin(),
+                  history.end() - static_cast<std::ptrdiff_t>(options.history_capacity));
+  }
+  if (history.empty()) return;
+  SLUICE_CHECK(history.back()->revision == current_revision);
+  for (size_t i = 1; i < history.size(); ++i) {
+    SLUICE_CHECK(history[i]->revision == history[i - 1]->revision + 1);
+  }
+  core_->oldest_watchable = history.front()->revision - 1;
+  core_->history.assign(history.begin(), history.end());
+}
+
 WatchHub::~WatchHub() {
   std::lock_guard<std::mutex> lock(core_->mu);
   core_->hub_closed = true;

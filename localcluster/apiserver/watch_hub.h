@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "localcluster/apiserver/storage.h"
@@ -40,6 +41,12 @@ class WatchHub {
  public:
   // `current_revision`: the storage's revision now; watches may start from it or later.
   WatchHub(const WatchHubOptions& options, uint64_t current_revision);
+  // Starts with `history` already in the ring (a persistent storage's recent events, reloaded
+  // after a restart): its revisions must be consecutive and end at `current_revision` (checked);
+  // watches may then resume from just before its first event. Only the newest
+  // history_capacity events are kept.
+  WatchHub(const WatchHubOptions& options, uint64_t current_revision,
+           std::vector<WatchEventPtr> history);
   // Closes every watcher with Unavailable("storage closed").
   ~WatchHub();
   WatchHub(const WatchHub&) = delete;

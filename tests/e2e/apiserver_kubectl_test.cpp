@@ -265,7 +265,7 @@ TEST_F(KubectlTest, RejectsRequestsWithoutTheToken) {
 }
 
 // kill -9 in the middle of a write stream, restart: every acknowledged object is there and a
-// watch resumes from the last resourceVersion it saw.
+// watch resumes from the last resourceVersion it saw, across the restart.
 TEST(KubectlRestartTest, KillNineLosesNothingAcknowledged) {
   if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
   char tmpl[] = "/tmp/sluice-e2e-restart-XXXXXX";
@@ -319,26 +319,26 @@ TEST(KubectlRestartTest, KillNineLosesNothingAcknowledged) {
               0)
         << "cm-" << i;
   }
-  // A watch from before the restart is told to relist (410), as kube's watch cache does.
-  CommandResult watch = server.Kubectl(
-      "get --raw '/api/v1/namespaces/r/configmaps?watch=1&"
-      "resourceVersion=" +
-      rv + "&timeoutSeconds=1'");
-  EXPECT_NE(watch.output.find("too old resource version"), std::string::npos) << watch.output;
-  // A watch from the current revision sees new writes.
-  const std::string now_rv = list_rv();
-  ASSERT_FALSE(now_rv.empty());
+  // A watch from before the restart resumes: it replays every configmap written after `rv`
+  // (the watch history is persisted with the objects), then sees new writes.
   std::string events;
   std::thread w([&] {
-    events = server
-                 .Kubectl("get --raw '/api/v1/namespaces/r/configmaps?watch=1&resourceVersion=" +
-                          now_rv + "&timeoutSeconds=3'")
-                 .output;
+    events =
+        server
+            .Kubectl("get --raw '/api/v1/namespaces/r/configmaps?watch=1&resourceVersion=" + rv +
+                     "&timeoutSeconds=3'")
+            .output;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   ASSERT_EQ(apply("r", configmap("after-restart")).exit_code, 0);
   w.join();
+  for (int i = acked_at_list; i < acked; ++i) {
+    EXPECT_NE(events.find("\"cm-" + std::to_string(i) + "\""), std::string::npos)
+        << "cm-" << i << " missing from the resumed watch:\n"
+        << events;
+  }
   EXPECT_NE(events.find("after-restart"), std::string::npos) << events;
+  EXPECT_EQ(events.find("\"cm-0\""), std::string::npos) << "replayed from before " << rv;
   server.Kill(SIGTERM);
   std::filesystem::remove_all(dir);
 }

@@ -662,15 +662,44 @@ TEST_F(ApiserverStorageSqliteTest, ReopenRestoresObjectsAndCounter) {
             }()));
   EXPECT_EQ(store->Get({"core/nodes", "", "n1"})->object["k"], "é");
   EXPECT_EQ(store->Get(PodKey("a", "gone")).status().code(), StatusCode::kNotFound);
-  // The counter continues; history does not survive, so old revisions are Gone.
+  // The counter continues, and so does the watch history: a watch from before the restart
+  // resumes with the events it missed.
   EXPECT_EQ(store->Create(PodKey("a", "y"), Pod("a", "y"))->revision, 6u);
-  EXPECT_EQ(store->Watch("core/pods", std::nullopt, 4).status(),
+  Result<std::unique_ptr<Watcher>> resumed = store->Watch("core/pods", std::nullopt, 1);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  std::vector<std::pair<uint64_t, WatchEventType>> seen;
+  while (WatchEventPtr e = NextEvent(**resumed)) {
+    seen.emplace_back(e->revision, e->type);
+    if (e->revision == 6) break;
+  }
+  EXPECT_EQ(seen, (std::vector<std::pair<uint64_t, WatchEventType>>{{3, WatchEventType::kAdded},
+                                                                    {4, WatchEventType::kModified},
+                                                                    {5, WatchEventType::kDeleted},
+                                                                    {6, WatchEventType::kAdded}}));
+}
+
+TEST_F(ApiserverStorageSqliteTest, ReopenKeepsOnlyTheConfiguredHistory) {
+  SqliteStorageOptions options = At(Path());
+  options.watch.history_capacity = 3;
+  {
+    Result<std::unique_ptr<SqliteStorage>> store = SqliteStorage::Open(options);
+    ASSERT_TRUE(store.ok());
+    for (int i = 0; i < 8; ++i) {
+      const std::string name = "p" + std::to_string(i);
+      ASSERT_TRUE((*store)->Create(PodKey("a", name), Pod("a", name)).ok());
+    }
+  }
+  Result<std::unique_ptr<SqliteStorage>> store = SqliteStorage::Open(options);
+  ASSERT_TRUE(store.ok());
+  // Revisions 6..8 are kept (the table is trimmed in the same transactions).
+  EXPECT_EQ((*store)->Watch("core/pods", std::nullopt, 4).status(),
             Status::Gone("too old resource version: 4 (5)"));
-  Result<std::unique_ptr<Watcher>> resumed = store->Watch("core/pods", std::nullopt, 5);
-  ASSERT_TRUE(resumed.ok());
-  WatchEventPtr e = NextEvent(**resumed);
+  Result<std::unique_ptr<Watcher>> oldest = (*store)->Watch("core/pods", std::nullopt, 5);
+  ASSERT_TRUE(oldest.ok()) << oldest.status().ToString();
+  WatchEventPtr e = NextEvent(**oldest);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->revision, 6u);
+  EXPECT_EQ((*e->object)["metadata"]["name"], "p5");
 }
 
 TEST_F(ApiserverStorageSqliteTest, SecondOwnerIsRefused) {
