@@ -1,0 +1,542 @@
+// DataflowService over real HTTP: an in-process server on a free port, the real client, a real
+// write-ahead log in a temporary directory, and a FakeClock for lease deadlines and ack timeouts.
+#include "workers/dataflow/dataflow_service.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/http/client.h"
+#include "common/http/server.h"
+#include "common/logging/logger.h"
+#include "common/metrics/exposition.h"
+#include "common/metrics/registry.h"
+#include "workers/dataflow/dataset.h"
+#include "workers/dataflow/trajectory_codec.h"
+
+namespace sluice::dataflow {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+constexpr char kToken[] = "service-test-token";
+constexpr size_t kMaxBody = 1 << 20;
+
+Dataset MakeDataset(int64_t rows) {
+  DatasetSource src;
+  src.builtin = BuiltinDataset{"arithmetic", rows, 100, 7};
+  auto d = Dataset::Load(src);
+  EXPECT_TRUE(d.ok()) << d.status().ToString();
+  return std::move(d).value();
+}
+
+DataflowConfig BaseConfig() {
+  DataflowConfig c;
+  c.policies = {"actor"};
+  c.group_size = 4;
+  c.lease_duration = seconds(60);
+  c.max_attempts = 3;
+  c.capacity_groups = 8;
+  c.groups_per_batch = 2;
+  c.ack_timeout = seconds(100);
+  c.shuffle = false;
+  c.sampling = {{"temperature", 1.0}};
+  c.workflow = {{"type", "single-turn"}};
+  return c;
+}
+
+Sample Single(double reward) {
+  Sample s;
+  s.tokens = {11, 12, 13, 14};
+  s.loss_mask = {0, 0, 1, 1};
+  s.behaviour_logprobs = {0, 0, -0.5f, -0.25f};
+  s.versions = {-1, -1, 0, 0};
+  s.reward = reward;
+  s.finish_reason = "stop";
+  return s;
+}
+
+// Solver/verifier trajectory: a prompt token, 2 solver tokens, 1 verifier token.
+Sample Duo(double solver_reward, double verifier_reward) {
+  Sample s;
+  s.tokens = {1, 2, 3, 4};
+  s.loss_mask = {0, 1, 1, 1};
+  s.behaviour_logprobs = {0, -0.1f, -0.2f, -0.3f};
+  s.versions = {-1, 0, 0, 0};
+  s.token_owner = {-1, 0, 0, 1};
+  s.policies = {"solver", "verifier"};
+  s.policy_rewards = {solver_reward, verifier_reward};
+  s.finish_reason = "stop";
+  return s;
+}
+
+// A group for a task of a lease reply, with rewards 0, 1, 0, 1.
+std::string GroupFor(const json& task, std::vector<Sample> samples = {}) {
+  TrajectoryGroup g;
+  g.task_id = task["task_id"].get<std::string>();
+  g.attempt = task["attempt"].get<uint32_t>();
+  g.lease_id = task["lease_id"].get<std::string>();
+  g.worker_id = "w";
+  g.prompt_id = task["prompt_id"].get<std::string>();
+  g.samples = samples.empty() ? std::vector<Sample>{Single(0), Single(1), Single(0), Single(1)}
+                              : std::move(samples);
+  std::string out;
+  EXPECT_TRUE(EncodeTrajectoryGroup(g, &out).ok());
+  return out;
+}
+
+class DataflowServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/sluice-dataflow-service-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+  }
+  void TearDown() override {
+    StopService();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void StartService(DataflowConfig config = BaseConfig(), bool snapshot_on_stop = true) {
+    registry_ = std::make_unique<metrics::Registry>();
+    http::ServerOptions so;
+    so.name = "dataflow-test";
+    so.port = 0;
+    so.max_body_bytes = kMaxBody;
+    so.auth = http::TokenSource::FromValue(kToken);
+    so.access_log = false;
+    so.shutdown_grace = std::chrono::milliseconds(2000);
+    server_ = std::make_unique<http::Server>(so, registry_.get(), logger_);
+    DataflowServiceOptions opts;
+    opts.wal.dir = dir_ + "/wal";
+    opts.wal.fsync = true;
+    opts.maintenance_interval = std::chrono::milliseconds(20);
+    opts.max_wait = std::chrono::milliseconds(5000);
+    opts.snapshot_on_stop = snapshot_on_stop;
+    service_ = std::make_unique<DataflowService>(opts, std::move(config), &dataset_, &clock_,
+                                                 registry_.get(), logger_);
+    service_->Register(*server_);
+    ASSERT_TRUE(server_->Start().ok());
+    sluice::Status recovered = service_->Recover();
+    ASSERT_TRUE(recovered.ok()) << recovered.ToString();
+    client_ = MakeClient(kToken);
+  }
+
+  void StopService() {
+    client_.reset();
+    if (server_) server_->Shutdown();
+    if (service_) {
+      EXPECT_TRUE(service_->Stop().ok());
+    }
+    service_.reset();
+    server_.reset();
+    registry_.reset();
+  }
+
+  std::unique_ptr<http::Client> MakeClient(const std::string& token) {
+    http::ClientOptions co;
+    co.base_url = server_->BaseUrl();
+    co.token = http::TokenSource::FromValue(token);
+    co.max_attempts = 1;
+    return std::move(http::Client::Create(co)).value();
+  }
+
+  http::Response Must(Result<http::Response> r) {
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::move(r).value() : http::Response{};
+  }
+
+  http::Response PostJson(const std::string& path, const json& body) {
+    return Must(client_->Post(path, body.dump(), "application/json"));
+  }
+
+  json Lease(const std::string& worker, int64_t capacity, double wait = 0,
+             http::Client* client = nullptr) {
+    json req = {{"worker_id", worker},
+                {"pool", "pool"},
+                {"region", "eu"},
+                {"capacity", capacity},
+                {"wait", wait}};
+    http::Client* c = client ? client : client_.get();
+    http::Response r = Must(c->Post("/v1/leases", req.dump(), "application/json"));
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.status == 200 ? json::parse(r.body) : json::object();
+  }
+
+  json LeaseOne(const std::string& worker = "w1") {
+    json reply = Lease(worker, 1);
+    EXPECT_EQ(reply["tasks"].size(), 1U) << reply.dump();
+    return reply["tasks"].empty() ? json::object() : reply["tasks"][0];
+  }
+
+  http::Response Submit(const std::string& body) {
+    return Must(client_->Post("/v1/trajectories", body, "application/octet-stream"));
+  }
+
+  json SubmitOk(const std::string& body) {
+    http::Response r = Submit(body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.status == 200 ? json::parse(r.body) : json::object();
+  }
+
+  http::Response GetBatch(const std::string& policy, int64_t groups = 0, double wait = 0) {
+    return Must(client_->Get("/v1/batches/" + policy + "?groups=" + std::to_string(groups) +
+                             "&wait=" + std::to_string(wait)));
+  }
+
+  Batch TakeBatchOk(const std::string& policy, int64_t groups = 0) {
+    http::Response r = GetBatch(policy, groups);
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.Header("Content-Type"), "application/octet-stream");
+    Result<Batch> b = DecodeBatch(r.body);
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    if (!b.ok()) return Batch{};
+    EXPECT_EQ(r.Header("X-Sluice-Batch-Id"), b->batch_id);
+    return std::move(b).value();
+  }
+
+  int Ack(const std::string& batch_id) {
+    return PostJson("/v1/batches/" + batch_id + "/ack", json::object()).status;
+  }
+
+  json Status() {
+    http::Response r = Must(client_->Get("/v1/status"));
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body);
+  }
+
+  // The core's part of the status (what recovery must reproduce).
+  json CoreStatus() {
+    json s = Status();
+    for (const char* k : {"wal", "recovery", "trainer_wait", "ready"}) s.erase(k);
+    return s;
+  }
+
+  std::string Metrics() { return Must(client_->Get("/metrics")).body; }
+
+  FakeClock clock_;
+  Dataset dataset_ = MakeDataset(50);
+  log::Logger logger_{"dataflow-test"};
+  std::string dir_;
+  std::unique_ptr<metrics::Registry> registry_;
+  std::unique_ptr<http::Server> server_;
+  std::unique_ptr<DataflowService> service_;
+  std::unique_ptr<http::Client> client_;
+};
+
+TEST_F(DataflowServiceTest, ReadyAfterRecoveryAndLeaseReplyShape) {
+  StartService();
+  EXPECT_EQ(Must(client_->Get("/readyz")).status, 200);
+  json reply = Lease("w1", 2);
+  ASSERT_EQ(reply["tasks"].size(), 2U);
+  const json& t = reply["tasks"][0];
+  EXPECT_EQ(t["task_id"], "task-1");
+  EXPECT_EQ(t["lease_id"], "lease-1");
+  EXPECT_EQ(t["attempt"], 1);
+  EXPECT_EQ(t["samples"], 4);
+  EXPECT_EQ(t["sampling"]["temperature"], 1.0);
+  EXPECT_EQ(t["workflow"]["type"], "single-turn");
+  EXPECT_FALSE(t["prompt"].get<std::string>().empty());
+  EXPECT_TRUE(t["deadline_unix_ms"].is_number_integer());
+  EXPECT_EQ(reply["lease_seconds"], 60);
+  EXPECT_FALSE(reply["backpressure"].get<bool>());
+  // Renew and release.
+  EXPECT_EQ(PostJson("/v1/leases/lease-1/renew", json::object()).status, 200);
+  EXPECT_EQ(PostJson("/v1/leases/lease-2/release", {{"error", "drain"}}).status, 200);
+  EXPECT_EQ(PostJson("/v1/leases/lease-2/renew", json::object()).status, 404);
+  EXPECT_EQ(PostJson("/v1/leases/nope/release", json::object()).status, 404);
+  EXPECT_EQ(Status()["leases_in_flight"], 1);
+}
+
+TEST_F(DataflowServiceTest, LeaseExpiryReissuesWork) {
+  DataflowConfig c = BaseConfig();
+  c.lease_duration = seconds(10);
+  c.capacity_groups = 1;  // One task at a time, so the second worker waits for the first.
+  StartService(c);
+  json first = LeaseOne("w1");
+  EXPECT_EQ(Lease("w2", 1)["tasks"].size(), 0U);
+  clock_.Advance(seconds(11));
+  json again = LeaseOne("w2");
+  EXPECT_EQ(again["task_id"], first["task_id"]);
+  EXPECT_EQ(again["attempt"], 2);
+  EXPECT_NE(again["lease_id"], first["lease_id"]);
+  const int renew =
+      PostJson("/v1/leases/" + first["lease_id"].get<std::string>() + "/renew", json::object())
+          .status;
+  EXPECT_TRUE(renew == 404 || renew == 410) << renew;
+  json s = Status();
+  EXPECT_EQ(s["leases"]["expired"], 1);
+  EXPECT_NE(Metrics().find("sluice_dataflow_lease_expiries_total 1"), std::string::npos);
+}
+
+TEST_F(DataflowServiceTest, DuplicateAndLateSubmits) {
+  DataflowConfig c = BaseConfig();
+  c.lease_duration = seconds(10);
+  StartService(c);
+  json t1 = LeaseOne("w1");
+  clock_.Advance(seconds(11));
+  json t2 = LeaseOne("w2");  // The expired task, re-issued.
+  ASSERT_EQ(t2["task_id"], t1["task_id"]);
+  // The late submit of the first attempt wins; everything after it is a duplicate.
+  json late = SubmitOk(GroupFor(t1));
+  EXPECT_TRUE(late["accepted"].get<bool>());
+  EXPECT_TRUE(late["late"].get<bool>());
+  EXPECT_FALSE(late["duplicate"].get<bool>());
+  EXPECT_EQ(late["groups_kept"], 1);
+  json dup = SubmitOk(GroupFor(t2));
+  EXPECT_TRUE(dup["duplicate"].get<bool>());
+  EXPECT_FALSE(dup["accepted"].get<bool>());
+  EXPECT_TRUE(SubmitOk(GroupFor(t1))["duplicate"].get<bool>());
+  json s = Status();
+  EXPECT_EQ(s["submits"]["accepted"], 1);
+  EXPECT_EQ(s["submits"]["late"], 1);
+  EXPECT_EQ(s["submits"]["duplicates"], 2);
+  EXPECT_EQ(s["policies"]["actor"]["buffered_groups"], 1);
+  // The second worker's lease was cancelled by the winning submit.
+  EXPECT_EQ(
+      PostJson("/v1/leases/" + t2["lease_id"].get<std::string>() + "/renew", json::object()).status,
+      404);
+  const std::string m = Metrics();
+  EXPECT_NE(m.find("sluice_dataflow_submits_total{result=\"duplicate\"} 2"), std::string::npos);
+  EXPECT_NE(m.find("sluice_dataflow_submits_total{result=\"late\"} 1"), std::string::npos);
+}
+
+TEST_F(DataflowServiceTest, BatchNotAckedIsServedAgain) {
+  DataflowConfig c = BaseConfig();
+  c.groups_per_batch = 1;
+  c.ack_timeout = seconds(5);
+  StartService(c);
+  SubmitOk(GroupFor(LeaseOne()));
+  Batch b = TakeBatchOk("actor");
+  EXPECT_EQ(b.batch_id, "batch-1");
+  EXPECT_EQ(b.samples.size(), 4U);
+  EXPECT_EQ(GetBatch("actor").status, 204);
+  clock_.Advance(seconds(6));
+  Batch again = TakeBatchOk("actor");
+  EXPECT_EQ(again.batch_id, b.batch_id);
+  EXPECT_EQ(again.samples.size(), b.samples.size());
+  EXPECT_EQ(Ack(b.batch_id), 200);
+  EXPECT_EQ(Ack(b.batch_id), 200);  // Acking twice is fine.
+  clock_.Advance(seconds(6));
+  EXPECT_EQ(GetBatch("actor").status, 204);
+  EXPECT_EQ(Ack("batch-99"), 404);
+  EXPECT_EQ(GetBatch("nobody").status, 404);
+  json s = Status();
+  EXPECT_EQ(s["policies"]["actor"]["reserved_batches"], 1);
+  EXPECT_EQ(s["policies"]["actor"]["acked_batches"], 1);
+}
+
+TEST_F(DataflowServiceTest, BatchLongPollReturnsWhenDataArrives) {
+  DataflowConfig c = BaseConfig();
+  c.groups_per_batch = 1;
+  StartService(c);
+  json task = LeaseOne();
+  const auto began = std::chrono::steady_clock::now();
+  http::Response polled;
+  std::thread poller([&] { polled = GetBatch("actor", 1, 5); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  SubmitOk(GroupFor(task));
+  poller.join();
+  EXPECT_EQ(polled.status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, seconds(4));
+  // An empty poll waits its time, then answers 204; the wait is counted for the trainer.
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(GetBatch("actor", 1, 0.3).status, 204);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(250));
+  EXPECT_GT(Status()["trainer_wait"]["actor"]["seconds_total"].get<double>(), 0.4);
+  EXPECT_NE(Metrics().find("sluice_dataflow_trainer_wait_seconds_total{policy=\"actor\"}"),
+            std::string::npos);
+}
+
+TEST_F(DataflowServiceTest, MultiPolicySplittingAndMasks) {
+  DataflowConfig c = BaseConfig();
+  c.policies = {"solver", "verifier"};
+  c.groups_per_batch = 1;
+  StartService(c);
+  json task = LeaseOne();
+  SubmitOk(GroupFor(task, {Duo(1, 0), Duo(0, 1), Duo(1, 1), Duo(0, 0)}));
+  Batch solver = TakeBatchOk("solver");
+  Batch verifier = TakeBatchOk("verifier");
+  ASSERT_EQ(solver.samples.size(), 4U);
+  ASSERT_EQ(verifier.samples.size(), 4U);
+  const std::vector<double> solver_rewards = {1, 0, 1, 0};
+  const std::vector<double> verifier_rewards = {0, 1, 1, 0};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(solver.samples[i].policy, "solver");
+    EXPECT_EQ(solver.samples[i].loss_mask, (std::vector<uint8_t>{0, 1, 1, 0}));
+    EXPECT_EQ(verifier.samples[i].policy, "verifier");
+    EXPECT_EQ(verifier.samples[i].loss_mask, (std::vector<uint8_t>{0, 0, 0, 1}));
+    EXPECT_EQ(solver.samples[i].reward, solver_rewards[i]);
+    EXPECT_EQ(verifier.samples[i].reward, verifier_rewards[i]);
+  }
+  EXPECT_EQ(solver.policy, "solver");
+  EXPECT_EQ(verifier.policy, "verifier");
+  EXPECT_NE(solver.batch_id, verifier.batch_id);
+}
+
+TEST_F(DataflowServiceTest, BackpressureStopsLeasesUntilAcked) {
+  DataflowConfig c = BaseConfig();
+  c.capacity_groups = 2;
+  c.groups_per_batch = 2;
+  StartService(c);
+  json reply = Lease("w1", 5);
+  ASSERT_EQ(reply["tasks"].size(), 2U);
+  EXPECT_TRUE(reply["backpressure"].get<bool>());
+  EXPECT_EQ(Lease("w2", 5)["tasks"].size(), 0U);
+  EXPECT_NE(Metrics().find("sluice_dataflow_backpressure 1"), std::string::npos);
+  SubmitOk(GroupFor(reply["tasks"][0]));
+  SubmitOk(GroupFor(reply["tasks"][1]));
+  EXPECT_EQ(Lease("w2", 5)["tasks"].size(), 0U);  // Buffered groups count.
+  Batch b = TakeBatchOk("actor");
+  EXPECT_EQ(Lease("w2", 5)["tasks"].size(), 0U);  // Unacknowledged ones too.
+  // A long poll is released by the ack.
+  auto other = MakeClient(kToken);
+  json polled;
+  const auto began = std::chrono::steady_clock::now();
+  std::thread poller([&] { polled = Lease("w3", 1, 5, other.get()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(Ack(b.batch_id), 200);
+  poller.join();
+  EXPECT_EQ(polled["tasks"].size(), 1U) << polled.dump();
+  EXPECT_LT(std::chrono::steady_clock::now() - began, seconds(4));
+}
+
+TEST_F(DataflowServiceTest, MalformedAndOversizedRequestsAreRejectedWithoutEffect) {
+  StartService();
+  json task = LeaseOne();
+  const json before = CoreStatus();
+  const std::string good = GroupFor(task);
+
+  std::string corrupt = good;
+  corrupt[corrupt.size() / 2] ^= 0x10;
+  http::Response r = Submit(corrupt);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_FALSE(json::parse(r.body)["error"]["field"].get<std::string>().empty()) << r.body;
+  EXPECT_EQ(Submit(good.substr(0, good.size() - 3)).status, 400);
+  EXPECT_EQ(Submit(good + "x").status, 400);
+  EXPECT_EQ(Submit("").status, 400);
+  EXPECT_EQ(Submit(std::string(kMaxBody + 10, 'x')).status, 413);
+  // A well-formed group for a task that does not exist.
+  json unknown = task;
+  unknown["task_id"] = "task-999";
+  EXPECT_EQ(Submit(GroupFor(unknown)).status, 404);
+  // A never-issued attempt.
+  json future = task;
+  future["attempt"] = 7;
+  EXPECT_EQ(Submit(GroupFor(future)).status / 100, 4);
+
+  // Malformed JSON elsewhere names the field.
+  http::Response bad = PostJson("/v1/leases", {{"worker_id", 3}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(json::parse(bad.body)["error"]["field"], "worker_id");
+  bad = PostJson("/v1/leases", {{"worker_id", "w"}, {"capacity", "many"}});
+  EXPECT_EQ(json::parse(bad.body)["error"]["field"], "capacity");
+  EXPECT_EQ(Must(client_->Post("/v1/leases", "{not json", "application/json")).status, 400);
+  bad = PostJson("/v1/policies/actor/versions", {{"url", "x"}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(json::parse(bad.body)["error"]["field"], "number");
+  EXPECT_EQ(GetBatch("actor", -1).status, 400);
+  EXPECT_EQ(Must(client_->Get("/v1/batches/actor?wait=soon")).status, 400);
+
+  EXPECT_EQ(CoreStatus(), before);
+  json ok = SubmitOk(good);
+  EXPECT_TRUE(ok["accepted"].get<bool>());
+  EXPECT_EQ(Status()["policies"]["actor"]["buffered_groups"], 1);
+  EXPECT_NE(Metrics().find("sluice_dataflow_submits_total{result=\"rejected\"} 6"),
+            std::string::npos)
+      << Metrics();
+}
+
+TEST_F(DataflowServiceTest, WrongTokenIsUnauthorized) {
+  StartService();
+  auto wrong = MakeClient("not-the-token");
+  EXPECT_EQ(Must(wrong->Get("/v1/status")).status, 401);
+  EXPECT_EQ(Must(wrong->Post("/v1/leases", R"({"worker_id":"w"})", "application/json")).status,
+            401);
+  EXPECT_EQ(Must(wrong->Post("/v1/trajectories", "x", "application/octet-stream")).status, 401);
+  EXPECT_EQ(Must(wrong->Get("/healthz")).status, 200);
+  EXPECT_EQ(Status()["leases_in_flight"], 0);
+}
+
+TEST_F(DataflowServiceTest, VersionsAreAnnouncedInLeaseReplies) {
+  StartService();
+  http::Response r = PostJson("/v1/policies/actor/versions",
+                              {{"number", 1}, {"url", "s3://w/1"}, {"digest", "d1"}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(PostJson("/v1/policies/actor/versions", {{"number", 1}, {"url", "s3://other"}}).status,
+            409);
+  EXPECT_EQ(PostJson("/v1/policies/critic/versions", {{"number", 1}}).status, 404);
+  json req = {{"worker_id", "w"}, {"capacity", 1}, {"hosted_policies", {{"actor", 0}}}};
+  json reply = json::parse(PostJson("/v1/leases", req).body);
+  ASSERT_EQ(reply["versions"].size(), 1U) << reply.dump();
+  EXPECT_EQ(reply["versions"][0]["policy"], "actor");
+  EXPECT_EQ(reply["versions"][0]["number"], 1);
+  EXPECT_EQ(reply["versions"][0]["url"], "s3://w/1");
+  EXPECT_EQ(Status()["policies"]["actor"]["version"], 1);
+}
+
+class DataflowServiceRestartTest : public DataflowServiceTest,
+                                   public ::testing::WithParamInterface<bool> {};
+
+TEST_P(DataflowServiceRestartTest, RestartRecoversBuffersLeasesAndAcks) {
+  const bool snapshot_on_stop = GetParam();
+  DataflowConfig c = BaseConfig();
+  c.groups_per_batch = 1;
+  c.ack_timeout = seconds(5);
+  StartService(c, snapshot_on_stop);
+  json tasks = Lease("w1", 4)["tasks"];
+  ASSERT_EQ(tasks.size(), 4U);
+  for (int i = 0; i < 3; ++i) SubmitOk(GroupFor(tasks[i]));
+  Batch acked = TakeBatchOk("actor");
+  ASSERT_EQ(Ack(acked.batch_id), 200);
+  Batch unacked = TakeBatchOk("actor");
+  ASSERT_EQ(PostJson("/v1/policies/actor/versions", {{"number", 1}, {"url", "u"}}).status, 200);
+  const json before = CoreStatus();
+
+  StopService();
+  StartService(c, snapshot_on_stop);
+  EXPECT_EQ(CoreStatus(), before);
+  const json s = Status();
+  EXPECT_EQ(s["recovery"]["snapshot_lsn"].get<uint64_t>() > 0, snapshot_on_stop) << s.dump();
+  EXPECT_EQ(s["policies"]["actor"]["buffered_groups"], 1);
+  EXPECT_EQ(s["policies"]["actor"]["unacked_batches"], 1);
+  EXPECT_EQ(s["leases_in_flight"], 1);
+  // The held lease still works; its submit is accepted once.
+  EXPECT_EQ(
+      PostJson("/v1/leases/" + tasks[3]["lease_id"].get<std::string>() + "/renew", json::object())
+          .status,
+      200);
+  EXPECT_TRUE(SubmitOk(GroupFor(tasks[3]))["accepted"].get<bool>());
+  EXPECT_TRUE(SubmitOk(GroupFor(tasks[0]))["duplicate"].get<bool>());
+  // The unacknowledged batch comes back after its timeout; the acknowledged one never does.
+  clock_.Advance(seconds(6));
+  Batch again = TakeBatchOk("actor");
+  EXPECT_EQ(again.batch_id, unacked.batch_id);
+  EXPECT_EQ(Ack(again.batch_id), 200);
+  std::set<std::string> served_tasks;
+  for (int i = 0; i < 2; ++i) {
+    Batch b = TakeBatchOk("actor");
+    EXPECT_NE(b.batch_id, acked.batch_id);
+    ASSERT_FALSE(b.samples.empty());
+    served_tasks.insert(b.samples[0].task_id);
+    EXPECT_EQ(Ack(b.batch_id), 200);
+  }
+  EXPECT_EQ(GetBatch("actor").status, 204);
+  EXPECT_EQ(served_tasks.count(acked.samples[0].task_id), 0U);
+  EXPECT_EQ(served_tasks.count(unacked.samples[0].task_id), 0U);
+  EXPECT_EQ(served_tasks.size(), 2U);
+}
+
+INSTANTIATE_TEST_SUITE_P(SnapshotOnStop, DataflowServiceRestartTest, ::testing::Bool());
+
+}  // namespace
+}  // namespace sluice::dataflow
