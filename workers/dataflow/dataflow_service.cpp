@@ -491,6 +491,10 @@ void DataflowService::HandleTakeBatch(const httplib::Request& req, httplib::Resp
   if (waits_.find(policy) == waits_.end()) {
     return http::ReplyError(res, Status::NotFound("no policy " + policy + " in this dataflow"));
   }
+  if (groups == 0) {
+    auto per_policy = options_.groups_per_batch_by_policy.find(policy);
+    if (per_policy != options_.groups_per_batch_by_policy.end()) groups = per_policy->second;
+  }
   const int64_t effective = groups > 0 ? groups : config_.groups_per_batch;
   const auto began = SteadyClock::now();
   const auto deadline = DeadlineAfter(wait, options_.max_wait);
@@ -513,7 +517,7 @@ void DataflowService::HandleTakeBatch(const httplib::Request& req, httplib::Resp
                       true);
       batch_requests_->WithLabels({policy, "served"}).Inc();
       res.set_header("X-Sluice-Batch-Id", (*batch)->batch_id);
-      res.set_content(body, std::string(kOctetStream));
+      res.set_content(std::move(body), std::string(kOctetStream));  // No copy of a large body.
       return;
     }
     t_op = OpState{};  // Stale drops on the way need no fsync before a 204.

@@ -1,5 +1,9 @@
 #include "workers/dataflow/trajectory_codec.h"
 
+#include <bit>
+#include <limits>
+#include <type_traits>
+
 #include "common/wire/decoder.h"
 #include "common/wire/encoder.h"
 #include "common/wire/frame.h"
@@ -91,6 +95,29 @@ Status GetSample(Decoder& d, const std::string& f, Sample* s) {
   return Status::Ok();
 }
 
+// Writes one wire array (u32 count, then the elements) of `total` elements: the per-sample
+// arrays that `get` returns, concatenated.
+template <typename T, typename Get>
+void PutPacked(Encoder& e, std::string* out, const std::vector<Sample>& samples, uint64_t total,
+               Get get) {
+  if constexpr (std::endian::native == std::endian::little) {
+    // The in-memory representation is the wire encoding (as Encoder::PutArray relies on).
+    e.PutU32(static_cast<uint32_t>(total));
+    for (const Sample& s : samples) {
+      const std::vector<T>& v = get(s);
+      out->append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+    }
+  } else {
+    std::vector<T> all;
+    all.reserve(total);
+    for (const Sample& s : samples) all.insert(all.end(), get(s).begin(), get(s).end());
+    if constexpr (std::is_same_v<T, int32_t>) e.PutI32Array(all);
+    if constexpr (std::is_same_v<T, uint8_t>) e.PutU8Array(all);
+    if constexpr (std::is_same_v<T, float>) e.PutF32Array(all);
+    if constexpr (std::is_same_v<T, int64_t>) e.PutI64Array(all);
+  }
+}
+
 }  // namespace
 
 Status EncodeTrajectoryGroup(const TrajectoryGroup& group, std::string* out) {
@@ -154,25 +181,24 @@ Status EncodeBatch(const Batch& batch, std::string* out) {
   std::vector<uint64_t> offsets(n + 1, 0);
   for (size_t i = 0; i < n; ++i) offsets[i + 1] = offsets[i] + batch.samples[i].tokens.size();
   e.PutU64Array(offsets);
-  // Packed per-token arrays: each written as one array of offsets[n] elements.
-  std::vector<int32_t> tokens;
-  std::vector<uint8_t> mask;
-  std::vector<float> logprobs;
-  std::vector<int64_t> versions;
-  tokens.reserve(offsets[n]);
-  mask.reserve(offsets[n]);
-  logprobs.reserve(offsets[n]);
-  versions.reserve(offsets[n]);
-  for (const Sample& s : batch.samples) {
-    tokens.insert(tokens.end(), s.tokens.begin(), s.tokens.end());
-    mask.insert(mask.end(), s.loss_mask.begin(), s.loss_mask.end());
-    logprobs.insert(logprobs.end(), s.behaviour_logprobs.begin(), s.behaviour_logprobs.end());
-    versions.insert(versions.end(), s.versions.begin(), s.versions.end());
+  // Packed per-token arrays: each one wire array of offsets[n] elements, written straight from
+  // the samples (a batch is tens of MB: no temporary concatenations, one reserved buffer).
+  const uint64_t total = offsets[n];
+  if (total > std::numeric_limits<uint32_t>::max()) {
+    out->resize(start);
+    return Status::TooLarge("a batch holds at most 2^32 - 1 tokens", "tokens");
   }
-  e.PutI32Array(tokens);
-  e.PutU8Array(mask);
-  e.PutF32Array(logprobs);
-  e.PutI64Array(versions);
+  out->reserve(out->size() + total * (sizeof(int32_t) + 1 + sizeof(float) + sizeof(int64_t)) +
+               n * 96 + 4096);
+  PutPacked<int32_t>(
+      e, out, batch.samples, total, [](const Sample& s) -> const auto& { return s.tokens; });
+  PutPacked<uint8_t>(
+      e, out, batch.samples, total, [](const Sample& s) -> const auto& { return s.loss_mask; });
+  PutPacked<float>(
+      e, out, batch.samples, total,
+      [](const Sample& s) -> const auto& { return s.behaviour_logprobs; });
+  PutPacked<int64_t>(
+      e, out, batch.samples, total, [](const Sample& s) -> const auto& { return s.versions; });
   // Per-sample values.
   std::vector<double> reward(n), mean(n), stddev(n), advantage(n), weight(n);
   std::vector<uint8_t> has_advantage(n);
