@@ -66,6 +66,9 @@ struct DataflowServiceOptions {
   uint64_t seed = 1;
   // Write a snapshot in Stop() when the log has records since the last one (faster restarts).
   bool snapshot_on_stop = true;
+  // Batch size of a request for 0 groups, per policy (Dataflow spec.batch.perPolicy); policies
+  // not listed use DataflowConfig::groups_per_batch.
+  std::map<std::string, int64_t> groups_per_batch_by_policy;
 };
 
 // Recovery figures, for status and logs.
