@@ -3,12 +3,18 @@
 // workers and trainers until SIGTERM; then it stops accepting, lets in-flight requests finish,
 // writes a snapshot and closes the log.
 //
+// Configuration: flags (also env and --config), or a Dataflow object with --dataflow-manifest
+// (dataflow_settings.h); a value set explicitly by flag, environment or --config file overrides
+// the manifest, which overrides the flag defaults.
+//
 // Exit status: 0 after a clean shutdown, 1 for a runtime failure (log locked or damaged, port in
 // use, the log failing while serving), 2 for bad flags or a dataset/config that cannot be used.
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -25,6 +31,7 @@
 #include "workers/dataflow/algorithms/replay.h"
 #include "workers/dataflow/algorithms/staleness.h"
 #include "workers/dataflow/dataflow_service.h"
+#include "workers/dataflow/dataflow_settings.h"
 #include "workers/dataflow/dataset.h"
 
 namespace sluice::dataflow {
@@ -37,7 +44,17 @@ config::Spec MakeSpec() {
   using std::chrono::seconds;
   config::Spec spec("SLUICE_DATAFLOW");
   // Serving.
-  spec.Add(Option::String("address", "0.0.0.0", "Address to listen on."))
+  // The Dataflow resource (docs/dataflow.md, "Configuration from a Dataflow resource").
+  spec.Add(Option::String("dataflow-manifest", "",
+                          "YAML file with a Dataflow object to configure from; flags set "
+                          "explicitly override its values."))
+      .Add(Option::String("dataflow-name", "",
+                          "Dataflow to use when the manifest has several (metadata.name)."))
+      .Add(Option::String("dataset-mount-dir", DataflowMounts{}.dataset_dir,
+                          "Where spec.dataset.configMap is mounted: the file is <dir>/<key>."))
+      .Add(Option::String("dataset-pvc-mount-dir", DataflowMounts{}.pvc_dir,
+                          "Where spec.dataset.pvc's claim is mounted: the file is <dir><path>."))
+      .Add(Option::String("address", "0.0.0.0", "Address to listen on."))
       .Add(Option::Int("port", 8080, "Port to listen on; 0 picks a free one.").Min(0).Max(65535))
       .Add(Option::String("token-file", "",
                           "File holding the bearer token every /v1 route requires; empty: no "
@@ -151,59 +168,103 @@ struct Settings {
   DataflowServiceOptions service;
 };
 
-Result<Settings> Resolve(const config::Config& cfg) {
+// Settings from the flags alone (`manifest` null), or from a Dataflow's settings with the flags
+// that were set explicitly (flag, environment or --config file) applied over them.
+Result<Settings> Resolve(const config::Config& cfg, const DataflowSettings* manifest) {
+  // Whether the flag's value is used: always without a manifest, else only when set.
+  auto use = [&](const char* key) { return manifest == nullptr || cfg.IsSet(key); };
   Settings s;
-  DatasetSource& d = s.dataset;
-  if (const std::string& file = cfg.GetString("dataset-file"); !file.empty()) {
-    d.file = file;
-  } else {
-    d.builtin = BuiltinDataset{cfg.GetString("builtin-generator"), cfg.GetInt("builtin-count"),
-                               cfg.GetInt("builtin-max-operand"),
-                               static_cast<uint64_t>(cfg.GetInt("builtin-seed"))};
+  if (manifest != nullptr) {
+    s.dataset = manifest->dataset;
+    s.config = manifest->config;
+    s.service.groups_per_batch_by_policy = manifest->groups_per_batch_by_policy;
   }
-  d.name = cfg.GetString("dataset-name");
-  d.fields = {cfg.GetString("field-prompt"), cfg.GetString("field-answer"),
-              cfg.GetString("field-id")};
-  d.eval_split = cfg.GetDouble("eval-split");
-  d.shuffle = cfg.GetBool("shuffle");
-  d.shuffle_seed = static_cast<uint64_t>(cfg.GetInt("shuffle-seed"));
-  d.epochs = cfg.GetInt("epochs");
+  DatasetSource& d = s.dataset;
+  if (use("dataset-file")) {
+    if (const std::string& file = cfg.GetString("dataset-file"); !file.empty()) {
+      d.file = file;
+      d.builtin.reset();
+    } else {
+      d.file.reset();
+      d.builtin = BuiltinDataset{};
+    }
+  }
+  if (d.builtin) {
+    if (use("builtin-generator")) d.builtin->generator = cfg.GetString("builtin-generator");
+    if (use("builtin-count")) d.builtin->count = cfg.GetInt("builtin-count");
+    if (use("builtin-max-operand")) d.builtin->max_operand = cfg.GetInt("builtin-max-operand");
+    if (use("builtin-seed")) d.builtin->seed = static_cast<uint64_t>(cfg.GetInt("builtin-seed"));
+  }
+  if (use("dataset-name")) d.name = cfg.GetString("dataset-name");
+  if (use("field-prompt")) d.fields.prompt = cfg.GetString("field-prompt");
+  if (use("field-answer")) d.fields.answer = cfg.GetString("field-answer");
+  if (use("field-id")) d.fields.id = cfg.GetString("field-id");
+  if (use("eval-split")) d.eval_split = cfg.GetDouble("eval-split");
+  if (use("shuffle")) d.shuffle = cfg.GetBool("shuffle");
+  if (use("shuffle-seed")) d.shuffle_seed = static_cast<uint64_t>(cfg.GetInt("shuffle-seed"));
+  if (use("epochs")) d.epochs = cfg.GetInt("epochs");
 
   DataflowConfig& c = s.config;
-  c.policies = cfg.GetStringList("policies");
-  c.group_size = cfg.GetInt("group-size");
-  SLUICE_ASSIGN_OR_RETURN(c.sampling, JsonFlag(cfg, "sampling", false));
-  SLUICE_ASSIGN_OR_RETURN(c.workflow, JsonFlag(cfg, "workflow", false));
-  c.lease_duration = std::chrono::ceil<std::chrono::seconds>(cfg.GetDuration("lease-duration"));
-  c.max_attempts = static_cast<int>(cfg.GetInt("max-attempts"));
-  c.capacity_groups = cfg.GetInt("capacity");
-  c.groups_per_batch = cfg.GetInt("groups-per-batch");
-  c.ack_timeout = std::chrono::ceil<std::chrono::seconds>(cfg.GetDuration("ack-timeout"));
-  SLUICE_ASSIGN_OR_RETURN(c.group_stats.advantage, ParseAdvantageMode(cfg.GetString("advantage")));
-  SLUICE_ASSIGN_OR_RETURN(nlohmann::json filters, JsonFlag(cfg, "filters", true));
-  for (size_t i = 0; i < filters.size(); ++i) {
-    const nlohmann::json& f = filters[i];
-    const std::string field = "--filters[" + std::to_string(i) + "]";
-    if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) {
-      return Status::InvalidArgument("must be an object with a string \"type\"", field);
-    }
-    FilterSpec spec{f["type"].get<std::string>(), f.value("options", nlohmann::json::object())};
-    c.filters.push_back(std::move(spec));
+  if (use("policies")) c.policies = cfg.GetStringList("policies");
+  if (use("group-size")) c.group_size = cfg.GetInt("group-size");
+  if (use("sampling")) {
+    SLUICE_ASSIGN_OR_RETURN(c.sampling, JsonFlag(cfg, "sampling", false));
   }
-  c.curator = cfg.GetString("curator");
-  SLUICE_ASSIGN_OR_RETURN(c.curator_options, JsonFlag(cfg, "curator-options", false));
-  c.staleness.max_staleness = cfg.GetInt("max-staleness");
-  SLUICE_ASSIGN_OR_RETURN(c.staleness.stale_action,
-                          ParseStaleAction(cfg.GetString("stale-action")));
-  SLUICE_ASSIGN_OR_RETURN(c.staleness.order, ParseQueueOrder(cfg.GetString("order")));
-  c.staleness.down_weight_decay = cfg.GetDouble("down-weight-decay");
-  c.replay.replay_ratio = cfg.GetDouble("replay-ratio");
-  SLUICE_ASSIGN_OR_RETURN(c.replay.selector, ParseReplaySelector(cfg.GetString("replay-selector")));
-  c.replay.capacity = static_cast<size_t>(cfg.GetInt("replay-capacity"));
-  c.version_barrier = cfg.GetBool("version-barrier");
-  c.eval.every_versions = cfg.GetInt("eval-every-versions");
-  c.eval.k = cfg.GetInt("eval-k");
-  SLUICE_ASSIGN_OR_RETURN(c.eval.sampling, JsonFlag(cfg, "eval-sampling", false));
+  if (use("workflow")) {
+    SLUICE_ASSIGN_OR_RETURN(c.workflow, JsonFlag(cfg, "workflow", false));
+  }
+  if (use("lease-duration")) {
+    c.lease_duration = std::chrono::ceil<std::chrono::seconds>(cfg.GetDuration("lease-duration"));
+  }
+  if (use("max-attempts")) c.max_attempts = static_cast<int>(cfg.GetInt("max-attempts"));
+  if (use("capacity")) c.capacity_groups = cfg.GetInt("capacity");
+  if (use("groups-per-batch")) c.groups_per_batch = cfg.GetInt("groups-per-batch");
+  if (use("ack-timeout")) {
+    c.ack_timeout = std::chrono::ceil<std::chrono::seconds>(cfg.GetDuration("ack-timeout"));
+  }
+  if (use("advantage")) {
+    SLUICE_ASSIGN_OR_RETURN(c.group_stats.advantage,
+                            ParseAdvantageMode(cfg.GetString("advantage")));
+  }
+  if (use("filters")) {
+    SLUICE_ASSIGN_OR_RETURN(nlohmann::json filters, JsonFlag(cfg, "filters", true));
+    c.filters.clear();
+    for (size_t i = 0; i < filters.size(); ++i) {
+      const nlohmann::json& f = filters[i];
+      const std::string field = "--filters[" + std::to_string(i) + "]";
+      if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) {
+        return Status::InvalidArgument("must be an object with a string \"type\"", field);
+      }
+      FilterSpec spec{f["type"].get<std::string>(), f.value("options", nlohmann::json::object())};
+      c.filters.push_back(std::move(spec));
+    }
+  }
+  if (use("curator")) c.curator = cfg.GetString("curator");
+  if (use("curator-options")) {
+    SLUICE_ASSIGN_OR_RETURN(c.curator_options, JsonFlag(cfg, "curator-options", false));
+  }
+  if (use("max-staleness")) c.staleness.max_staleness = cfg.GetInt("max-staleness");
+  if (use("stale-action")) {
+    SLUICE_ASSIGN_OR_RETURN(c.staleness.stale_action,
+                            ParseStaleAction(cfg.GetString("stale-action")));
+  }
+  if (use("order")) {
+    SLUICE_ASSIGN_OR_RETURN(c.staleness.order, ParseQueueOrder(cfg.GetString("order")));
+  }
+  if (use("down-weight-decay")) c.staleness.down_weight_decay = cfg.GetDouble("down-weight-decay");
+  if (use("replay-ratio")) c.replay.replay_ratio = cfg.GetDouble("replay-ratio");
+  if (use("replay-selector")) {
+    SLUICE_ASSIGN_OR_RETURN(c.replay.selector,
+                            ParseReplaySelector(cfg.GetString("replay-selector")));
+  }
+  if (use("replay-capacity"))
+    c.replay.capacity = static_cast<size_t>(cfg.GetInt("replay-capacity"));
+  if (use("version-barrier")) c.version_barrier = cfg.GetBool("version-barrier");
+  if (use("eval-every-versions")) c.eval.every_versions = cfg.GetInt("eval-every-versions");
+  if (use("eval-k")) c.eval.k = cfg.GetInt("eval-k");
+  if (use("eval-sampling")) {
+    SLUICE_ASSIGN_OR_RETURN(c.eval.sampling, JsonFlag(cfg, "eval-sampling", false));
+  }
   c.shuffle = d.shuffle;
   c.shuffle_seed = d.shuffle_seed;
   c.epochs = d.epochs;
@@ -213,8 +274,10 @@ Result<Settings> Resolve(const config::Config& cfg) {
   o.wal.fsync = cfg.GetBool("fsync");
   o.wal.group_commit_delay =
       std::chrono::duration_cast<std::chrono::microseconds>(cfg.GetDuration("group-commit-delay"));
-  o.wal.segment_bytes = cfg.GetBytes("segment-bytes");
-  o.snapshot_bytes = cfg.GetBytes("snapshot-bytes");
+  o.wal.segment_bytes =
+      use("segment-bytes") ? cfg.GetBytes("segment-bytes") : manifest->segment_bytes;
+  o.snapshot_bytes =
+      use("snapshot-bytes") ? cfg.GetBytes("snapshot-bytes") : manifest->snapshot_bytes;
   o.maintenance_interval = std::chrono::duration_cast<std::chrono::milliseconds>(
       cfg.GetDuration("maintenance-interval"));
   if (o.maintenance_interval.count() < 10) {
@@ -252,7 +315,30 @@ int Main(int argc, char** argv) {
   }
   log::Logger logger("dataflow");
 
-  Result<Settings> settings = Resolve(*cfg);
+  std::optional<DataflowSettings> from_manifest;
+  if (const std::string& manifest = cfg->GetString("dataflow-manifest"); !manifest.empty()) {
+    Result<api::Dataflow> df = LoadDataflowManifestFile(manifest, cfg->GetString("dataflow-name"));
+    if (!df.ok()) {
+      std::cerr << kProgram << ": flag --dataflow-manifest: " << df.status().message() << "\n";
+      return 2;
+    }
+    const DataflowMounts mounts{cfg->GetString("dataset-mount-dir"),
+                                cfg->GetString("dataset-pvc-mount-dir")};
+    Result<DataflowSettings> mapped = SettingsFromDataflow(*df, mounts);
+    if (!mapped.ok()) {
+      std::cerr << kProgram << ": Dataflow " << df->metadata.name << " in " << manifest << ": "
+                << mapped.status().ToString() << "\n";
+      return 2;
+    }
+    from_manifest = std::move(mapped).value();
+    logger.Info("configured from a Dataflow", {{"manifest", manifest},
+                                               {"dataflow", from_manifest->name},
+                                               {"policies", from_manifest->config.policies}});
+  } else if (cfg->IsSet("dataflow-name")) {
+    std::cerr << kProgram << ": flag --dataflow-name: needs --dataflow-manifest\n";
+    return 2;
+  }
+  Result<Settings> settings = Resolve(*cfg, from_manifest ? &*from_manifest : nullptr);
   if (!settings.ok()) {
     std::cerr << kProgram << ": " << settings.status().ToString() << "\n";
     return 2;

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -122,6 +123,7 @@ class DataflowServiceTest : public ::testing::Test {
     opts.maintenance_interval = std::chrono::milliseconds(20);
     opts.max_wait = std::chrono::milliseconds(5000);
     opts.snapshot_on_stop = snapshot_on_stop;
+    opts.groups_per_batch_by_policy = groups_per_batch_by_policy_;
     service_ = std::make_unique<DataflowService>(opts, std::move(config), &dataset_, &clock_,
                                                  registry_.get(), logger_);
     service_->Register(*server_);
@@ -227,6 +229,7 @@ class DataflowServiceTest : public ::testing::Test {
   Dataset dataset_ = MakeDataset(50);
   log::Logger logger_{"dataflow-test"};
   std::string dir_;
+  std::map<std::string, int64_t> groups_per_batch_by_policy_;
   std::unique_ptr<metrics::Registry> registry_;
   std::unique_ptr<http::Server> server_;
   std::unique_ptr<DataflowService> service_;
@@ -333,6 +336,17 @@ TEST_F(DataflowServiceTest, BatchNotAckedIsServedAgain) {
   json s = Status();
   EXPECT_EQ(s["policies"]["actor"]["reserved_batches"], 1);
   EXPECT_EQ(s["policies"]["actor"]["acked_batches"], 1);
+}
+
+// spec.batch.perPolicy: a request for 0 groups gets the policy's own batch size.
+TEST_F(DataflowServiceTest, PerPolicyBatchSizeAppliesToDefaultRequests) {
+  DataflowConfig c = BaseConfig();
+  c.groups_per_batch = 2;
+  groups_per_batch_by_policy_ = {{"actor", 1}};
+  StartService(c);
+  SubmitOk(GroupFor(LeaseOne()));
+  Batch b = TakeBatchOk("actor");  // One group is enough for actor's batch size of 1.
+  EXPECT_EQ(b.samples.size(), 4U);
 }
 
 TEST_F(DataflowServiceTest, BatchLongPollReturnsWhenDataArrives) {
