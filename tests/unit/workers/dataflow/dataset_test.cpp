@@ -20,7 +20,6 @@ namespace {
 // Wide enough that the reference evaluator itself cannot overflow (GCC extension).
 __extension__ typedef __int128 Int128;
 
-
 // ---- An independent evaluator for the generated expressions. ----
 
 // Recursive descent over "number", + - * / and parentheses, with the usual precedence and left
