@@ -8,6 +8,7 @@ PACKAGES=(
   build-essential cmake make pkg-config git
   libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev openssl
   libsqlite3-dev sqlite3 googletest libgtest-dev libgmock-dev
+  libpcre2-dev    # tokenizer pre-tokenizer regexes (\p{L}-style classes)
   libtorch-dev
   prometheus      # promtool (exposition checks) and the real server (autoscaling tests)
   clang-format
