@@ -729,6 +729,25 @@ struct WatchStream {
     if (gauge != nullptr) gauge->Dec();
   }
 
+  bool Selects(const nlohmann::json& object) const {
+    return labels.MatchesObject(object) && fields.Matches(object);
+  }
+
+  // The event type this watch sends for `e`, "" for none. With selectors, as kube's watch
+  // cache does: an update that brings an object into the selection is ADDED, one that takes it
+  // out is DELETED (carrying the new state), one outside it before and after is not sent.
+  std::string_view Translate(const WatchEvent& e) const {
+    const bool now = Selects(*e.object);
+    if (e.type != WatchEventType::kModified || e.prev_object == nullptr) {
+      return now ? WatchEventTypeName(e.type) : std::string_view();
+    }
+    const bool before = Selects(*e.prev_object);
+    if (now && before) return "MODIFIED";
+    if (now) return "ADDED";
+    if (before) return "DELETED";
+    return {};
+  }
+
   // The wire line of one event.
   std::string Line(std::string_view type, const json& object) const {
     json out_object = ForOutput(resource, object);
@@ -866,8 +885,9 @@ void ApiServer::Watch(Request& r, httplib::Response& res) {
         switch (next.kind) {
           case WatchNext::Kind::kEvent: {
             const WatchEvent& e = *next.event;
-            if (!w.labels.MatchesObject(*e.object) || !w.fields.Matches(*e.object)) return true;
-            const std::string line = w.Line(WatchEventTypeName(e.type), *e.object);
+            const std::string_view type = w.Translate(e);
+            if (type.empty()) return true;
+            const std::string line = w.Line(type, *e.object);
             return sink.write(line.data(), line.size());
           }
           case WatchNext::Kind::kTimeout: {

@@ -9,10 +9,9 @@ using storage_internal::ValidateKey;
 
 MemoryStorage::MemoryStorage(const WatchHubOptions& watch_options) : hub_(watch_options, 0) {}
 
-std::shared_ptr<const nlohmann::json> MemoryStorage::CommitLocked(const ObjectKey& key,
-                                                                  WatchEventType type,
-                                                                  nlohmann::json object,
-                                                                  uint64_t revision) {
+std::shared_ptr<const nlohmann::json> MemoryStorage::CommitLocked(
+    const ObjectKey& key, WatchEventType type, nlohmann::json object, uint64_t revision,
+    std::shared_ptr<const nlohmann::json> prev) {
   revision_ = revision;
   auto shared = std::make_shared<const nlohmann::json>(std::move(object));
   auto event = std::make_shared<WatchEvent>();
@@ -20,6 +19,7 @@ std::shared_ptr<const nlohmann::json> MemoryStorage::CommitLocked(const ObjectKe
   event->revision = revision;
   event->key = key;
   event->object = shared;
+  event->prev_object = std::move(prev);
   hub_.Publish(std::move(event));
   return shared;
 }
@@ -86,7 +86,8 @@ Result<Stored> MemoryStorage::Update(const ObjectKey& key, nlohmann::json object
   }
   const uint64_t revision = revision_ + 1;
   SLUICE_RETURN_IF_ERROR(StampRevision(object, revision));
-  auto shared = CommitLocked(key, WatchEventType::kModified, std::move(object), revision);
+  auto shared =
+      CommitLocked(key, WatchEventType::kModified, std::move(object), revision, it->second.object);
   it->second = Entry{shared, revision};
   return Stored{*shared, revision};
 }

@@ -45,8 +45,9 @@ class MemoryStorage final : public Storage {
   };
 
   // Assigns the next revision, stamps `object`, publishes. Requires mu_.
-  std::shared_ptr<const nlohmann::json> CommitLocked(const ObjectKey& key, WatchEventType type,
-                                                     nlohmann::json object, uint64_t revision);
+  std::shared_ptr<const nlohmann::json> CommitLocked(
+      const ObjectKey& key, WatchEventType type, nlohmann::json object, uint64_t revision,
+      std::shared_ptr<const nlohmann::json> prev = nullptr);
 
   std::mutex mu_;
   uint64_t revision_ = 0;         // Guarded by mu_.

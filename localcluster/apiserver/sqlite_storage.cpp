@@ -432,6 +432,11 @@ Result<Stored> SqliteStorage::Write(WriteKind kind, const ObjectKey& key,
   event->revision = revision;
   event->key = key;
   event->object = std::make_shared<const nlohmann::json>(*object);
+  if (kind == WriteKind::kUpdate) {
+    // The previous state, for selector transitions in watches (WatchEvent::prev_object).
+    Result<nlohmann::json> prev = ParseStored(existing->second, key);
+    if (prev.ok()) event->prev_object = std::make_shared<const nlohmann::json>(std::move(*prev));
+  }
   hub_.Publish(event);
   return Stored{std::move(*object), revision};
 }

@@ -76,6 +76,10 @@ struct WatchEvent {
   uint64_t revision = 0;
   ObjectKey key;
   std::shared_ptr<const nlohmann::json> object;
+  // For kModified: the state before this write, so a selector-filtered watch can tell an object
+  // entering its selection (ADDED) or leaving it (DELETED) from a change within it. Null when
+  // unknown (events reloaded from the persisted history after a restart).
+  std::shared_ptr<const nlohmann::json> prev_object;
 };
 using WatchEventPtr = std::shared_ptr<const WatchEvent>;
 
