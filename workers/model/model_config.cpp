@@ -1,0 +1,967 @@
+#include "workers/model/model_config.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <numbers>
+#include <set>
+#include <sstream>
+#include <system_error>
+#include <utility>
+
+namespace sluice::model {
+namespace {
+
+using nlohmann::json;
+
+Status Invalid(std::string field, std::string message) {
+  return Status::InvalidArgument(std::move(message), std::move(field));
+}
+
+// Top-level keys read into ModelConfig fields.
+const std::set<std::string>& ParsedFields() {
+  static const std::set<std::string> kFields = {
+      "architectures",
+      "model_type",
+      "vocab_size",
+      "hidden_size",
+      "intermediate_size",
+      "num_hidden_layers",
+      "num_attention_heads",
+      "num_key_value_heads",
+      "head_dim",
+      "rms_norm_eps",
+      "rope_theta",
+      "rope_scaling",
+      "rope_parameters",
+      "max_position_embeddings",
+      "tie_word_embeddings",
+      "hidden_act",
+      "torch_dtype",
+      "dtype",
+      "bos_token_id",
+      "eos_token_id",
+      "pad_token_id",
+      "use_sliding_window",
+      "sliding_window",
+      "max_window_layers",
+  };
+  return kFields;
+}
+
+// Top-level keys that do not change the forward math (class 3 of the policy in the header), and
+// keys that are refused unless set to the value Sluice implements (class 2; checked one by one
+// in ParseHfConfig).
+const std::set<std::string>& KnownFields() {
+  static const std::set<std::string> kFields = {
+      // Bookkeeping and transformers runtime switches.
+      "transformers_version",
+      "_name_or_path",
+      "use_cache",
+      "initializer_range",
+      "tokenizer_class",
+      "output_attentions",
+      "output_hidden_states",
+      "return_dict",
+      "use_return_dict",
+      "torchscript",
+      "_attn_implementation_autoset",
+      // Same math, different execution.
+      "attention_dropout",
+      "pretraining_tp",
+      // Class 2: checked in ParseHfConfig.
+      "attention_bias",
+      "mlp_bias",
+      "use_mrope",
+      "layer_types",
+      "partial_rotary_factor",
+      "quantization_config",
+      "attn_logit_softcapping",
+      "final_logit_softcapping",
+      "num_experts",
+      "num_local_experts",
+  };
+  return kFields;
+}
+
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  out += s;
+  out += '"';
+  return out;
+}
+
+// Absent and null both mean "not given".
+const json* Find(const json& obj, const std::string& key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+Result<int64_t> AsInt(const json& v, const std::string& path) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Invalid(path, path + " is out of range: " + v.dump());
+    }
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) {
+      return static_cast<int64_t>(d);
+    }
+  }
+  return Invalid(path, path + " must be an integer, got " + v.dump());
+}
+
+Result<std::optional<int64_t>> ReadInt(const json& obj, const std::string& key,
+                                       const std::string& path) {
+  const json* v = Find(obj, key);
+  if (v == nullptr) return std::optional<int64_t>();
+  SLUICE_ASSIGN_OR_RETURN(int64_t i, AsInt(*v, path));
+  return std::optional<int64_t>(i);
+}
+
+Result<std::optional<double>> ReadDouble(const json& obj, const std::string& key,
+                                         const std::string& path) {
+  const json* v = Find(obj, key);
+  if (v == nullptr) return std::optional<double>();
+  if (!v->is_number()) return Invalid(path, path + " must be a number, got " + v->dump());
+  const double d = v->get<double>();
+  if (!std::isfinite(d)) return Invalid(path, path + " must be finite");
+  return std::optional<double>(d);
+}
+
+Result<std::optional<bool>> ReadBool(const json& obj, const std::string& key,
+                                     const std::string& path) {
+  const json* v = Find(obj, key);
+  if (v == nullptr) return std::optional<bool>();
+  if (!v->is_boolean()) return Invalid(path, path + " must be true or false, got " + v->dump());
+  return std::optional<bool>(v->get<bool>());
+}
+
+Result<std::optional<std::string>> ReadString(const json& obj, const std::string& key,
+                                              const std::string& path) {
+  const json* v = Find(obj, key);
+  if (v == nullptr) return std::optional<std::string>();
+  if (!v->is_string()) return Invalid(path, path + " must be a string, got " + v->dump());
+  return std::optional<std::string>(v->get<std::string>());
+}
+
+Result<int64_t> RequireInt(const json& obj, const std::string& key) {
+  SLUICE_ASSIGN_OR_RETURN(std::optional<int64_t> v, ReadInt(obj, key, key));
+  if (!v) return Invalid(key, "required field " + key + " is missing");
+  return *v;
+}
+
+std::optional<Architecture> ArchitectureFromModelType(std::string_view s) {
+  if (s == "llama") return Architecture::kLlama;
+  if (s == "qwen2") return Architecture::kQwen2;
+  if (s == "qwen3") return Architecture::kQwen3;
+  return std::nullopt;
+}
+
+std::optional<Architecture> ArchitectureFromClass(std::string_view s) {
+  if (s == "LlamaForCausalLM") return Architecture::kLlama;
+  if (s == "Qwen2ForCausalLM") return Architecture::kQwen2;
+  if (s == "Qwen3ForCausalLM") return Architecture::kQwen3;
+  return std::nullopt;
+}
+
+Result<Architecture> ReadArchitecture(const json& j, ModelConfig& c) {
+  SLUICE_ASSIGN_OR_RETURN(std::optional<std::string> model_type,
+                          ReadString(j, "model_type", "model_type"));
+  std::optional<Architecture> arch;
+  if (model_type) {
+    c.model_type = *model_type;
+    arch = ArchitectureFromModelType(*model_type);
+    if (!arch) {
+      return Invalid("model_type", "unsupported model_type " + Quote(*model_type) +
+                                       " (supported: llama, qwen2, qwen3)");
+    }
+  }
+  if (const json* a = Find(j, "architectures"); a != nullptr) {
+    if (!a->is_array()) {
+      return Invalid("architectures", "architectures must be a list of strings");
+    }
+    for (const json& entry : *a) {
+      if (!entry.is_string()) {
+        return Invalid("architectures", "architectures must be a list of strings");
+      }
+      const std::string name = entry.get<std::string>();
+      c.architectures.push_back(name);
+      std::optional<Architecture> from_class = ArchitectureFromClass(name);
+      if (!from_class) {
+        return Invalid("architectures",
+                       "unsupported architectures entry " + Quote(name) +
+                           " (supported: LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
+      }
+      if (arch && *arch != *from_class) {
+        return Invalid("architectures", "architectures entry " + Quote(name) +
+                                            " does not match model_type " +
+                                            Quote(ModelTypeName(*arch)));
+      }
+      arch = from_class;
+    }
+  }
+  if (!arch) {
+    return Invalid("model_type", "model_type is missing (and no architectures to infer it from)");
+  }
+  return *arch;
+}
+
+Result<RopeType> RopeTypeFromName(const std::string& name, const std::string& path) {
+  if (name == "default") return RopeType::kNone;
+  if (name == "linear") return RopeType::kLinear;
+  if (name == "llama3") return RopeType::kLlama3;
+  if (name == "yarn") return RopeType::kYarn;
+  return Invalid(path, "unsupported " + path + " " + Quote(name) +
+                           " (supported: default, linear, llama3, yarn)");
+}
+
+// Reads rope_scaling (or v5 rope_parameters, which may also hold rope_theta) into `c`.
+Status ReadRope(const json& r, const std::string& prefix, ModelConfig& c) {
+  if (!r.is_object()) return Invalid(prefix, prefix + " must be an object or null");
+  const std::string type_key = r.contains("rope_type") ? "rope_type" : "type";
+  SLUICE_ASSIGN_OR_RETURN(std::optional<std::string> type_name,
+                          ReadString(r, type_key, prefix + "." + type_key));
+  if (r.contains("rope_type") && r.contains("type")) {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<std::string> other,
+                            ReadString(r, "type", prefix + ".type"));
+    if (type_name != other) {
+      return Invalid(prefix + ".type", prefix + ".type and " + prefix + ".rope_type disagree");
+    }
+  }
+  if (!type_name) return Invalid(prefix + ".rope_type", prefix + ".rope_type is missing");
+  RopeScaling& s = c.rope_scaling;
+  SLUICE_ASSIGN_OR_RETURN(s.type, RopeTypeFromName(*type_name, prefix + "." + type_key));
+
+  std::set<std::string> allowed = {"rope_type", "type"};
+  if (prefix == "rope_parameters") allowed.insert("rope_theta");
+  switch (s.type) {
+    case RopeType::kNone:
+      break;
+    case RopeType::kLinear:
+      allowed.insert({"factor", "original_max_position_embeddings"});
+      break;
+    case RopeType::kLlama3:
+      allowed.insert(
+          {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"});
+      break;
+    case RopeType::kYarn:
+      allowed.insert({"factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
+                      "attention_factor", "mscale", "mscale_all_dim", "truncate"});
+      break;
+  }
+  for (const auto& [key, value] : r.items()) {
+    if (!allowed.contains(key)) {
+      return Invalid(prefix + "." + key, "unsupported " + prefix + " parameter " + Quote(key) +
+                                             " for type " + Quote(*type_name));
+    }
+  }
+  auto required_double = [&](const char* key, double& out) -> Status {
+    const std::string path = prefix + "." + key;
+    SLUICE_ASSIGN_OR_RETURN(std::optional<double> v, ReadDouble(r, key, path));
+    if (!v) return Invalid(path, path + " is required for type " + Quote(*type_name));
+    out = *v;
+    return Status::Ok();
+  };
+  if (s.type != RopeType::kNone) SLUICE_RETURN_IF_ERROR(required_double("factor", s.factor));
+  if (s.type == RopeType::kLlama3) {
+    SLUICE_RETURN_IF_ERROR(required_double("low_freq_factor", s.low_freq_factor));
+    SLUICE_RETURN_IF_ERROR(required_double("high_freq_factor", s.high_freq_factor));
+  }
+  SLUICE_ASSIGN_OR_RETURN(
+      s.original_max_position_embeddings,
+      ReadInt(r, "original_max_position_embeddings", prefix + ".original_max_position_embeddings"));
+  if (s.type == RopeType::kLlama3 && !s.original_max_position_embeddings) {
+    return Invalid(prefix + ".original_max_position_embeddings",
+                   prefix + ".original_max_position_embeddings is required for type \"llama3\"");
+  }
+  if (s.type == RopeType::kYarn) {
+    // HF treats 0 like absent here ("or 32").
+    SLUICE_ASSIGN_OR_RETURN(std::optional<double> fast,
+                            ReadDouble(r, "beta_fast", prefix + ".beta_fast"));
+    SLUICE_ASSIGN_OR_RETURN(std::optional<double> slow,
+                            ReadDouble(r, "beta_slow", prefix + ".beta_slow"));
+    if (fast && *fast != 0) s.beta_fast = *fast;
+    if (slow && *slow != 0) s.beta_slow = *slow;
+    SLUICE_ASSIGN_OR_RETURN(s.attention_factor,
+                            ReadDouble(r, "attention_factor", prefix + ".attention_factor"));
+    SLUICE_ASSIGN_OR_RETURN(s.mscale, ReadDouble(r, "mscale", prefix + ".mscale"));
+    SLUICE_ASSIGN_OR_RETURN(s.mscale_all_dim,
+                            ReadDouble(r, "mscale_all_dim", prefix + ".mscale_all_dim"));
+    SLUICE_ASSIGN_OR_RETURN(std::optional<bool> truncate,
+                            ReadBool(r, "truncate", prefix + ".truncate"));
+    s.truncate = truncate.value_or(true);
+  }
+  if (prefix == "rope_parameters") {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<double> theta,
+                            ReadDouble(r, "rope_theta", prefix + ".rope_theta"));
+    if (theta) c.rope_theta = *theta;
+  }
+  return Status::Ok();
+}
+
+Result<std::optional<int64_t>> ReadTokenId(const json& j, const std::string& key) {
+  return ReadInt(j, key, key);
+}
+
+// Refuses `key` when present with a value other than `ok_value` (booleans).
+Status RefuseBoolUnless(const json& j, const std::string& key, bool ok_value,
+                        std::string_view why) {
+  SLUICE_ASSIGN_OR_RETURN(std::optional<bool> v, ReadBool(j, key, key));
+  if (v && *v != ok_value) {
+    return Invalid(
+        key, key + "=" + (*v ? "true" : "false") + " is not supported (" + std::string(why) + ")");
+  }
+  return Status::Ok();
+}
+
+double YarnMscale(double scale, double k) {
+  if (scale <= 1.0) return 1.0;
+  return 0.1 * k * std::log(scale) + 1.0;
+}
+
+bool Positive(double v) { return std::isfinite(v) && v > 0; }
+
+Result<int64_t> ParseBoundedInt(std::string_view name, std::string_view value, int64_t lo,
+                                int64_t hi) {
+  int64_t v = 0;
+  const char* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, v);
+  if (value.empty() || ec != std::errc() || ptr != end || v < lo || v > hi) {
+    return Invalid(std::string(name), "builtin model parameter " + std::string(name) +
+                                          " must be an integer in [" + std::to_string(lo) + ", " +
+                                          std::to_string(hi) + "], got " + Quote(value));
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string_view ModelTypeName(Architecture arch) {
+  switch (arch) {
+    case Architecture::kLlama:
+      return "llama";
+    case Architecture::kQwen2:
+      return "qwen2";
+    case Architecture::kQwen3:
+      return "qwen3";
+  }
+  return "unknown";
+}
+
+std::string_view ArchitectureClassName(Architecture arch) {
+  switch (arch) {
+    case Architecture::kLlama:
+      return "LlamaForCausalLM";
+    case Architecture::kQwen2:
+      return "Qwen2ForCausalLM";
+    case Architecture::kQwen3:
+      return "Qwen3ForCausalLM";
+  }
+  return "unknown";
+}
+
+std::string_view RopeTypeName(RopeType type) {
+  switch (type) {
+    case RopeType::kNone:
+      return "default";
+    case RopeType::kLinear:
+      return "linear";
+    case RopeType::kLlama3:
+      return "llama3";
+    case RopeType::kYarn:
+      return "yarn";
+  }
+  return "unknown";
+}
+
+int64_t ModelConfig::NumParameters() const {
+  const int64_t d = hidden_size;
+  int64_t per_layer = d * q_width() + 2 * d * kv_width() + q_width() * d;  // q, k, v, o
+  if (qkv_bias()) per_layer += q_width() + 2 * kv_width();
+  if (o_bias()) per_layer += d;
+  if (qk_norm) per_layer += 2 * head_dim;
+  per_layer += 3 * d * intermediate_size;  // gate, up, down
+  per_layer += 2 * d;                      // input and post-attention norms
+  int64_t total = vocab_size * d + num_hidden_layers * per_layer + d;
+  if (!tie_word_embeddings) total += vocab_size * d;
+  return total;
+}
+
+Status ValidateModelConfig(const ModelConfig& c) {
+  auto positive = [](int64_t v, const char* field) -> Status {
+    if (v <= 0) {
+      return Invalid(field, std::string(field) + " must be positive, got " + std::to_string(v));
+    }
+    return Status::Ok();
+  };
+  SLUICE_RETURN_IF_ERROR(positive(c.vocab_size, "vocab_size"));
+  SLUICE_RETURN_IF_ERROR(positive(c.hidden_size, "hidden_size"));
+  SLUICE_RETURN_IF_ERROR(positive(c.intermediate_size, "intermediate_size"));
+  SLUICE_RETURN_IF_ERROR(positive(c.num_hidden_layers, "num_hidden_layers"));
+  SLUICE_RETURN_IF_ERROR(positive(c.num_attention_heads, "num_attention_heads"));
+  SLUICE_RETURN_IF_ERROR(positive(c.num_key_value_heads, "num_key_value_heads"));
+  SLUICE_RETURN_IF_ERROR(positive(c.head_dim, "head_dim"));
+  SLUICE_RETURN_IF_ERROR(positive(c.max_position_embeddings, "max_position_embeddings"));
+  if (!c.head_dim_explicit) {
+    if (c.hidden_size % c.num_attention_heads != 0) {
+      return Invalid("num_attention_heads",
+                     "num_attention_heads (" + std::to_string(c.num_attention_heads) +
+                         ") must divide hidden_size (" + std::to_string(c.hidden_size) +
+                         ") when head_dim is not given");
+    }
+    if (c.head_dim != c.hidden_size / c.num_attention_heads) {
+      return Invalid("head_dim", "head_dim (" + std::to_string(c.head_dim) +
+                                     ") must be hidden_size / num_attention_heads (" +
+                                     std::to_string(c.hidden_size / c.num_attention_heads) +
+                                     ") when not given explicitly");
+    }
+  }
+  if (c.num_attention_heads % c.num_key_value_heads != 0) {
+    return Invalid("num_key_value_heads", "num_key_value_heads (" +
+                                              std::to_string(c.num_key_value_heads) +
+                                              ") must divide num_attention_heads (" +
+                                              std::to_string(c.num_attention_heads) + ")");
+  }
+  if (c.head_dim % 2 != 0) {
+    return Invalid("head_dim", "head_dim must be even for rotary embeddings, got " +
+                                   std::to_string(c.head_dim));
+  }
+  if (!Positive(c.rms_norm_eps)) return Invalid("rms_norm_eps", "rms_norm_eps must be > 0");
+  if (!std::isfinite(c.rope_theta) || c.rope_theta <= 1.0) {
+    return Invalid("rope_theta", "rope_theta must be > 1");
+  }
+  if (c.hidden_act != "silu") {
+    return Invalid("hidden_act",
+                   "unsupported hidden_act " + Quote(c.hidden_act) + " (only \"silu\")");
+  }
+  if (c.use_sliding_window) {
+    return Invalid("use_sliding_window", "use_sliding_window=true is not supported");
+  }
+  if (!c.torch_dtype.empty() && c.torch_dtype != "float32" && c.torch_dtype != "float16" &&
+      c.torch_dtype != "bfloat16") {
+    return Invalid("torch_dtype", "unsupported torch_dtype " + Quote(c.torch_dtype) +
+                                      " (supported: float32, float16, bfloat16)");
+  }
+  auto check_id = [&](int64_t id, const char* field) -> Status {
+    if (id < 0 || id >= c.vocab_size) {
+      return Invalid(field, std::string(field) + " " + std::to_string(id) +
+                                " is outside the vocabulary [0, " + std::to_string(c.vocab_size) +
+                                ")");
+    }
+    return Status::Ok();
+  };
+  if (c.bos_token_id) SLUICE_RETURN_IF_ERROR(check_id(*c.bos_token_id, "bos_token_id"));
+  for (int64_t id : c.eos_token_ids) SLUICE_RETURN_IF_ERROR(check_id(id, "eos_token_id"));
+  if (c.pad_token_id) SLUICE_RETURN_IF_ERROR(check_id(*c.pad_token_id, "pad_token_id"));
+  if (c.eos_token_ids.size() > 1 && !c.eos_token_id_is_list) {
+    return Invalid("eos_token_id", "several eos_token_id values need eos_token_id_is_list");
+  }
+
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type != RopeType::kNone && !Positive(s.factor)) {
+    return Invalid("rope_scaling.factor", "rope_scaling.factor must be > 0");
+  }
+  if (s.original_max_position_embeddings && *s.original_max_position_embeddings <= 0) {
+    return Invalid("rope_scaling.original_max_position_embeddings",
+                   "rope_scaling.original_max_position_embeddings must be positive");
+  }
+  if (s.type == RopeType::kLlama3) {
+    if (!s.original_max_position_embeddings) {
+      return Invalid("rope_scaling.original_max_position_embeddings",
+                     "rope_scaling.original_max_position_embeddings is required for llama3");
+    }
+    if (!Positive(s.low_freq_factor)) {
+      return Invalid("rope_scaling.low_freq_factor", "rope_scaling.low_freq_factor must be > 0");
+    }
+    if (!std::isfinite(s.high_freq_factor) || s.high_freq_factor <= s.low_freq_factor) {
+      return Invalid("rope_scaling.high_freq_factor",
+                     "rope_scaling.high_freq_factor must be > low_freq_factor");
+    }
+  }
+  if (s.type == RopeType::kYarn) {
+    if (!Positive(s.beta_fast)) {
+      return Invalid("rope_scaling.beta_fast", "rope_scaling.beta_fast must be > 0");
+    }
+    if (!Positive(s.beta_slow) || s.beta_slow > s.beta_fast) {
+      return Invalid("rope_scaling.beta_slow",
+                     "rope_scaling.beta_slow must be > 0 and <= beta_fast");
+    }
+    if (s.attention_factor && !Positive(*s.attention_factor)) {
+      return Invalid("rope_scaling.attention_factor", "rope_scaling.attention_factor must be > 0");
+    }
+    if (s.mscale && !std::isfinite(*s.mscale)) {
+      return Invalid("rope_scaling.mscale", "rope_scaling.mscale must be finite");
+    }
+    if (s.mscale_all_dim && !std::isfinite(*s.mscale_all_dim)) {
+      return Invalid("rope_scaling.mscale_all_dim", "rope_scaling.mscale_all_dim must be finite");
+    }
+  }
+
+  switch (c.architecture) {
+    case Architecture::kLlama:
+      if (c.qk_norm) return Invalid("qk_norm", "llama has no q/k norm (qk_norm must be false)");
+      break;
+    case Architecture::kQwen2:
+      if (c.qk_norm) return Invalid("qk_norm", "qwen2 has no q/k norm (qk_norm must be false)");
+      if (!c.attention_bias) {
+        return Invalid("attention_bias", "qwen2 always has q/k/v biases (attention_bias true)");
+      }
+      break;
+    case Architecture::kQwen3:
+      if (!c.qk_norm) return Invalid("qk_norm", "qwen3 always has q/k norms (qk_norm true)");
+      break;
+  }
+  return Status::Ok();
+}
+
+Result<ModelConfig> ParseHfConfig(const nlohmann::json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("config.json must be a JSON object");
+  ModelConfig c;
+  SLUICE_ASSIGN_OR_RETURN(c.architecture, ReadArchitecture(j, c));
+  const Architecture arch = c.architecture;
+
+  // Refusals of math Sluice does not implement, before anything that might be misleading.
+  SLUICE_ASSIGN_OR_RETURN(std::optional<std::string> act,
+                          ReadString(j, "hidden_act", "hidden_act"));
+  if (act && *act != "silu") {
+    return Invalid("hidden_act", "unsupported hidden_act " + Quote(*act) + " (only \"silu\")");
+  }
+  SLUICE_RETURN_IF_ERROR(RefuseBoolUnless(j, "use_sliding_window", false,
+                                          "sliding-window attention is not implemented"));
+  SLUICE_RETURN_IF_ERROR(
+      RefuseBoolUnless(j, "mlp_bias", false, "the MLP projections have no biases"));
+  SLUICE_RETURN_IF_ERROR(
+      RefuseBoolUnless(j, "use_mrope", false, "multimodal rotary is not implemented"));
+  if (const json* lt = Find(j, "layer_types"); lt != nullptr) {
+    if (!lt->is_array()) return Invalid("layer_types", "layer_types must be a list of strings");
+    for (const json& t : *lt) {
+      if (!t.is_string() || t.get<std::string>() != "full_attention") {
+        return Invalid("layer_types", "layer_types entry " + t.dump() +
+                                          " is not supported (only \"full_attention\")");
+      }
+    }
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::optional<double> partial,
+                          ReadDouble(j, "partial_rotary_factor", "partial_rotary_factor"));
+  if (partial && *partial != 1.0) {
+    return Invalid("partial_rotary_factor", "partial_rotary_factor " + std::to_string(*partial) +
+                                                " is not supported (only 1)");
+  }
+  if (Find(j, "quantization_config") != nullptr) {
+    return Invalid("quantization_config",
+                   "quantized checkpoints (quantization_config) are not "
+                   "supported");
+  }
+  for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
+    if (Find(j, key) != nullptr) {
+      return Invalid(key, std::string(key) + " (logit soft-capping) is not supported");
+    }
+  }
+  for (const char* key : {"num_experts", "num_local_experts"}) {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<int64_t> experts, ReadInt(j, key, key));
+    if (experts && *experts > 0) {
+      return Invalid(key, std::string(key) + " (mixture of experts) is not supported");
+    }
+  }
+
+  SLUICE_ASSIGN_OR_RETURN(c.vocab_size, RequireInt(j, "vocab_size"));
+  SLUICE_ASSIGN_OR_RETURN(c.hidden_size, RequireInt(j, "hidden_size"));
+  SLUICE_ASSIGN_OR_RETURN(c.intermediate_size, RequireInt(j, "intermediate_size"));
+  SLUICE_ASSIGN_OR_RETURN(c.num_hidden_layers, RequireInt(j, "num_hidden_layers"));
+  SLUICE_ASSIGN_OR_RETURN(c.num_attention_heads, RequireInt(j, "num_attention_heads"));
+  SLUICE_ASSIGN_OR_RETURN(std::optional<int64_t> kv,
+                          ReadInt(j, "num_key_value_heads", "num_key_value_heads"));
+  c.num_key_value_heads = kv.value_or(c.num_attention_heads);
+  SLUICE_ASSIGN_OR_RETURN(std::optional<int64_t> head_dim, ReadInt(j, "head_dim", "head_dim"));
+  if (head_dim) {
+    c.head_dim = *head_dim;
+    c.head_dim_explicit = true;
+  } else if (arch == Architecture::kQwen3) {
+    c.head_dim = 128;  // transformers' Qwen3Config default.
+    c.head_dim_explicit = true;
+  } else if (c.num_attention_heads > 0) {
+    c.head_dim = c.hidden_size / c.num_attention_heads;
+  }
+
+  SLUICE_ASSIGN_OR_RETURN(std::optional<double> eps, ReadDouble(j, "rms_norm_eps", "rms_norm_eps"));
+  c.rms_norm_eps = eps.value_or(1e-6);
+  SLUICE_ASSIGN_OR_RETURN(std::optional<double> theta, ReadDouble(j, "rope_theta", "rope_theta"));
+  c.rope_theta = theta.value_or(10000.0);
+  if (const json* rp = Find(j, "rope_parameters"); rp != nullptr) {
+    SLUICE_RETURN_IF_ERROR(ReadRope(*rp, "rope_parameters", c));
+  } else if (const json* rs = Find(j, "rope_scaling"); rs != nullptr) {
+    SLUICE_RETURN_IF_ERROR(ReadRope(*rs, "rope_scaling", c));
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::optional<int64_t> max_pos,
+                          ReadInt(j, "max_position_embeddings", "max_position_embeddings"));
+  c.max_position_embeddings = max_pos.value_or(arch == Architecture::kLlama ? 2048 : 32768);
+  SLUICE_ASSIGN_OR_RETURN(std::optional<bool> tie,
+                          ReadBool(j, "tie_word_embeddings", "tie_word_embeddings"));
+  c.tie_word_embeddings = tie.value_or(false);
+
+  if (arch == Architecture::kQwen2) {
+    c.attention_bias = true;
+  } else {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<bool> bias,
+                            ReadBool(j, "attention_bias", "attention_bias"));
+    c.attention_bias = bias.value_or(false);
+  }
+  c.qk_norm = arch == Architecture::kQwen3;
+  c.hidden_act = act.value_or("silu");
+
+  SLUICE_ASSIGN_OR_RETURN(std::optional<std::string> dtype, ReadString(j, "dtype", "dtype"));
+  if (!dtype) {
+    SLUICE_ASSIGN_OR_RETURN(dtype, ReadString(j, "torch_dtype", "torch_dtype"));
+  }
+  c.torch_dtype = dtype.value_or("");
+
+  SLUICE_ASSIGN_OR_RETURN(c.bos_token_id, ReadTokenId(j, "bos_token_id"));
+  SLUICE_ASSIGN_OR_RETURN(c.pad_token_id, ReadTokenId(j, "pad_token_id"));
+  if (c.pad_token_id && *c.pad_token_id < 0) c.pad_token_id.reset();  // Old Llama exports: -1.
+  if (const json* eos = Find(j, "eos_token_id"); eos != nullptr) {
+    if (eos->is_array()) {
+      c.eos_token_id_is_list = true;
+      for (const json& e : *eos) {
+        SLUICE_ASSIGN_OR_RETURN(int64_t id, AsInt(e, "eos_token_id"));
+        c.eos_token_ids.push_back(id);
+      }
+    } else {
+      SLUICE_ASSIGN_OR_RETURN(int64_t id, AsInt(*eos, "eos_token_id"));
+      c.eos_token_ids.push_back(id);
+    }
+  }
+
+  SLUICE_ASSIGN_OR_RETURN(std::optional<bool> sliding,
+                          ReadBool(j, "use_sliding_window", "use_sliding_window"));
+  c.use_sliding_window = sliding.value_or(false);
+  SLUICE_ASSIGN_OR_RETURN(c.sliding_window, ReadInt(j, "sliding_window", "sliding_window"));
+  SLUICE_ASSIGN_OR_RETURN(c.max_window_layers,
+                          ReadInt(j, "max_window_layers", "max_window_layers"));
+
+  for (const auto& [key, value] : j.items()) {
+    if (ParsedFields().contains(key) || KnownFields().contains(key)) continue;
+    c.ignored_fields.push_back(key);
+  }
+  if (arch == Architecture::kQwen2 && j.contains("attention_bias")) {
+    c.ignored_fields.push_back("attention_bias");  // transformers' Qwen2 does not read it.
+  }
+  if (j.contains("rope_parameters") && Find(j, "rope_scaling") != nullptr) {
+    c.ignored_fields.push_back("rope_scaling");  // rope_parameters wins.
+  }
+  std::sort(c.ignored_fields.begin(), c.ignored_fields.end());
+
+  SLUICE_RETURN_IF_ERROR(ValidateModelConfig(c));
+  return c;
+}
+
+Result<ModelConfig> LoadHfConfig(const std::string& dir_or_file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path path(dir_or_file);
+  if (fs::is_directory(path, ec)) path /= "config.json";
+  if (!fs::is_regular_file(path, ec)) {
+    return Status::NotFound(path.string() + ": no such config file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(path.string() + ": cannot open");
+  std::ostringstream text;
+  text << in.rdbuf();
+  json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return Status::InvalidArgument(path.string() + ": not valid JSON");
+  }
+  Result<ModelConfig> result = ParseHfConfig(j);
+  if (!result.ok()) return result.status().WithContext(path.string());
+  return result;
+}
+
+nlohmann::json ToHfConfig(const ModelConfig& c) {
+  json j = json::object();
+  j["architectures"] = json::array({std::string(ArchitectureClassName(c.architecture))});
+  j["model_type"] = std::string(ModelTypeName(c.architecture));
+  j["vocab_size"] = c.vocab_size;
+  j["hidden_size"] = c.hidden_size;
+  j["intermediate_size"] = c.intermediate_size;
+  j["num_hidden_layers"] = c.num_hidden_layers;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["num_key_value_heads"] = c.num_key_value_heads;
+  // qwen3 always: its class default (128) is not hidden_size / heads.
+  if (c.head_dim_explicit || c.architecture == Architecture::kQwen3) j["head_dim"] = c.head_dim;
+  j["hidden_act"] = c.hidden_act;
+  j["rms_norm_eps"] = c.rms_norm_eps;
+  j["rope_theta"] = c.rope_theta;
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
+  if (c.architecture != Architecture::kQwen2) j["attention_bias"] = c.attention_bias;
+  if (c.architecture == Architecture::kLlama) j["mlp_bias"] = false;
+  j["attention_dropout"] = 0.0;
+  j["initializer_range"] = 0.02;
+  j["use_cache"] = true;
+
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type == RopeType::kNone) {
+    j["rope_scaling"] = nullptr;
+  } else {
+    json r = json::object();
+    r["rope_type"] = std::string(RopeTypeName(s.type));
+    r["type"] = std::string(RopeTypeName(s.type));  // Older transformers read "type".
+    r["factor"] = s.factor;
+    if (s.original_max_position_embeddings) {
+      r["original_max_position_embeddings"] = *s.original_max_position_embeddings;
+    }
+    if (s.type == RopeType::kLlama3) {
+      r["low_freq_factor"] = s.low_freq_factor;
+      r["high_freq_factor"] = s.high_freq_factor;
+    }
+    if (s.type == RopeType::kYarn) {
+      r["beta_fast"] = s.beta_fast;
+      r["beta_slow"] = s.beta_slow;
+      if (s.attention_factor) r["attention_factor"] = *s.attention_factor;
+      if (s.mscale) r["mscale"] = *s.mscale;
+      if (s.mscale_all_dim) r["mscale_all_dim"] = *s.mscale_all_dim;
+      if (!s.truncate) r["truncate"] = false;
+    }
+    j["rope_scaling"] = std::move(r);
+  }
+
+  if (c.architecture != Architecture::kLlama || c.sliding_window || c.max_window_layers) {
+    j["use_sliding_window"] = c.use_sliding_window;
+  }
+  if (c.sliding_window) j["sliding_window"] = *c.sliding_window;
+  if (c.max_window_layers) j["max_window_layers"] = *c.max_window_layers;
+  if (!c.torch_dtype.empty()) j["torch_dtype"] = c.torch_dtype;
+  if (c.bos_token_id) j["bos_token_id"] = *c.bos_token_id;
+  if (c.eos_token_id_is_list) {
+    j["eos_token_id"] = c.eos_token_ids;
+  } else if (!c.eos_token_ids.empty()) {
+    j["eos_token_id"] = c.eos_token_ids.front();
+  }
+  if (c.pad_token_id) j["pad_token_id"] = *c.pad_token_id;
+  return j;
+}
+
+std::vector<double> RopeInvFrequenciesF64(const ModelConfig& c) {
+  const int64_t dim = c.head_dim;
+  const int64_t half = dim / 2;
+  const double base = c.rope_theta;
+  std::vector<double> inv(static_cast<size_t>(std::max<int64_t>(half, 0)));
+  for (int64_t i = 0; i < half; ++i) {
+    inv[i] = std::pow(base, -static_cast<double>(2 * i) / static_cast<double>(dim));
+  }
+  const RopeScaling& s = c.rope_scaling;
+  constexpr double kTwoPi = 2.0 * std::numbers::pi;
+  switch (s.type) {
+    case RopeType::kNone:
+      break;
+    case RopeType::kLinear:
+      for (double& f : inv) f /= s.factor;
+      break;
+    case RopeType::kLlama3: {
+      const double old_context = static_cast<double>(
+          s.original_max_position_embeddings.value_or(c.max_position_embeddings));
+      // Wavelengths (in positions) beyond which a channel is fully scaled / left alone.
+      const double scaled_above = old_context / s.low_freq_factor;
+      const double kept_below = old_context / s.high_freq_factor;
+      for (double& f : inv) {
+        const double wavelength = kTwoPi / f;
+        if (wavelength < kept_below) continue;
+        if (wavelength > scaled_above) {
+          f /= s.factor;
+          continue;
+        }
+        const double t = (old_context / wavelength - s.low_freq_factor) /
+                         (s.high_freq_factor - s.low_freq_factor);
+        f = (1.0 - t) * (f / s.factor) + t * f;
+      }
+      break;
+    }
+    case RopeType::kYarn: {
+      const double context = static_cast<double>(
+          s.original_max_position_embeddings.value_or(c.max_position_embeddings));
+      // The channel index (in [0, dim)) at which a frequency completes `rotations` turns over
+      // the pretraining context.
+      auto channel_for = [&](double rotations) {
+        return static_cast<double>(dim) * std::log(context / (rotations * kTwoPi)) /
+               (2.0 * std::log(base));
+      };
+      double low = channel_for(s.beta_fast);
+      double high = channel_for(s.beta_slow);
+      if (s.truncate) {
+        low = std::floor(low);
+        high = std::ceil(high);
+      }
+      low = std::max(low, 0.0);
+      high = std::min(high, static_cast<double>(dim - 1));
+      if (low == high) high += 0.001;
+      for (int64_t i = 0; i < half; ++i) {
+        const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+        // ramp 0: fast channels keep their frequency; ramp 1: slow channels are interpolated.
+        inv[i] = (1.0 - ramp) * inv[i] + ramp * (inv[i] / s.factor);
+      }
+      break;
+    }
+  }
+  return inv;
+}
+
+std::vector<float> RopeInvFrequencies(const ModelConfig& config) {
+  std::vector<double> f64 = RopeInvFrequenciesF64(config);
+  return std::vector<float>(f64.begin(), f64.end());
+}
+
+double RopeAttentionScale(const ModelConfig& c) {
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type != RopeType::kYarn) return 1.0;
+  if (s.attention_factor) return *s.attention_factor;
+  if (s.mscale && s.mscale_all_dim && *s.mscale != 0 && *s.mscale_all_dim != 0) {
+    return YarnMscale(s.factor, *s.mscale) / YarnMscale(s.factor, *s.mscale_all_dim);
+  }
+  return YarnMscale(s.factor, 1.0);
+}
+
+Result<BuiltinModelSpec> ParseBuiltinModel(std::string_view uri) {
+  constexpr std::string_view kScheme = "builtin:";
+  if (!uri.starts_with(kScheme)) {
+    return Status::InvalidArgument("builtin model URI must start with \"builtin:\", got " +
+                                   Quote(uri));
+  }
+  std::string_view rest = uri.substr(kScheme.size());
+  std::string_view name = rest;
+  std::string_view query;
+  if (size_t q = rest.find('?'); q != std::string_view::npos) {
+    name = rest.substr(0, q);
+    query = rest.substr(q + 1);
+  }
+  if (name != "tiny") {
+    return Invalid("name", "unknown builtin model " + Quote(name) + " (known: tiny)");
+  }
+
+  int64_t layers = 2, d = 128, heads = 4, max_pos = 2048;
+  std::optional<int64_t> kv_heads, ff, vocab;
+  double theta = 10000.0;
+  bool tie = false;
+  uint64_t seed = 0;
+  Architecture arch = Architecture::kLlama;
+  std::set<std::string, std::less<>> seen;
+
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view item = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const size_t eq = item.find('=');
+    if (item.empty() || eq == std::string_view::npos || eq == 0) {
+      return Status::InvalidArgument("builtin model parameter " + Quote(item) +
+                                     " is not of the form name=value");
+    }
+    const std::string key(item.substr(0, eq));
+    const std::string_view value = item.substr(eq + 1);
+    if (!seen.insert(key).second) {
+      return Invalid(key, "builtin model parameter " + key + " is given twice");
+    }
+    if (key == "layers") {
+      SLUICE_ASSIGN_OR_RETURN(layers, ParseBoundedInt(key, value, 1, kBuiltinMaxLayers));
+    } else if (key == "d") {
+      SLUICE_ASSIGN_OR_RETURN(d, ParseBoundedInt(key, value, 1, kBuiltinMaxDim));
+    } else if (key == "heads") {
+      SLUICE_ASSIGN_OR_RETURN(heads, ParseBoundedInt(key, value, 1, kBuiltinMaxDim));
+    } else if (key == "kv_heads") {
+      SLUICE_ASSIGN_OR_RETURN(kv_heads, ParseBoundedInt(key, value, 1, kBuiltinMaxDim));
+    } else if (key == "ff") {
+      SLUICE_ASSIGN_OR_RETURN(ff, ParseBoundedInt(key, value, 1, kBuiltinMaxDim));
+    } else if (key == "max_pos") {
+      SLUICE_ASSIGN_OR_RETURN(max_pos, ParseBoundedInt(key, value, 1, kBuiltinMaxPositions));
+    } else if (key == "vocab") {
+      if (value != "char") {
+        SLUICE_ASSIGN_OR_RETURN(vocab, ParseBoundedInt(key, value, 1, kBuiltinMaxVocab));
+      }
+    } else if (key == "family") {
+      if (value == "llama") {
+        arch = Architecture::kLlama;
+      } else if (value == "qwen3") {
+        arch = Architecture::kQwen3;
+      } else {
+        return Invalid(key, "builtin model family must be llama or qwen3, got " + Quote(value));
+      }
+    } else if (key == "theta") {
+      SLUICE_ASSIGN_OR_RETURN(int64_t t, ParseBoundedInt(key, value, 2, int64_t{1} << 40));
+      theta = static_cast<double>(t);
+    } else if (key == "tie") {
+      if (value == "true" || value == "1") {
+        tie = true;
+      } else if (value == "false" || value == "0") {
+        tie = false;
+      } else {
+        return Invalid(
+            key, "builtin model parameter tie must be true, false, 1 or 0, got " + Quote(value));
+      }
+    } else if (key == "seed") {
+      const char* end = value.data() + value.size();
+      auto [ptr, ec] = std::from_chars(value.data(), end, seed);
+      if (value.empty() || ec != std::errc() || ptr != end) {
+        return Invalid(key,
+                       "builtin model parameter seed must be an unsigned 64-bit integer, "
+                       "got " +
+                           Quote(value));
+      }
+    } else {
+      return Invalid(key, "unknown builtin model parameter " + Quote(key) +
+                              " (known: layers, d, heads, kv_heads, ff, vocab, family, "
+                              "max_pos, theta, tie, seed)");
+    }
+  }
+
+  if (d % heads != 0) {
+    return Invalid("heads", "builtin model: heads (" + std::to_string(heads) + ") must divide d (" +
+                                std::to_string(d) + ")");
+  }
+  if ((d / heads) % 2 != 0) {
+    return Invalid("heads", "builtin model: the head width d / heads (" +
+                                std::to_string(d / heads) + ") must be even for rotary");
+  }
+  if (kv_heads && heads % *kv_heads != 0) {
+    return Invalid("kv_heads", "builtin model: kv_heads (" + std::to_string(*kv_heads) +
+                                   ") must divide heads (" + std::to_string(heads) + ")");
+  }
+
+  BuiltinModelSpec spec;
+  spec.name = std::string(name);
+  spec.seed = seed;
+  spec.char_vocab = !vocab.has_value();
+  ModelConfig& c = spec.config;
+  c.architecture = arch;
+  c.model_type = std::string(ModelTypeName(arch));
+  c.architectures = {std::string(ArchitectureClassName(arch))};
+  c.vocab_size = vocab.value_or(kBuiltinCharVocabSize);
+  c.hidden_size = d;
+  c.intermediate_size = ff.value_or(4 * d);
+  c.num_hidden_layers = layers;
+  c.num_attention_heads = heads;
+  c.num_key_value_heads = kv_heads.value_or(heads);
+  c.head_dim = d / heads;
+  c.head_dim_explicit = arch == Architecture::kQwen3;
+  c.rms_norm_eps = 1e-6;
+  c.rope_theta = theta;
+  c.max_position_embeddings = max_pos;
+  c.tie_word_embeddings = tie;
+  c.attention_bias = false;
+  c.qk_norm = arch == Architecture::kQwen3;
+  c.torch_dtype = "float32";
+  if (spec.char_vocab) {
+    c.bos_token_id = kBuiltinCharBosId;
+    c.eos_token_ids = {kBuiltinCharEosId};
+    c.pad_token_id = kBuiltinCharPadId;
+  }
+  SLUICE_RETURN_IF_ERROR(ValidateModelConfig(c));
+  return spec;
+}
+
+}  // namespace sluice::model
