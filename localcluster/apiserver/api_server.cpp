@@ -134,6 +134,19 @@ std::string WarningHeader(std::string_view text) {
   return out + "\"";
 }
 
+// The labelSelector and fieldSelector parameters of a list, watch or deletecollection.
+struct Selectors {
+  LabelSelector labels;
+  FieldSelector fields;
+};
+Result<Selectors> ParseSelectors(const httplib::Request& req, const ResourceInfo& resource) {
+  Selectors out;
+  SLUICE_ASSIGN_OR_RETURN(out.labels, ParseLabelSelector(Param(req, "labelSelector")));
+  SLUICE_ASSIGN_OR_RETURN(
+      out.fields, ParseFieldSelector(Param(req, "fieldSelector"), SelectableFields(resource)));
+  return out;
+}
+
 bool WantsTable(const httplib::Request& req) {
   return req.get_header_value("Accept").find("as=Table") != std::string::npos;
 }
@@ -644,17 +657,12 @@ void ApiServer::Get(Request& r, httplib::Response& res) {
 }
 
 void ApiServer::List(Request& r, httplib::Response& res) {
-  Result<LabelSelector> labels = ParseLabelSelector(Param(r.http, "labelSelector"));
-  if (!labels.ok()) {
-    ReplyStatus(labels.status(), &r, res);
+  Result<Selectors> selectors = ParseSelectors(r.http, r.resource);
+  if (!selectors.ok()) {
+    ReplyStatus(selectors.status(), &r, res);
     return;
   }
-  Result<FieldSelector> fields =
-      ParseFieldSelector(Param(r.http, "fieldSelector"), SelectableFields(r.resource));
-  if (!fields.ok()) {
-    ReplyStatus(fields.status(), &r, res);
-    return;
-  }
+  auto& [labels, fields] = *selectors;
   size_t limit = 0;
   if (const std::string l = Param(r.http, "limit"); !l.empty()) {
     Result<uint64_t> parsed = ParseRevision(l, "limit");
@@ -668,7 +676,7 @@ void ApiServer::List(Request& r, httplib::Response& res) {
   if (r.resource.namespaced && !r.info.namespace_.empty()) ns = r.info.namespace_;
   // A field selector on metadata.namespace narrows an all-namespaces list.
   std::string ns_value;
-  if (!ns && r.resource.namespaced && fields->RequiresExactMatch("metadata.namespace", &ns_value)) {
+  if (!ns && r.resource.namespaced && fields.RequiresExactMatch("metadata.namespace", &ns_value)) {
     ns = ns_value;
   }
   Result<ListResult> page = storage_->List(r.key.resource, ns, limit, Param(r.http, "continue"));
@@ -680,7 +688,7 @@ void ApiServer::List(Request& r, httplib::Response& res) {
   std::vector<json> items;
   items.reserve(page->items.size());
   for (Stored& s : page->items) {
-    if (!labels->MatchesObject(s.object) || !fields->Matches(s.object)) continue;
+    if (!labels.MatchesObject(s.object) || !fields.Matches(s.object)) continue;
     items.push_back(ForOutput(r.resource, std::move(s.object)));
   }
   const std::string rv = std::to_string(page->revision);
@@ -763,26 +771,21 @@ struct WatchStream {
 }  // namespace
 
 void ApiServer::Watch(Request& r, httplib::Response& res) {
-  Result<LabelSelector> labels = ParseLabelSelector(Param(r.http, "labelSelector"));
-  if (!labels.ok()) {
-    ReplyStatus(labels.status(), &r, res);
+  Result<Selectors> selectors = ParseSelectors(r.http, r.resource);
+  if (!selectors.ok()) {
+    ReplyStatus(selectors.status(), &r, res);
     return;
   }
-  Result<FieldSelector> fields =
-      ParseFieldSelector(Param(r.http, "fieldSelector"), SelectableFields(r.resource));
-  if (!fields.ok()) {
-    ReplyStatus(fields.status(), &r, res);
-    return;
-  }
+  auto& [labels, fields] = *selectors;
   std::optional<std::string> ns;
   if (r.resource.namespaced && !r.info.namespace_.empty()) ns = r.info.namespace_;
   if (!r.info.name.empty()) {
     // GET .../pods/x?watch=1 (the deprecated single-object watch): select the name.
     Result<FieldSelector> by_name =
         ParseFieldSelector("metadata.name=" + EscapeFieldValue(r.info.name) +
-                               (fields->Empty() ? "" : "," + fields->ToString()),
+                               (fields.Empty() ? "" : "," + fields.ToString()),
                            SelectableFields(r.resource));
-    if (by_name.ok()) fields = std::move(by_name);
+    if (by_name.ok()) fields = std::move(*by_name);
   }
   auto stream = std::make_shared<WatchStream>();
   const std::string rv_param = Param(r.http, "resourceVersion");
@@ -800,7 +803,7 @@ void ApiServer::Watch(Request& r, httplib::Response& res) {
       if (first) from = page->revision;
       first = false;
       for (Stored& s : page->items) {
-        if (labels->MatchesObject(s.object) && fields->Matches(s.object)) {
+        if (labels.MatchesObject(s.object) && fields.Matches(s.object)) {
           stream->initial.push_back(std::move(s.object));
         }
       }
@@ -820,8 +823,8 @@ void ApiServer::Watch(Request& r, httplib::Response& res) {
     return;
   }
   stream->watcher = std::move(*watcher);
-  stream->labels = std::move(*labels);
-  stream->fields = std::move(*fields);
+  stream->labels = std::move(labels);
+  stream->fields = std::move(fields);
   stream->resource = r.resource;
   stream->crd = r.crd;
   stream->table = r.table;
@@ -1262,17 +1265,12 @@ void ApiServer::Delete(Request& r, httplib::Response& res) {
 }
 
 void ApiServer::DeleteCollection(Request& r, httplib::Response& res) {
-  Result<LabelSelector> labels = ParseLabelSelector(Param(r.http, "labelSelector"));
-  if (!labels.ok()) {
-    ReplyStatus(labels.status(), &r, res);
+  Result<Selectors> selectors = ParseSelectors(r.http, r.resource);
+  if (!selectors.ok()) {
+    ReplyStatus(selectors.status(), &r, res);
     return;
   }
-  Result<FieldSelector> fields =
-      ParseFieldSelector(Param(r.http, "fieldSelector"), SelectableFields(r.resource));
-  if (!fields.ok()) {
-    ReplyStatus(fields.status(), &r, res);
-    return;
-  }
+  auto& [labels, fields] = *selectors;
   std::optional<json> body = r.decoded_body;
   if (!body && !r.http.body.empty()) {
     json parsed = json::parse(r.http.body, nullptr, false);
@@ -1295,7 +1293,7 @@ void ApiServer::DeleteCollection(Request& r, httplib::Response& res) {
       return;
     }
     for (const Stored& s : page->items) {
-      if (!labels->MatchesObject(s.object) || !fields->Matches(s.object)) continue;
+      if (!labels.MatchesObject(s.object) || !fields.Matches(s.object)) continue;
       keys.push_back(ObjectKey{r.key.resource,
                                s.object.value("/metadata/namespace"_json_pointer, ""),
                                s.object.value("/metadata/name"_json_pointer, "")});

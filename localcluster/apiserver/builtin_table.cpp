@@ -751,20 +751,10 @@ Result<json> BuildBuiltinTable(const ResourceInfo& info, const std::vector<json>
                                      " is not a JSON object");
     }
     json row = printer.row(object, now);
-    if (include == IncludeObject::kObject) {
-      row["object"] = object;
-    } else if (include == IncludeObject::kMetadata) {
-      row["object"] = {{"apiVersion", "meta.k8s.io/v1"},
-                       {"kind", "PartialObjectMetadata"},
-                       {"metadata", object.value("metadata", json::object())}};
-    }
+    if (include != IncludeObject::kNone) row["object"] = TableRowObject(object, include);
     rows.push_back(std::move(row));
   }
-  return json{{"kind", "Table"},
-              {"apiVersion", "meta.k8s.io/v1"},
-              {"metadata", {{"resourceVersion", std::string(resource_version)}}},
-              {"columnDefinitions", std::move(definitions)},
-              {"rows", std::move(rows)}};
+  return MakeTable(std::move(definitions), std::move(rows), resource_version);
 }
 
 }  // namespace sluice::apiserver

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "localcluster/apiserver/json_fields.h"
+
 namespace sluice::apiserver {
 namespace {
 
@@ -50,24 +52,6 @@ std::string StringAt(const json& object, const char* outer, const char* field) {
   return it != o->end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-// The strings of object[outer][field] when it is an array (other items skipped).
-std::vector<std::string> StringsAt(const json& object, const char* outer, const char* field) {
-  std::vector<std::string> out;
-  if (!object.is_object()) return out;
-  auto o = object.find(outer);
-  if (o == object.end() || !o->is_object()) return out;
-  auto it = o->find(field);
-  if (it == o->end() || !it->is_array()) return out;
-  for (const json& item : *it) {
-    if (item.is_string()) out.push_back(item.get<std::string>());
-  }
-  return out;
-}
-
-bool Contains(const std::vector<std::string>& list, std::string_view value) {
-  return std::find(list.begin(), list.end(), value) != list.end();
-}
-
 // The object's metadata, created when missing (callers have checked that object is an object).
 json& MutableMetadata(json& object) {
   json& meta = object["metadata"];
@@ -106,7 +90,7 @@ bool ShouldOrphan(const DeleteOptions& options, const std::vector<std::string>& 
 bool ShouldForeground(const DeleteOptions& options, const std::vector<std::string>& finalizers) {
   if (options.orphan_dependents) return false;
   if (options.propagation) return *options.propagation == Propagation::kForeground;
-  return Contains(finalizers, kForegroundFinalizer);
+  return ContainsString(finalizers, kForegroundFinalizer);
 }
 
 // Removes the two propagation finalizers, then adds back the wanted ones; returns the old list
@@ -240,8 +224,8 @@ Decision DecideNamespace(const ResourceInfo& info, const json& current,
     if (!status.is_object()) status = json::object();
     status["phase"] = "Terminating";
     const std::vector<std::string> old = StringsAt(object, "metadata", "finalizers");
-    bool orphan = Contains(old, kOrphanFinalizer);
-    bool foreground = Contains(old, kForegroundFinalizer);
+    bool orphan = ContainsString(old, kOrphanFinalizer);
+    bool foreground = ContainsString(old, kForegroundFinalizer);
     if (options.orphan_dependents) {
       orphan = *options.orphan_dependents;
       foreground = !*options.orphan_dependents;

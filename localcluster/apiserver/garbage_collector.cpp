@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "localcluster/apiserver/deletion.h"
+#include "localcluster/apiserver/json_fields.h"
 
 namespace sluice::apiserver {
 namespace {
@@ -25,23 +26,6 @@ std::string MetaString(const json& object, const char* field) {
   if (meta == nullptr) return "";
   auto it = meta->find(field);
   return it != meta->end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-std::vector<std::string> Strings(const json& object, const char* outer, const char* field) {
-  std::vector<std::string> out;
-  if (!object.is_object()) return out;
-  auto o = object.find(outer);
-  if (o == object.end() || !o->is_object()) return out;
-  auto it = o->find(field);
-  if (it == o->end() || !it->is_array()) return out;
-  for (const json& item : *it) {
-    if (item.is_string()) out.push_back(item.get<std::string>());
-  }
-  return out;
-}
-
-bool Has(const std::vector<std::string>& list, std::string_view value) {
-  return std::find(list.begin(), list.end(), value) != list.end();
 }
 
 // metadata.ownerReferences when it is an array, else an empty array.
@@ -106,8 +90,8 @@ class Pass {
     for (size_t i = 0; i < items_.size(); ++i) {
       const Item& item = items_[i];
       if (!item.deleting) continue;
-      if (Has(item.finalizers, kOrphanFinalizer)) Orphan(item);
-      if (Has(item.finalizers, kForegroundFinalizer)) Foreground(item);
+      if (ContainsString(item.finalizers, kOrphanFinalizer)) Orphan(item);
+      if (ContainsString(item.finalizers, kForegroundFinalizer)) Foreground(item);
       const ResourceInfo& info = resources_[item.resource];
       if (IsCore(info, "namespaces")) Namespace(item);
       if (IsCore(info, "pods")) ExpirePod(item);
@@ -154,7 +138,7 @@ class Pass {
     if (!resources_[r].namespaced) item.key.ns.clear();
     item.uid = MetaString(stored.object, "uid");
     item.deleting = !MetaString(stored.object, "deletionTimestamp").empty();
-    item.finalizers = Strings(stored.object, "metadata", "finalizers");
+    item.finalizers = StringsAt(stored.object, "metadata", "finalizers");
     item.stored = std::move(stored);
     const size_t index = items_.size();
     if (!item.uid.empty()) by_uid_.emplace(item.uid, index);
@@ -179,7 +163,7 @@ class Pass {
     if (RefUid(ref).empty()) return OwnerState::kSolid;  // Malformed: never act on it.
     const Item* owner = FindOwner(ref, dependent);
     if (owner == nullptr) return complete_ ? OwnerState::kAbsent : OwnerState::kUnknown;
-    if (owner->deleting && Has(owner->finalizers, kForegroundFinalizer)) {
+    if (owner->deleting && ContainsString(owner->finalizers, kForegroundFinalizer)) {
       return OwnerState::kWaiting;
     }
     return OwnerState::kSolid;
@@ -276,7 +260,7 @@ class Pass {
     Result<Stored> finalized =
         storage_.GuaranteedUpdate(ns.key, [&uid](const json& current) -> Result<json> {
           if (MetaString(current, "uid") != uid) return Status::NotFound("namespace replaced");
-          std::vector<std::string> finalizers = Strings(current, "spec", "finalizers");
+          std::vector<std::string> finalizers = StringsAt(current, "spec", "finalizers");
           auto it = std::find(finalizers.begin(), finalizers.end(), kNamespaceFinalizer);
           if (it == finalizers.end()) return current;
           finalizers.erase(it);
@@ -288,7 +272,7 @@ class Pass {
       Report(finalized.status(), ns, "finalize namespace");
       return;
     }
-    if (!Strings(finalized->object, "spec", "finalizers").empty()) return;  // Someone else's.
+    if (!StringsAt(finalized->object, "spec", "finalizers").empty()) return;  // Someone else's.
     Delete(ns, DeleteOptions{}, "delete namespace", /*unchanged=*/false);
   }
 
@@ -350,7 +334,7 @@ class Pass {
     Result<Stored> updated =
         storage_.GuaranteedUpdate(item.key, [&](const json& current) -> Result<json> {
           if (MetaString(current, "uid") != uid) return Status::NotFound("object replaced");
-          std::vector<std::string> finalizers = Strings(current, "metadata", "finalizers");
+          std::vector<std::string> finalizers = StringsAt(current, "metadata", "finalizers");
           auto it = std::find(finalizers.begin(), finalizers.end(), finalizer);
           if (it == finalizers.end()) return current;
           finalizers.erase(it);

@@ -128,19 +128,31 @@ Result<json> BuildTable(const std::vector<PrinterColumn>& columns, const std::ve
       cells.push_back(Cell(c, *values, now));
     }
     json row = {{"cells", std::move(cells)}};
-    if (include == IncludeObject::kObject) {
-      row["object"] = object;
-    } else if (include == IncludeObject::kMetadata) {
-      row["object"] = {{"apiVersion", "meta.k8s.io/v1"},
-                       {"kind", "PartialObjectMetadata"},
-                       {"metadata", object.value("metadata", json::object())}};
-    }
+    if (include != IncludeObject::kNone) row["object"] = TableRowObject(object, include);
     rows.push_back(std::move(row));
   }
+  return MakeTable(std::move(definitions), std::move(rows), resource_version);
+}
+
+json TableRowObject(const json& object, IncludeObject include) {
+  switch (include) {
+    case IncludeObject::kObject:
+      return object;
+    case IncludeObject::kMetadata:
+      return {{"apiVersion", "meta.k8s.io/v1"},
+              {"kind", "PartialObjectMetadata"},
+              {"metadata", object.value("metadata", json::object())}};
+    case IncludeObject::kNone:
+      break;
+  }
+  return nullptr;
+}
+
+json MakeTable(json column_definitions, json rows, std::string_view resource_version) {
   return json{{"kind", "Table"},
               {"apiVersion", "meta.k8s.io/v1"},
               {"metadata", {{"resourceVersion", std::string(resource_version)}}},
-              {"columnDefinitions", std::move(definitions)},
+              {"columnDefinitions", std::move(column_definitions)},
               {"rows", std::move(rows)}};
 }
 

@@ -35,6 +35,12 @@ std::string HumanDuration(std::chrono::seconds d);
 // What each row carries besides its cells (the includeObject query parameter).
 enum class IncludeObject { kNone, kMetadata, kObject };
 
+// The `object` member of a row for `include` (absent for kNone: returns null).
+nlohmann::json TableRowObject(const nlohmann::json& object, IncludeObject include);
+// A meta.k8s.io/v1 Table document from its column definitions and rows.
+nlohmann::json MakeTable(nlohmann::json column_definitions, nlohmann::json rows,
+                         std::string_view resource_version);
+
 // The Table for `objects`. A column whose JSONPath the subset cannot evaluate is an error naming
 // it (jsonpath.h).
 Result<nlohmann::json> BuildTable(const std::vector<PrinterColumn>& columns,
