@@ -11,11 +11,15 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "tests/unit/workers/dataflow/sample_fixtures.h"
 #include "workers/dataflow/dataset.h"
 #include "workers/dataflow/trajectory_codec.h"
 
 namespace sluice::dataflow {
 namespace {
+
+using fixtures::Duo;
+using fixtures::Single;
 
 using std::chrono::seconds;
 
@@ -42,31 +46,6 @@ DataflowConfig BaseConfig() {
   c.sampling = {{"temperature", 1.0}, {"max_tokens", 64}};
   c.workflow = {{"type", "single-turn"}};
   return c;
-}
-
-// A single-policy sample: 2 prompt tokens, 2 generated at `version`.
-Sample Single(double reward, int64_t version = 0) {
-  Sample s;
-  s.tokens = {11, 12, 13, 14};
-  s.loss_mask = {0, 0, 1, 1};
-  s.behaviour_logprobs = {0, 0, -0.5f, -0.25f};
-  s.versions = {-1, -1, version, version};
-  s.reward = reward;
-  s.finish_reason = "stop";
-  return s;
-}
-
-// A solver/verifier trajectory: prompt, 2 solver tokens, 1 verifier token.
-Sample Duo(double solver_reward, double verifier_reward) {
-  Sample s;
-  s.tokens = {1, 2, 3, 4};
-  s.loss_mask = {0, 1, 1, 1};
-  s.behaviour_logprobs = {0, -0.1f, -0.2f, -0.3f};
-  s.versions = {-1, 0, 0, 0};
-  s.token_owner = {-1, 0, 0, 1};
-  s.policies = {"solver", "verifier"};
-  s.policy_rewards = {solver_reward, verifier_reward};
-  return s;
 }
 
 TrajectoryGroup Group(const LeasedTask& t, std::vector<Sample> samples) {

@@ -21,11 +21,15 @@
 #include "common/logging/logger.h"
 #include "common/metrics/exposition.h"
 #include "common/metrics/registry.h"
+#include "tests/unit/workers/dataflow/sample_fixtures.h"
 #include "workers/dataflow/dataset.h"
 #include "workers/dataflow/trajectory_codec.h"
 
 namespace sluice::dataflow {
 namespace {
+
+using fixtures::Duo;
+using fixtures::Single;
 
 using nlohmann::json;
 using std::chrono::seconds;
@@ -54,31 +58,6 @@ DataflowConfig BaseConfig() {
   c.sampling = {{"temperature", 1.0}};
   c.workflow = {{"type", "single-turn"}};
   return c;
-}
-
-Sample Single(double reward) {
-  Sample s;
-  s.tokens = {11, 12, 13, 14};
-  s.loss_mask = {0, 0, 1, 1};
-  s.behaviour_logprobs = {0, 0, -0.5f, -0.25f};
-  s.versions = {-1, -1, 0, 0};
-  s.reward = reward;
-  s.finish_reason = "stop";
-  return s;
-}
-
-// Solver/verifier trajectory: a prompt token, 2 solver tokens, 1 verifier token.
-Sample Duo(double solver_reward, double verifier_reward) {
-  Sample s;
-  s.tokens = {1, 2, 3, 4};
-  s.loss_mask = {0, 1, 1, 1};
-  s.behaviour_logprobs = {0, -0.1f, -0.2f, -0.3f};
-  s.versions = {-1, 0, 0, 0};
-  s.token_owner = {-1, 0, 0, 1};
-  s.policies = {"solver", "verifier"};
-  s.policy_rewards = {solver_reward, verifier_reward};
-  s.finish_reason = "stop";
-  return s;
 }
 
 // A group for a task of a lease reply, with rewards 0, 1, 0, 1.

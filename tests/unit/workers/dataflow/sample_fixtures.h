@@ -1,0 +1,37 @@
+// Test fixtures shared by the dataflow core and service tests: small trajectories whose token
+// layout the tests' expectations are written against.
+#pragma once
+
+#include <cstdint>
+
+#include "workers/dataflow/algorithms/sample.h"
+
+namespace sluice::dataflow::fixtures {
+
+// A single-policy sample: 2 prompt tokens, 2 generated at `version`.
+inline Sample Single(double reward, int64_t version = 0) {
+  Sample s;
+  s.tokens = {11, 12, 13, 14};
+  s.loss_mask = {0, 0, 1, 1};
+  s.behaviour_logprobs = {0, 0, -0.5f, -0.25f};
+  s.versions = {-1, -1, version, version};
+  s.reward = reward;
+  s.finish_reason = "stop";
+  return s;
+}
+
+// A solver/verifier trajectory: a prompt token, 2 solver tokens, 1 verifier token.
+inline Sample Duo(double solver_reward, double verifier_reward) {
+  Sample s;
+  s.tokens = {1, 2, 3, 4};
+  s.loss_mask = {0, 1, 1, 1};
+  s.behaviour_logprobs = {0, -0.1f, -0.2f, -0.3f};
+  s.versions = {-1, 0, 0, 0};
+  s.token_owner = {-1, 0, 0, 1};
+  s.policies = {"solver", "verifier"};
+  s.policy_rewards = {solver_reward, verifier_reward};
+  s.finish_reason = "stop";
+  return s;
+}
+
+}  // namespace sluice::dataflow::fixtures
