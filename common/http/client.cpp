@@ -312,6 +312,12 @@ Result<Response> Client::Execute(Request& request,
     bool caller_stopped = false;
     if (streaming) {
       hreq.response_handler = [&](const httplib::Response& head) {
+        // A cancellation that came before send() opened the socket found nothing to shut
+        // down; catch it here, before the (possibly silent) body is read.
+        if (request.cancel && request.cancel->IsCancelled()) {
+          caller_stopped = true;
+          return false;
+        }
         got_head = true;
         out.status = head.status;
         out.headers = head.headers;
