@@ -10,6 +10,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3 googletest libgtest-dev libgmock-dev
   libpcre2-dev    # tokenizer pre-tokenizer regexes (\p{L}-style classes)
   libtorch-dev
+  libopenblas0-pthread  # libtorch's BLAS: replaces the netlib reference (5x to 8x faster matmuls)
   prometheus      # promtool (exposition checks) and the real server (autoscaling tests)
   clang-format
 )
