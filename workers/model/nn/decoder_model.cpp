@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "workers/model/safetensors.h"
@@ -334,8 +335,13 @@ Result<DecoderModel> DecoderModel::LoadHf(const std::string& dir, const ModelLoa
   }
 }
 
-Status DecoderModel::SaveHf(const std::string& dir) const {
+Status DecoderModel::SaveHf(const std::string& dir, const SaveHfOptions& options) const {
   std::error_code ec;
+  for (const std::string& f : options.extra_files) {
+    if (!std::filesystem::is_regular_file(f, ec)) {
+      return Status::NotFound("extra file " + f + " does not exist");
+    }
+  }
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::Internal("creating " + dir + ": " + ec.message());
   SLUICE_ASSIGN_OR_RETURN(DType st_dtype, SafetensorsDType(dtype_));
@@ -359,8 +365,33 @@ Status DecoderModel::SaveHf(const std::string& dir) const {
   } catch (const std::exception& e) {
     return Status::Internal(std::string("copying weights: ") + e.what());
   }
-  SLUICE_RETURN_IF_ERROR(
-      WriteSafetensors(dir + "/model.safetensors", views, {{"format", "pt"}}).WithContext(dir));
+  uint64_t total = 0;
+  for (const TensorView& v : views) total += v.data.size();
+  const std::string single = dir + "/model.safetensors";
+  const std::string index = dir + "/" + std::string(ShardedCheckpoint::kIndexFileName);
+  if (options.max_shard_bytes > 0 && total > options.max_shard_bytes) {
+    SLUICE_RETURN_IF_ERROR(
+        WriteSharded(dir, views, options.max_shard_bytes, {{"format", "pt"}}).WithContext(dir));
+    std::filesystem::remove(single, ec);
+  } else {
+    SLUICE_RETURN_IF_ERROR(WriteSafetensors(single, views, {{"format", "pt"}}).WithContext(dir));
+    // A sharded export's index would shadow the new file: remove it and its shards.
+    if (std::filesystem::exists(index, ec)) {
+      std::ifstream in(index);
+      nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+      if (doc.is_object() && doc.contains("weight_map") && doc["weight_map"].is_object()) {
+        for (const auto& [name, file] : doc["weight_map"].items()) {
+          if (file.is_string()) std::filesystem::remove(dir + "/" + file.get<std::string>(), ec);
+        }
+      }
+    }
+    std::filesystem::remove(index, ec);
+  }
+  for (const std::string& f : options.extra_files) {
+    const std::string to = dir + "/" + std::filesystem::path(f).filename().string();
+    std::filesystem::copy_file(f, to, std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) return Status::Internal("copying " + f + " to " + to + ": " + ec.message());
+  }
   ModelConfig c = config_;
   c.torch_dtype = HfDtypeName(dtype_);
   const std::string path = dir + "/config.json";

@@ -88,10 +88,19 @@ class DecoderModel {
   // from the config), and lm_head.weight of a tied model when it equals embed_tokens exactly.
   static Result<DecoderModel> LoadHf(const std::string& dir, const ModelLoadOptions& options = {});
 
-  // Writes `dir`/config.json (ToHfConfig, torch_dtype set to the weights' dtype) and
-  // `dir`/model.safetensors (HF names, the weights' dtype; lm_head omitted when tied), creating
-  // `dir` if needed.
-  Status SaveHf(const std::string& dir) const;
+  // Writes `dir`/config.json (ToHfConfig, torch_dtype set to the weights' dtype) and the weights
+  // (HF names, the weights' dtype; lm_head omitted when tied), creating `dir` if needed: one
+  // model.safetensors, or with options.max_shard_bytes > 0 and more tensor bytes than that,
+  // model-0000i-of-0000N.safetensors shards with model.safetensors.index.json (WriteSharded).
+  // Weights of the other layout left by an earlier export are removed. options.extra_files
+  // (tokenizer.json, tokenizer_config.json, ...) are copied in, so the directory loads in other
+  // tools as it is; a missing one is NotFound and nothing else is written.
+  struct SaveHfOptions {
+    uint64_t max_shard_bytes = 0;  // Tensor bytes per shard; 0: one file.
+    std::vector<std::string> extra_files;
+  };
+  Status SaveHf(const std::string& dir, const SaveHfOptions& options) const;
+  Status SaveHf(const std::string& dir) const { return SaveHf(dir, SaveHfOptions{}); }
 
   const ModelConfig& config() const { return config_; }
   const DecoderWeights& weights() const { return weights_; }

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <string>
@@ -137,6 +138,47 @@ TEST_P(DecoderModelArchTest, SaveLoadRoundTripIsBitwise) {
   for (size_t i = 0; i < c.size(); ++i) EXPECT_TRUE(torch::equal(c[i].second, d[i].second));
   std::filesystem::remove_all(dir);
   std::filesystem::remove_all(dir16);
+}
+
+TEST_P(DecoderModelArchTest, ShardedExportLoadsBackAndLayoutsReplaceEachOther) {
+  DecoderModel model = RandomModel(GetParam());
+  const std::string dir = TempDir(std::string(ModelTypeName(GetParam())) + "_sharded");
+  const std::string tokenizer = dir + "_tokenizer.json";
+  { std::ofstream(tokenizer) << "{\"model\": {}}\n"; }
+  DecoderModel::SaveHfOptions options;
+  options.max_shard_bytes = 64 << 10;  // The tiny model has ~600 KB of weights: several shards.
+  options.extra_files = {tokenizer};
+  ASSERT_TRUE(model.SaveHf(dir, options).ok());
+  EXPECT_TRUE(std::filesystem::exists(dir + "/model.safetensors.index.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/model.safetensors"));
+  EXPECT_TRUE(
+      std::filesystem::exists(dir + "/" + std::filesystem::path(tokenizer).filename().string()));
+  int shards = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    shards += e.path().filename().string().rfind("model-", 0) == 0;
+  }
+  EXPECT_GT(shards, 2);
+  auto check = [&](const std::string& what) {
+    Result<DecoderModel> loaded = DecoderModel::LoadHf(dir);
+    ASSERT_TRUE(loaded.ok()) << what << ": " << loaded.status().ToString();
+    auto a = model.NamedParameters();
+    auto b = loaded->NamedParameters();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_TRUE(torch::equal(a[i].second, b[i].second)) << what;
+  };
+  check("sharded");
+  // Back to one file: the index and shards go, so they cannot shadow the new weights.
+  ASSERT_TRUE(model.SaveHf(dir).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir + "/model.safetensors.index.json"));
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    EXPECT_NE(e.path().filename().string().rfind("model-", 0), 0u) << e.path();
+  }
+  check("single file");
+  options.extra_files = {dir + "/no-such-file.json"};
+  EXPECT_EQ(model.SaveHf(dir, options).code(), StatusCode::kNotFound);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(tokenizer);
 }
 
 TEST_P(DecoderModelArchTest, PackedForwardEqualsSeparateSequences) {
