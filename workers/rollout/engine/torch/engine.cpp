@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 
+#include "workers/rollout/engine/kv_cache_budget.h"
 #include "workers/rollout/engine/scheduler.h"
 #include "workers/rollout/engine/stop_strings.h"
 #include "workers/rollout/engine/torch/paged_kv_cache.h"
@@ -75,18 +76,15 @@ Status Engine::AddPolicy(const std::string& name, std::shared_ptr<model::Decoder
     if (p->name == name) return Status::AlreadyExists("policy " + name + " already added");
   }
   const model::ModelConfig& config = model->config();
-  int64_t blocks = 0;
-  if (options_.kv_cache_tokens > 0) {
-    blocks = (options_.kv_cache_tokens + options_.block_size - 1) / options_.block_size;
-  } else {
-    blocks = options_.kv_cache_bytes /
-             PagedKvCache::BytesPerBlock(config, options_.block_size, model->dtype());
-  }
-  if (blocks < 1) {
-    return Status::InvalidArgument(
-        "the KV cache budget holds no block of " + std::to_string(options_.block_size) + " tokens",
-        "kv_cache_bytes");
-  }
+  KvCacheBudget budget;
+  budget.tokens = options_.kv_cache_tokens;
+  budget.memory_fraction = options_.kv_cache_memory_fraction;
+  budget.bytes = options_.kv_cache_bytes;
+  SLUICE_ASSIGN_OR_RETURN(
+      const int64_t blocks,
+      KvCacheBlocks(budget, options_.block_size,
+                    PagedKvCache::BytesPerBlock(config, options_.block_size, model->dtype()),
+                    budget.memory_fraction > 0 ? AvailableHostMemoryBytes() : 0));
   SLUICE_ASSIGN_OR_RETURN(
       PagedKvCache cache,
       PagedKvCache::Create(config, blocks, options_.block_size, model->dtype(), model->device()));

@@ -50,8 +50,11 @@ namespace sluice::engine {
 
 struct EngineOptions {
   int32_t block_size = 16;  // Tokens per KV block.
-  // KV capacity per policy: kv_cache_tokens when set, else kv_cache_bytes.
+  // KV capacity per policy (KvCacheBlocks): kv_cache_tokens when set, else
+  // kv_cache_memory_fraction of the memory available when the policy is added (host memory;
+  // the model's device is the CPU with this libtorch), else kv_cache_bytes.
   int64_t kv_cache_tokens = 0;
+  double kv_cache_memory_fraction = 0;
   int64_t kv_cache_bytes = int64_t{256} << 20;
   int64_t max_tokens_per_step = 2048;  // Decode + prefill tokens of one step.
   int32_t max_running = 256;           // Sequences decoding at once, per policy.

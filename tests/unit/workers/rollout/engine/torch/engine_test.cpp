@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "workers/model/char_tokenizer.h"
+#include "workers/rollout/engine/kv_cache_budget.h"
+#include "workers/rollout/engine/torch/paged_kv_cache.h"
 
 namespace sluice::engine {
 namespace {
@@ -369,6 +371,21 @@ TEST(EngineTest, SubmitRejectsBadRequestsNamingTheField) {
   EXPECT_FALSE(engine.Submit({"x", "actor", {1}, bad}, nullptr).ok());
   ASSERT_TRUE(engine.Submit({"x", "actor", {1}, Greedy(2)}, nullptr).ok());
   EXPECT_EQ(field({"x", "actor", {1}, {}}), "id");  // In flight.
+}
+
+TEST(EngineTest, KvCacheSizedFromAMemoryFraction) {
+  EngineOptions o;
+  o.kv_cache_memory_fraction = 0.001;
+  Engine engine(o);
+  std::shared_ptr<DecoderModel> model = Model(13);
+  ASSERT_TRUE(engine.AddPolicy("actor", model, 1, nullptr).ok());
+  const int64_t per_block =
+      PagedKvCache::BytesPerBlock(model->config(), o.block_size, model->dtype());
+  EXPECT_GT(engine.Stats()[0].kv_blocks, 0);
+  EXPECT_LE(engine.Stats()[0].kv_blocks * per_block, AvailableHostMemoryBytes() / 500);
+  o.kv_cache_memory_fraction = 2;
+  Engine bad(o);
+  EXPECT_EQ(bad.AddPolicy("actor", model, 1, nullptr).field(), "kv_cache_memory_fraction");
 }
 
 TEST(EngineTest, RunLoopServesRequestsFromOtherThreads) {
