@@ -9,11 +9,13 @@
 // (group id, arrival sequence). Doubles are kept bit-exact (CBOR binary floats), so a restored
 // group trains exactly like the original.
 //
-// Ownership and thread safety: plain values and pure functions.
+// Ownership and thread safety: plain values and pure functions; a BufferedGroup caches
+// Queued() (see there), so even its const methods are for one thread at a time.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,9 +33,21 @@ struct BufferedGroup {
   std::vector<Sample> samples;  // Non-empty; all of one policy.
 
   // What staleness ordering needs (GroupMinVersion, GroupGeneratedTokens of the samples).
+  // Both are computed on the first call and kept, because a buffered group's versions and loss
+  // masks never change (only loss weights do) while serving asks on every take, and rescanning
+  // every token of a large buffer then costs milliseconds under the core's lock. So do not
+  // change the samples' versions or loss masks after the first call.
   QueuedGroup Queued() const {
-    return {arrival, GroupMinVersion(samples), GroupGeneratedTokens(samples)};
+    if (!summary_) summary_ = Summary{GroupMinVersion(samples), GroupGeneratedTokens(samples)};
+    return {arrival, summary_->min_version, summary_->generated_tokens};
   }
+
+ private:
+  struct Summary {
+    int64_t min_version = kNoVersion;
+    int64_t generated_tokens = 0;
+  };
+  mutable std::optional<Summary> summary_;
 };
 
 // As a JSON object whose "samples" field is a binary trajectory-group frame; meant to be

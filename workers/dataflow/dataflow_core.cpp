@@ -684,6 +684,7 @@ Result<SubmitResult> DataflowCore::SubmitLocked(const TrajectoryGroup& group) {
     p.counters.accepted_samples += static_cast<int64_t>(bg.samples.size());
     ++result.groups_kept;
     result.samples_kept += static_cast<int64_t>(bg.samples.size());
+    bg.Queued();  // Scans the tokens now, while they are hot, rather than in a later take.
     p.buffer.push_back(std::move(bg));
   }
   if (Status st = curator_->Update(row.id, rewards); !st.ok()) {
@@ -718,8 +719,12 @@ Batch DataflowCore::BuildBatch(const OutstandingBatch& b) const {
   batch.batch_id = b.id;
   batch.policy = b.policy;
   batch.policy_version = b.version;
-  batch.stats = b.stats;
-  batch.stats["serves"] = b.serves;
+  batch.stats = ServedStats(b);
+  size_t n = 0;
+  for (const BufferedGroup& g : b.groups) n += g.samples.size();
+  batch.samples.reserve(n);
+  batch.group_index.reserve(n);
+  batch.replayed.reserve(n);
   for (size_t g = 0; g < b.groups.size(); ++g) {
     for (const Sample& s : b.groups[g].samples) {
       batch.samples.push_back(s);
@@ -730,8 +735,36 @@ Batch DataflowCore::BuildBatch(const OutstandingBatch& b) const {
   return batch;
 }
 
-Result<std::optional<Batch>> DataflowCore::TakeBatchLocked(std::string_view policy, int64_t groups,
-                                                           int64_t now_ns) {
+json DataflowCore::ServedStats(const OutstandingBatch& b) {
+  json stats = b.stats;
+  stats["serves"] = b.serves;
+  return stats;
+}
+
+Result<BatchFrameWriter> DataflowCore::FrameWriterLocked(
+    const std::shared_ptr<OutstandingBatch>& b) const {
+  // The same view of the samples BuildBatch copies, so the bytes are those of EncodeBatch of it.
+  const json stats = ServedStats(*b);
+  BatchView view;
+  view.batch_id = b->id;
+  view.policy = b->policy;
+  view.policy_version = b->version;
+  view.stats = &stats;
+  for (size_t g = 0; g < b->groups.size(); ++g) {
+    for (const Sample& s : b->groups[g].samples) {
+      view.samples.push_back(&s);
+      view.group_index.push_back(static_cast<uint32_t>(g));
+      view.replayed.push_back(b->replayed[g]);
+    }
+  }
+  // The writer reads the packed arrays after the lock is released: holding the batch keeps its
+  // samples alive, and AckLocked leaves the samples of a held batch untouched.
+  return BatchFrameWriter::Create(view, b);
+}
+
+Result<DataflowCore::OutstandingBatch*> DataflowCore::TakeBatchLocked(std::string_view policy,
+                                                                      int64_t groups,
+                                                                      int64_t now_ns) {
   PolicyState* p = FindPolicy(policy);
   if (p == nullptr) return Status::NotFound("no policy " + std::string(policy));
 
@@ -746,14 +779,14 @@ Result<std::optional<Batch>> DataflowCore::TakeBatchLocked(std::string_view poli
     due->served_at_ns = now_ns;
     ++due->serves;
     ++p->counters.reserved_batches;
-    return std::optional<Batch>(BuildBatch(*due));
+    return due;
   }
 
   std::map<std::string, int64_t, std::less<>> latest;
   for (const auto& q : policies_) latest[q->name] = q->version.number;
   Result<BarrierDecision> barrier = MayServeNextBatch(p->name, latest, config_.version_barrier);
   if (!barrier.ok()) return barrier.status();
-  if (!barrier->may_serve) return std::optional<Batch>();
+  if (!barrier->may_serve) return nullptr;
 
   const size_t n = static_cast<size_t>(groups > 0 ? groups : config_.groups_per_batch);
   const size_t replay_n = p->replay.ReplayCount(n);
@@ -778,11 +811,16 @@ Result<std::optional<Batch>> DataflowCore::TakeBatchLocked(std::string_view poli
     for (size_t i : pick.picked) {
       remove[i] = true;
       BufferedGroup g = std::move(p->buffer[i]);
-      for (Sample& s : g.samples) {
-        const StalenessVerdict v = JudgeStaleness(s, version, config_.staleness);
-        if (v.stale && v.keep) {
-          s.loss_weight = v.weight;
-          ++p->counters.down_weighted_samples;
+      // No sample is older than its group's oldest token: only a group that is stale as a
+      // whole (kept by down-weighting) can hold stale samples, so only its tokens are rescanned.
+      const int64_t oldest = queued[i].min_version;
+      if (oldest != kNoVersion && version - oldest > config_.staleness.max_staleness) {
+        for (Sample& s : g.samples) {
+          const StalenessVerdict v = JudgeStaleness(s, version, config_.staleness);
+          if (v.stale && v.keep) {
+            s.loss_weight = v.weight;
+            ++p->counters.down_weighted_samples;
+          }
         }
       }
       batch->groups.push_back(std::move(g));
@@ -797,7 +835,7 @@ Result<std::optional<Batch>> DataflowCore::TakeBatchLocked(std::string_view poli
     }
     p->buffer = std::move(kept);
   }
-  if (!enough) return std::optional<Batch>();
+  if (!enough) return nullptr;
 
   dirty_ = true;
   batch->fresh_groups = static_cast<int64_t>(batch->groups.size());
@@ -823,21 +861,40 @@ Result<std::optional<Batch>> DataflowCore::TakeBatchLocked(std::string_view poli
       {"filtered_groups", p->counters.filtered_groups},
       {"stale_dropped_groups", p->counters.stale_dropped_groups},
       {"stale_dropped_tokens", p->counters.stale_dropped_tokens}};
-  Batch out = BuildBatch(*batch);
-  outstanding_.emplace(batch->id, std::move(batch));
-  return std::optional<Batch>(std::move(out));
+  OutstandingBatch* taken = batch.get();
+  outstanding_.emplace(taken->id, std::move(batch));
+  return taken;
 }
 
-Result<std::optional<Batch>> DataflowCore::TakeBatch(std::string_view policy, int64_t groups) {
-  std::lock_guard<std::mutex> lock(mu_);
+Result<DataflowCore::OutstandingBatch*> DataflowCore::TakeAndLogLocked(std::string_view policy,
+                                                                       int64_t groups) {
   dirty_ = false;
   const int64_t now = NowNs();
-  Result<std::optional<Batch>> r = TakeBatchLocked(policy, groups, now);
+  Result<OutstandingBatch*> r = TakeBatchLocked(policy, groups, now);
   if (dirty_) {
     Emit(RecordType::kTakeBatch, {{"now", now}, {"policy", policy}, {"groups", groups}});
     changed_.notify_all();
   }
   return r;
+}
+
+Result<std::optional<Batch>> DataflowCore::TakeBatch(std::string_view policy, int64_t groups) {
+  std::lock_guard<std::mutex> lock(mu_);
+  SLUICE_ASSIGN_OR_RETURN(OutstandingBatch * taken, TakeAndLogLocked(policy, groups));
+  if (taken == nullptr) return std::optional<Batch>();
+  return std::optional<Batch>(BuildBatch(*taken));
+}
+
+Result<std::optional<BatchFrame>> DataflowCore::TakeBatchFrame(std::string_view policy,
+                                                               int64_t groups) {
+  std::lock_guard<std::mutex> lock(mu_);
+  SLUICE_ASSIGN_OR_RETURN(OutstandingBatch * taken, TakeAndLogLocked(policy, groups));
+  if (taken == nullptr) return std::optional<BatchFrame>();
+  Result<BatchFrameWriter> writer = FrameWriterLocked(outstanding_.at(taken->id));
+  if (!writer.ok()) {
+    return Status::Internal("encoding " + taken->id + ": " + writer.status().ToString());
+  }
+  return std::optional<BatchFrame>(BatchFrame{taken->id, std::move(*writer)});
 }
 
 Status DataflowCore::AckLocked(std::string_view batch_id) {
@@ -850,9 +907,12 @@ Status DataflowCore::AckLocked(std::string_view batch_id) {
   OutstandingBatch& b = *it->second;
   PolicyState& p = *FindPolicy(b.policy);
   if (config_.replay.replay_ratio > 0) {
+    // A frame writer may still be reading this batch's samples outside the lock (a slow
+    // client, or an ack sent as soon as the X-Sluice-Batch-Id header arrived): copy them then.
+    const bool held = it->second.use_count() > 1;
     for (size_t i = 0; i < b.groups.size(); ++i) {
       if (b.replayed[i] != 0) continue;
-      BufferedGroup g = std::move(b.groups[i]);
+      BufferedGroup g = held ? b.groups[i] : std::move(b.groups[i]);
       for (Sample& s : g.samples) s.loss_weight = 1.0;
       p.replay.Add(g.group_id, GroupPriority(g.samples));
       p.replay_groups[g.group_id] = std::move(g);
@@ -1362,7 +1422,7 @@ Status DataflowCore::RestoreSnapshot(std::string_view snapshot) {
       }
       policies.push_back(std::move(p));
     }
-    std::map<std::string, std::unique_ptr<OutstandingBatch>> outstanding;
+    std::map<std::string, std::shared_ptr<OutstandingBatch>> outstanding;
     for (const json& bj : j.at("outstanding")) {
       auto b = std::make_unique<OutstandingBatch>();
       b->id = bj.at("id").get<std::string>();

@@ -199,6 +199,12 @@ enum class RecordType : uint32_t {
 };
 using RecordSink = std::function<void(const Record&)>;
 
+// A batch taken for the wire (DataflowCore::TakeBatchFrame).
+struct BatchFrame {
+  std::string batch_id;
+  BatchFrameWriter writer;  // Its frame, pulled by the caller.
+};
+
 class DataflowCore {
  public:
   // InvalidArgument (naming the config field) for a bad config; the dataset must have at least
@@ -231,6 +237,17 @@ class DataflowCore {
   // A batch of `groups` groups (<= 0: groups_per_batch) for `policy`, or nullopt when none can be
   // served now. NotFound for an unknown policy.
   Result<std::optional<Batch>> TakeBatch(std::string_view policy, int64_t groups);
+  // TakeBatch for the wire: the batch's id and a writer of its frame (trajectory_codec.h), or
+  // nullopt when none can be served now. Only the take and the small fields are done under the
+  // core's lock; the writer copies the tokens, masks, log-probs and versions straight from the
+  // buffered groups when the caller pulls them, after the lock is released, with no intermediate
+  // Batch (the writer holds the batch, so an Ack meanwhile cannot change or free them). The bytes
+  // are exactly those of EncodeBatch of the Batch TakeBatch would have returned; so a re-served
+  // batch has the same bytes as its first serve except `stats.serves` (and the frame's CRC).
+  // Errors as TakeBatch, and Internal when the batch cannot be encoded (over the frame's size
+  // limit); the batch has then been taken (and recorded) all the same, as when EncodeBatch of
+  // TakeBatch's result fails.
+  Result<std::optional<BatchFrame>> TakeBatchFrame(std::string_view policy, int64_t groups);
   // OK also for a batch already acknowledged; NotFound for an id never served.
   Status Ack(std::string_view batch_id);
   // NotFound for an unknown policy; Conflict when the number does not increase.
@@ -275,8 +292,11 @@ class DataflowCore {
   Status ReleaseLocked(std::string_view lease_id, std::string_view error);
   int64_t ExpireLocked(int64_t now_ns);
   Result<SubmitResult> SubmitLocked(const TrajectoryGroup& group);
-  Result<std::optional<Batch>> TakeBatchLocked(std::string_view policy, int64_t groups,
-                                               int64_t now_ns);
+  // The batch served (owned by outstanding_), or null when none can be served now.
+  Result<OutstandingBatch*> TakeBatchLocked(std::string_view policy, int64_t groups,
+                                            int64_t now_ns);
+  // TakeBatchLocked at the current time, emitting its record when it changed state.
+  Result<OutstandingBatch*> TakeAndLogLocked(std::string_view policy, int64_t groups);
   Status AckLocked(std::string_view batch_id);
   Status AnnounceLocked(std::string_view policy, const VersionInfo& version);
 
@@ -292,6 +312,9 @@ class DataflowCore {
   void FinishEvalTaskLocked(int64_t round_id, const std::optional<EvalItem>& item);
   double TrajectoryReward(const Sample& s) const;
   Batch BuildBatch(const OutstandingBatch& b) const;
+  // The batch's stats as served: its stats at take time plus the serve count.
+  static nlohmann::json ServedStats(const OutstandingBatch& b);
+  Result<BatchFrameWriter> FrameWriterLocked(const std::shared_ptr<OutstandingBatch>& b) const;
   nlohmann::json SnapshotJsonLocked() const;
   bool Wait(const std::atomic<bool>& cancel, std::chrono::steady_clock::time_point deadline,
             const std::function<bool()>& ready);
@@ -316,7 +339,8 @@ class DataflowCore {
   std::set<std::string> completed_;                     // Tasks with a winning submit.
   std::map<std::string, std::unique_ptr<LeaseEntry>> leases_;
   std::vector<std::unique_ptr<PolicyState>> policies_;  // Config order.
-  std::map<std::string, std::unique_ptr<OutstandingBatch>> outstanding_;
+  // Shared with the frame writers of batches being sent (TakeBatchFrame).
+  std::map<std::string, std::shared_ptr<OutstandingBatch>> outstanding_;
   std::set<std::string> acked_;
   std::map<int64_t, std::unique_ptr<EvalRound>> eval_rounds_;
   nlohmann::json last_eval_;  // Null until a round completes.

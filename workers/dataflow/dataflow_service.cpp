@@ -25,6 +25,10 @@ struct DataflowService::PolicyWait {
 namespace {
 
 constexpr std::string_view kOctetStream = "application/octet-stream";
+// Bytes of a batch frame encoded per write to the socket: large enough that syscalls are few,
+// small enough that the copy stays in cache for the checksum and that the client reads one
+// piece while the next is encoded.
+constexpr size_t kBatchChunkBytes = size_t{128} << 10;
 // Largest `groups` a batch request may ask for.
 constexpr int64_t kMaxBatchGroups = 1 << 16;
 // How long the metrics' view of the core status is reused between scrapes.
@@ -501,23 +505,45 @@ void DataflowService::HandleTakeBatch(const httplib::Request& req, httplib::Resp
   PollCancel cancel(server_->shutdown_token(), stop_.Token());
   while (true) {
     BeginOp();
-    Result<std::optional<Batch>> batch = core_->TakeBatch(policy, groups);
+    Result<std::optional<BatchFrame>> batch = core_->TakeBatchFrame(policy, groups);
     if (!batch.ok()) {
       t_op = OpState{};
       return http::ReplyError(res, batch.status());
     }
     if (batch->has_value()) {
-      std::string body;
-      if (Status s = EncodeBatch(**batch, &body); !s.ok()) {
-        t_op = OpState{};
-        return http::ReplyError(res, Status::Internal("encoding the batch: " + s.ToString()));
-      }
+      // The take is durable before a byte of the batch leaves.
       if (Status s = EndOp(); !s.ok()) return http::ReplyError(res, s);
       RecordBatchWait(policy, std::chrono::duration<double>(SteadyClock::now() - began).count(),
                       true);
       batch_requests_->WithLabels({policy, "served"}).Inc();
       res.set_header("X-Sluice-Batch-Id", (*batch)->batch_id);
-      res.set_content(std::move(body), std::string(kOctetStream));  // No copy of a large body.
+      // The frame is encoded as it is sent, a chunk per write, so the client reads one chunk
+      // while the next is encoded and no copy of the whole frame is ever made.
+      struct Stream {
+        explicit Stream(BatchFrameWriter w) : writer(std::move(w)) {}
+        BatchFrameWriter writer;
+        std::string chunk;
+      };
+      auto stream = std::make_shared<Stream>(std::move((*batch)->writer));
+      const auto size = static_cast<size_t>(stream->writer.size());
+      res.set_content_provider(
+          size, std::string(kOctetStream),
+          [stream](size_t offset, size_t length, httplib::DataSink& sink) {
+            BatchFrameWriter& w = stream->writer;
+            if (offset < w.written()) return false;  // Forward only (a Range: one at most).
+            // All of it in this one call: httplib checks for shutdown between calls, and a
+            // request in flight is to be finished (server.h).
+            const uint64_t end = offset + length;
+            while (w.written() < end) {
+              const bool skip = w.written() < offset;  // Up to the start of a Range.
+              const uint64_t left = (skip ? offset : end) - w.written();
+              stream->chunk.clear();
+              w.Next(static_cast<size_t>(std::min<uint64_t>(left, kBatchChunkBytes)),
+                     &stream->chunk);
+              if (!skip && !sink.write(stream->chunk.data(), stream->chunk.size())) return false;
+            }
+            return true;
+          });
       return;
     }
     t_op = OpState{};  // Stale drops on the way need no fsync before a 204.

@@ -1,9 +1,11 @@
 #include "workers/dataflow/trajectory_codec.h"
 
+#include <algorithm>
 #include <bit>
 #include <limits>
 #include <type_traits>
 
+#include "common/crc32c.h"
 #include "common/wire/decoder.h"
 #include "common/wire/encoder.h"
 #include "common/wire/frame.h"
@@ -95,27 +97,12 @@ Status GetSample(Decoder& d, const std::string& f, Sample* s) {
   return Status::Ok();
 }
 
-// Writes one wire array (u32 count, then the elements) of `total` elements: the per-sample
-// arrays that `get` returns, concatenated.
-template <typename T, typename Get>
-void PutPacked(Encoder& e, std::string* out, const std::vector<Sample>& samples, uint64_t total,
-               Get get) {
-  if constexpr (std::endian::native == std::endian::little) {
-    // The in-memory representation is the wire encoding (as Encoder::PutArray relies on).
-    e.PutU32(static_cast<uint32_t>(total));
-    for (const Sample& s : samples) {
-      const std::vector<T>& v = get(s);
-      out->append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
-    }
-  } else {
-    std::vector<T> all;
-    all.reserve(total);
-    for (const Sample& s : samples) all.insert(all.end(), get(s).begin(), get(s).end());
-    if constexpr (std::is_same_v<T, int32_t>) e.PutI32Array(all);
-    if constexpr (std::is_same_v<T, uint8_t>) e.PutU8Array(all);
-    if constexpr (std::is_same_v<T, float>) e.PutF32Array(all);
-    if constexpr (std::is_same_v<T, int64_t>) e.PutI64Array(all);
-  }
+void StoreLe16(char* p, uint16_t v) {
+  p[0] = static_cast<char>(v & 0xffu);
+  p[1] = static_cast<char>(v >> 8);
+}
+void StoreLe32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xffu);
 }
 
 }  // namespace
@@ -167,43 +154,91 @@ Result<TrajectoryGroup> DecodeTrajectoryGroup(std::string_view body) {
 }
 
 Status EncodeBatch(const Batch& batch, std::string* out) {
+  BatchView view;
+  view.batch_id = batch.batch_id;
+  view.policy = batch.policy;
+  view.policy_version = batch.policy_version;
+  view.samples.reserve(batch.samples.size());
+  for (const Sample& s : batch.samples) view.samples.push_back(&s);
+  view.group_index = batch.group_index;
+  view.replayed = batch.replayed;
+  view.stats = &batch.stats;
+  return EncodeBatchView(view, out);
+}
+
+Status EncodeBatchView(const BatchView& batch, std::string* out) {
+  SLUICE_ASSIGN_OR_RETURN(BatchFrameWriter writer, BatchFrameWriter::Create(batch));
+  out->reserve(out->size() + writer.size());
+  writer.Next(writer.size(), out);
+  return Status::Ok();
+}
+
+Result<BatchFrameWriter> BatchFrameWriter::Create(const BatchView& batch,
+                                                  std::shared_ptr<const void> owner) {
   if (batch.group_index.size() != batch.samples.size() ||
       batch.replayed.size() != batch.samples.size()) {
     return Status::InvalidArgument("group_index and replayed must have one entry per sample");
   }
-  const size_t start = wire::BeginFrame(out);
-  Encoder e(out);
+  const size_t n = batch.samples.size();
+  std::vector<uint64_t> offsets(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) offsets[i + 1] = offsets[i] + batch.samples[i]->tokens.size();
+  const uint64_t total = offsets[n];
+  if (total > std::numeric_limits<uint32_t>::max()) {
+    return Status::TooLarge("a batch holds at most 2^32 - 1 tokens", "tokens");
+  }
+
+  BatchFrameWriter w;
+  w.owner_ = std::move(owner);
+  std::string& o = w.owned_;
+  Encoder e(&o);
+  size_t run_start = 0;  // Start in owned_ of the bytes not yet covered by a piece.
+  size_t frame_bytes = 0;
+  auto close_run = [&] {
+    if (o.size() > run_start) {
+      w.pieces_.push_back({nullptr, run_start, o.size() - run_start});
+      frame_bytes += o.size() - run_start;
+    }
+    run_start = o.size();
+  };
+  // Packed per-token arrays: one wire array (u32 count, then the elements) of `total` elements,
+  // the samples' arrays concatenated. Borrowed, not copied, where the in-memory representation
+  // is the wire encoding (little-endian hosts, as Encoder::PutArray relies on).
+  auto packed = [&]<typename T>(const std::vector<T>& (*get)(const Sample&)) {
+    if constexpr (std::endian::native == std::endian::little) {
+      e.PutU32(static_cast<uint32_t>(total));
+      close_run();
+      for (const Sample* s : batch.samples) {
+        const std::vector<T>& v = get(*s);
+        if (v.empty()) continue;
+        w.pieces_.push_back({reinterpret_cast<const char*>(v.data()), 0, v.size() * sizeof(T)});
+        frame_bytes += v.size() * sizeof(T);
+      }
+    } else {
+      std::vector<T> all;
+      all.reserve(total);
+      for (const Sample* s : batch.samples) all.insert(all.end(), get(*s).begin(), get(*s).end());
+      if constexpr (std::is_same_v<T, int32_t>) e.PutI32Array(all);
+      if constexpr (std::is_same_v<T, uint8_t>) e.PutU8Array(all);
+      if constexpr (std::is_same_v<T, float>) e.PutF32Array(all);
+      if constexpr (std::is_same_v<T, int64_t>) e.PutI64Array(all);
+    }
+  };
+
+  o.append(wire::kFrameHeaderSize, '\0');  // Filled in below, once the size is known.
   e.PutString(batch.batch_id);
   e.PutString(batch.policy);
   e.PutI64(batch.policy_version);
-  const size_t n = batch.samples.size();
   e.PutVarint(n);
-  std::vector<uint64_t> offsets(n + 1, 0);
-  for (size_t i = 0; i < n; ++i) offsets[i + 1] = offsets[i] + batch.samples[i].tokens.size();
   e.PutU64Array(offsets);
-  // Packed per-token arrays: each one wire array of offsets[n] elements, written straight from
-  // the samples (a batch is tens of MB: no temporary concatenations, one reserved buffer).
-  const uint64_t total = offsets[n];
-  if (total > std::numeric_limits<uint32_t>::max()) {
-    out->resize(start);
-    return Status::TooLarge("a batch holds at most 2^32 - 1 tokens", "tokens");
-  }
-  out->reserve(out->size() + total * (sizeof(int32_t) + 1 + sizeof(float) + sizeof(int64_t)) +
-               n * 96 + 4096);
-  PutPacked<int32_t>(
-      e, out, batch.samples, total, [](const Sample& s) -> const auto& { return s.tokens; });
-  PutPacked<uint8_t>(
-      e, out, batch.samples, total, [](const Sample& s) -> const auto& { return s.loss_mask; });
-  PutPacked<float>(
-      e, out, batch.samples, total,
-      [](const Sample& s) -> const auto& { return s.behaviour_logprobs; });
-  PutPacked<int64_t>(
-      e, out, batch.samples, total, [](const Sample& s) -> const auto& { return s.versions; });
+  packed(+[](const Sample& s) -> const std::vector<int32_t>& { return s.tokens; });
+  packed(+[](const Sample& s) -> const std::vector<uint8_t>& { return s.loss_mask; });
+  packed(+[](const Sample& s) -> const std::vector<float>& { return s.behaviour_logprobs; });
+  packed(+[](const Sample& s) -> const std::vector<int64_t>& { return s.versions; });
   // Per-sample values.
   std::vector<double> reward(n), mean(n), stddev(n), advantage(n), weight(n);
   std::vector<uint8_t> has_advantage(n);
   for (size_t i = 0; i < n; ++i) {
-    const Sample& s = batch.samples[i];
+    const Sample& s = *batch.samples[i];
     reward[i] = s.reward;
     mean[i] = s.group_mean.value_or(0.0);
     stddev[i] = s.group_std.value_or(1.0);
@@ -219,18 +254,65 @@ Status EncodeBatch(const Batch& batch, std::string* out) {
   e.PutF64Array(weight);
   e.PutU32Array(batch.group_index);
   e.PutU8Array(batch.replayed);
-  for (const Sample& s : batch.samples) {
-    e.PutString(s.prompt_id);
-    e.PutString(s.task_id);
-    e.PutString(s.finish_reason);
-    e.PutU32Array(s.turn_starts);
+  for (const Sample* s : batch.samples) {
+    e.PutString(s->prompt_id);
+    e.PutString(s->task_id);
+    e.PutString(s->finish_reason);
+    e.PutU32Array(s->turn_starts);
   }
-  e.PutString(batch.stats.dump());
-  if (!e.status().ok()) {
-    out->resize(start);
-    return e.status();
+  e.PutString(batch.stats != nullptr ? batch.stats->dump() : std::string("{}"));
+  if (!e.status().ok()) return e.status();
+  close_run();
+
+  // The header, as wire::FinishFrame writes it (the frame is never whole in one buffer here).
+  const uint64_t payload = frame_bytes - wire::kFrameHeaderSize;
+  if (payload > wire::kMaxFramePayloadBytes) {
+    return Status::TooLarge("payload of " + std::to_string(payload) +
+                                " bytes is over the frame limit of " +
+                                std::to_string(wire::kMaxFramePayloadBytes),
+                            "frame.payload_length");
   }
-  return wire::FinishFrame(kBatchFrame, start, out);
+  char* h = o.data();
+  StoreLe32(h + wire::kMagicOffset, wire::kMagic);
+  StoreLe16(h + wire::kVersionOffset, wire::kFormatVersion);
+  StoreLe16(h + wire::kTypeOffset, kBatchFrame);
+  StoreLe16(h + wire::kFlagsOffset, 0);
+  StoreLe16(h + wire::kReservedOffset, 0);
+  StoreLe32(h + wire::kPayloadLengthOffset, static_cast<uint32_t>(payload));
+  StoreLe32(h + wire::kHeaderCrcOffset, Crc32cMask(Crc32c(h, wire::kHeaderCrcOffset)));
+  w.size_ = frame_bytes + wire::kFrameTrailerSize;
+  return w;
+}
+
+void BatchFrameWriter::Next(size_t max_bytes, std::string* out) {
+  const uint64_t trailer_start = size_ - wire::kFrameTrailerSize;
+  while (max_bytes > 0 && written_ < trailer_start) {
+    const Piece& p = pieces_[piece_];
+    const size_t take = std::min(max_bytes, p.length - piece_offset_);
+    const char* from = PieceData(p) + piece_offset_;
+    out->append(from, take);
+    // Checksummed right after the copy, while the bytes are in cache.
+    crc_ = Crc32cExtend(crc_, from, take);
+    written_ += take;
+    max_bytes -= take;
+    piece_offset_ += take;
+    if (piece_offset_ == p.length) {
+      ++piece_;
+      piece_offset_ = 0;
+    }
+    if (written_ == trailer_start) {
+      StoreLe32(trailer_, Crc32cMask(crc_));
+      // Nothing borrowed is read any more: let go at once rather than when the caller drops
+      // the writer, so the owner's holder (the core's Ack) sees it released.
+      owner_.reset();
+    }
+  }
+  if (max_bytes > 0 && written_ < size_) {
+    const size_t at = static_cast<size_t>(written_ - trailer_start);
+    const size_t take = std::min<size_t>(max_bytes, wire::kFrameTrailerSize - at);
+    out->append(trailer_ + at, take);
+    written_ += take;
+  }
 }
 
 Result<Batch> DecodeBatch(std::string_view body) {

@@ -6,9 +6,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -40,6 +42,13 @@ struct LogCapture {
     return out;
   }
 };
+
+// `bytes` bytes that differ from any shifted copy of themselves.
+std::string BigBody(size_t bytes) {
+  std::string body(bytes, '\0');
+  for (size_t i = 0; i < bytes; ++i) body[i] = static_cast<char>((i * 131 + i / 251) & 0xff);
+  return body;
+}
 
 class HttpRoundTrip : public ::testing::Test {
  protected:
@@ -111,6 +120,23 @@ class HttpRoundTrip : public ::testing::Test {
             const std::string chunk = "chunk-" + std::to_string(sent++) + ";";
             return sink.write(chunk.data(), chunk.size());
           });
+    });
+    server_->Get("/v1/big", [](const httplib::Request& req, httplib::Response& res) {
+      const size_t bytes = std::stoul(req.get_param_value("bytes"));
+      auto body = std::make_shared<std::string>(BigBody(bytes));
+      if (req.get_param_value("chunked") == "1") {  // No Content-Length: the body grows.
+        res.set_chunked_content_provider(
+            "application/octet-stream", [body](size_t offset, httplib::DataSink& sink) {
+              if (offset == body->size()) {
+                sink.done();
+                return true;
+              }
+              return sink.write(body->data() + offset,
+                                std::min<size_t>(body->size() - offset, 65536));
+            });
+      } else {
+        res.set_content(std::move(*body), "application/octet-stream");
+      }
     });
     server_->Get("/v1/throws", [](const httplib::Request&, httplib::Response&) {
       throw std::runtime_error("boom");
@@ -417,6 +443,26 @@ TEST_F(HttpRoundTrip, StreamsResponsesChunkByChunk) {
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(data_called);
   EXPECT_EQ(r->ToStatus().code(), StatusCode::kNotFound);
+}
+
+// Bodies are read into a string reserved from the Content-Length when there is one.
+TEST_F(HttpRoundTrip, LargeBodiesArriveWholeWithOrWithoutContentLength) {
+  StartServer(ServerOptions{});
+  std::unique_ptr<Client> client = MakeClient();
+  for (const char* chunked : {"0", "1"}) {
+    for (size_t bytes : {size_t{0}, size_t{1}, size_t{5} << 20}) {
+      Result<Response> r =
+          client->Get("/v1/big?bytes=" + std::to_string(bytes) + "&chunked=" + chunked);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(r->status, 200);
+      EXPECT_TRUE(r->body == BigBody(bytes)) << bytes << " bytes, chunked " << chunked;
+    }
+  }
+  // Error bodies are still read whole.
+  Result<Response> missing = client->Get("/v1/nowhere");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_NE(missing->body.find("no route"), std::string::npos) << missing->body;
 }
 
 TEST_F(HttpRoundTrip, GracefulShutdownFinishesTheRequestInFlight) {

@@ -669,6 +669,121 @@ void ExpectSameState(const std::vector<DataflowCore*>& cores) {
   }
 }
 
+// Pulls a frame writer's bytes `chunk` at a time, as the HTTP layer sends them.
+std::string Drain(BatchFrameWriter& writer, size_t chunk) {
+  std::string out;
+  while (!writer.done()) writer.Next(chunk, &out);
+  return out;
+}
+
+TEST_F(DataflowCoreTest, TakeBatchFrameGivesTheBytesOfTakeBatch) {
+  // Twin cores, same history; one serves Batch values (encoded with EncodeBatch), the other
+  // frames. Replay, prioritized selection, staleness drops and re-serves are all on the way.
+  Dataset data = MakeDataset(30, 0.1);
+  FakeClock clock_a, clock_b;
+  auto a = DataflowCore::Create(RecoveryConfig(), &data, &clock_a, 42);
+  auto b = DataflowCore::Create(RecoveryConfig(), &data, &clock_b, 42);
+  ASSERT_TRUE(a.ok() && b.ok());
+  Script(**a, clock_a, 0);
+  Script(**b, clock_b, 0);
+  int served = 0;
+  for (int round = 0; round < 6; ++round) {
+    if (round == 3) {  // Whatever is unacked is served again.
+      clock_a.Advance(seconds(150));
+      clock_b.Advance(seconds(150));
+    }
+    for (const char* policy : {"solver", "verifier"}) {
+      auto batch = (*a)->TakeBatch(policy, 1);
+      auto frame = (*b)->TakeBatchFrame(policy, 1);
+      ASSERT_TRUE(batch.ok() && frame.ok());
+      ASSERT_EQ(batch->has_value(), frame->has_value());
+      if (!batch->has_value()) continue;
+      ++served;
+      ASSERT_EQ((*batch)->batch_id, (*frame)->batch_id);
+      const std::string want = EncodeOrDie(**batch);
+      EXPECT_EQ((*frame)->writer.size(), want.size());
+      if (round % 2 == 1) {
+        // Acked before its bytes are pulled (replay is on, so the ack would move the groups
+        // into replay memory): the frame must not change.
+        ASSERT_TRUE((*a)->Ack((*batch)->batch_id).ok());
+        ASSERT_TRUE((*b)->Ack((*frame)->batch_id).ok());
+      }
+      EXPECT_TRUE(Drain((*frame)->writer, 1000) == want) << policy << " round " << round;
+    }
+    // Keep the buffers fed so that later rounds serve fresh groups and replays.
+    const std::vector<LeasedTask> ta = (*a)->Lease(Req(2, "f")).tasks;
+    const std::vector<LeasedTask> tb = (*b)->Lease(Req(2, "f")).tasks;
+    ASSERT_EQ(ta.size(), tb.size());
+    for (size_t t = 0; t < ta.size(); ++t) {
+      ASSERT_EQ(ta[t].task_id, tb[t].task_id);
+      std::vector<Sample> samples;
+      for (int i = 0; i < 4; ++i) samples.push_back(Duo(i % 2, (i + 1) % 3 == 0 ? 1 : 0));
+      for (Sample& s : samples) s.versions = {-1, round % 3, round % 3, 2};
+      EXPECT_EQ((*a)->Submit(Group(ta[t], samples)).ok(), (*b)->Submit(Group(tb[t], samples)).ok());
+    }
+  }
+  EXPECT_GE(served, 6);
+  // Acks with a frame still pending copied the groups into replay memory instead of moving
+  // them; the states are the same.
+  EXPECT_TRUE((*a)->Snapshot() == (*b)->Snapshot());
+}
+
+TEST_F(DataflowCoreTest, AckedBatchKeepsItsPendingFrameWhileReplayMemoryMovesOn) {
+  DataflowConfig c = BaseConfig();
+  c.replay.replay_ratio = 0.5;  // Acks move fresh groups into replay memory...
+  c.replay.capacity = 1;        // ...and a second ack evicts (frees) the first one's.
+  auto core = Make(c);
+  // Large arrays, so that freed ones go back to the system and reading them would crash.
+  auto big = [](double reward, int32_t first_token) {
+    Sample s = Single(reward);
+    s.tokens.resize(1 << 16);
+    for (size_t i = 0; i < s.tokens.size(); ++i)
+      s.tokens[i] = first_token + static_cast<int32_t>(i);
+    s.loss_mask.resize(s.tokens.size(), 1);
+    s.behaviour_logprobs.resize(s.tokens.size(), -0.5f);
+    s.versions.resize(s.tokens.size(), 0);
+    return s;
+  };
+  for (int32_t g = 0; g < 2; ++g) {
+    SubmitOk(*core, Group(LeaseOne(*core), {big(0, 1000 * g), big(1, 1000 * g + 1)}));
+  }
+  auto f1 = core->TakeBatchFrame("actor", 1);
+  auto f2 = core->TakeBatchFrame("actor", 1);
+  ASSERT_TRUE(f1.ok() && f1->has_value() && f2.ok() && f2->has_value());
+  ASSERT_TRUE(core->Ack((*f1)->batch_id).ok());
+  ASSERT_TRUE(core->Ack((*f2)->batch_id).ok());
+  EXPECT_EQ(core->StatusJson()["policies"]["actor"]["replay_size"], 1);
+  for (auto* f : {&f1, &f2}) {
+    Result<Batch> b = DecodeBatch(Drain((**f)->writer, 256 << 10));
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    ASSERT_EQ(b->samples.size(), 2U);
+    const int32_t first = f == &f1 ? 0 : 1000;
+    EXPECT_EQ(b->samples[1].tokens.front(), first + 1);
+    EXPECT_EQ(b->samples[1].tokens.back(), first + 1 + (1 << 16) - 1);
+  }
+}
+
+TEST_F(DataflowCoreTest, ReservedBatchFrameDiffersFromTheFirstOnlyInItsServeCount) {
+  auto core = Make(BaseConfig());
+  for (int i = 0; i < 2; ++i) SubmitOk(*core, Mixed(LeaseOne(*core)));
+  auto first = core->TakeBatchFrame("actor", 2);
+  ASSERT_TRUE(first.ok() && first->has_value());
+  const std::string first_bytes = Drain((*first)->writer, 64 << 10);
+  EXPECT_FALSE(core->TakeBatchFrame("actor", 2)->has_value());
+  clock_.Advance(seconds(100));
+  const size_t records = records_.size();
+  auto again = core->TakeBatchFrame("actor", 2);
+  ASSERT_TRUE(again.ok() && again->has_value());
+  EXPECT_EQ((*again)->batch_id, (*first)->batch_id);
+  EXPECT_EQ(records_.size(), records + 1) << "a re-serve is recorded before it is sent";
+  const std::string again_bytes = Drain((*again)->writer, 3);
+  Result<Batch> decoded = DecodeBatch(again_bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->stats["serves"], 2);
+  decoded->stats["serves"] = 1;
+  EXPECT_TRUE(EncodeOrDie(*decoded) == first_bytes);
+}
+
 TEST_F(DataflowCoreTest, RecoveryFromRecordsAndFromSnapshotPlusRecords) {
   Dataset data = MakeDataset(30, 0.1);
   auto original = Make(RecoveryConfig(), &data, 42);

@@ -298,14 +298,25 @@ TEST_F(DataflowServiceTest, BatchNotAckedIsServedAgain) {
   c.ack_timeout = seconds(5);
   StartService(c);
   SubmitOk(GroupFor(LeaseOne()));
-  Batch b = TakeBatchOk("actor");
+  http::Response first = GetBatch("actor");
+  ASSERT_EQ(first.status, 200);
+  EXPECT_EQ(first.Header("Content-Length"), std::to_string(first.body.size()));
+  Batch b = std::move(DecodeBatch(first.body)).value();
   EXPECT_EQ(b.batch_id, "batch-1");
   EXPECT_EQ(b.samples.size(), 4U);
   EXPECT_EQ(GetBatch("actor").status, 204);
   clock_.Advance(seconds(6));
-  Batch again = TakeBatchOk("actor");
+  http::Response second = GetBatch("actor");
+  ASSERT_EQ(second.status, 200);
+  Batch again = std::move(DecodeBatch(second.body)).value();
   EXPECT_EQ(again.batch_id, b.batch_id);
   EXPECT_EQ(again.samples.size(), b.samples.size());
+  // The same bytes, but for the serve count in the stats.
+  EXPECT_EQ(again.stats["serves"], 2);
+  again.stats["serves"] = 1;
+  std::string reencoded;
+  ASSERT_TRUE(EncodeBatch(again, &reencoded).ok());
+  EXPECT_TRUE(reencoded == first.body);
   EXPECT_EQ(Ack(b.batch_id), 200);
   EXPECT_EQ(Ack(b.batch_id), 200);  // Acking twice is fine.
   clock_.Advance(seconds(6));
@@ -315,6 +326,25 @@ TEST_F(DataflowServiceTest, BatchNotAckedIsServedAgain) {
   json s = Status();
   EXPECT_EQ(s["policies"]["actor"]["reserved_batches"], 1);
   EXPECT_EQ(s["policies"]["actor"]["acked_batches"], 1);
+}
+
+// A batch is encoded while it is sent; a Range request still gets the right bytes.
+TEST_F(DataflowServiceTest, RangeOfABatchIsThoseBytesOfTheFrame) {
+  DataflowConfig c = BaseConfig();
+  c.groups_per_batch = 1;
+  c.ack_timeout = seconds(5);
+  StartService(c);
+  SubmitOk(GroupFor(LeaseOne()));
+  http::Request ranged;
+  ranged.path = "/v1/batches/actor";
+  ranged.headers.emplace("Range", "bytes=30-129");
+  http::Response part = Must(client_->Send(ranged));
+  ASSERT_EQ(part.status, 206) << part.body;
+  clock_.Advance(seconds(6));
+  http::Response whole = GetBatch("actor");  // The same batch, served again.
+  ASSERT_EQ(whole.status, 200);
+  ASSERT_GT(whole.body.size(), 130U);
+  EXPECT_TRUE(part.body == whole.body.substr(30, 100));
 }
 
 // spec.batch.perPolicy: a request for 0 groups gets the policy's own batch size.

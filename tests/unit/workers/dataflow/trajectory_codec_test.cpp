@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/wire/encoder.h"
 #include "common/wire/frame.h"
 
 namespace sluice::dataflow {
@@ -141,6 +142,147 @@ TEST(TrajectoryCodecTest, BatchPacksWithoutPaddingAndRoundTrips) {
   std::string out;
   EXPECT_FALSE(EncodeBatch(mismatched, &out).ok());
   EXPECT_FALSE(DecodeBatch(body.substr(0, 50)).ok());
+}
+
+// The batch frame as docs/dataflow.md lays it out, written the plain way (concatenated arrays,
+// wire::FinishFrame), to check BatchFrameWriter's piecewise encoding against.
+std::string ReferenceBatchFrame(const Batch& b) {
+  std::string out;
+  const size_t start = wire::BeginFrame(&out);
+  wire::Encoder e(&out);
+  e.PutString(b.batch_id);
+  e.PutString(b.policy);
+  e.PutI64(b.policy_version);
+  e.PutVarint(b.samples.size());
+  std::vector<uint64_t> offsets{0};
+  std::vector<int32_t> tokens;
+  std::vector<uint8_t> mask;
+  std::vector<float> logprobs;
+  std::vector<int64_t> versions;
+  std::vector<double> reward, mean, stddev, advantage, weight;
+  std::vector<uint8_t> has_advantage;
+  for (const Sample& s : b.samples) {
+    offsets.push_back(offsets.back() + s.tokens.size());
+    tokens.insert(tokens.end(), s.tokens.begin(), s.tokens.end());
+    mask.insert(mask.end(), s.loss_mask.begin(), s.loss_mask.end());
+    logprobs.insert(logprobs.end(), s.behaviour_logprobs.begin(), s.behaviour_logprobs.end());
+    versions.insert(versions.end(), s.versions.begin(), s.versions.end());
+    reward.push_back(s.reward);
+    mean.push_back(s.group_mean.value_or(0.0));
+    stddev.push_back(s.group_std.value_or(1.0));
+    has_advantage.push_back(s.advantage.has_value() ? 1 : 0);
+    advantage.push_back(s.advantage.value_or(0.0));
+    weight.push_back(s.loss_weight);
+  }
+  e.PutU64Array(offsets);
+  e.PutI32Array(tokens);
+  e.PutU8Array(mask);
+  e.PutF32Array(logprobs);
+  e.PutI64Array(versions);
+  for (const auto* v : {&reward, &mean, &stddev}) e.PutF64Array(*v);
+  e.PutU8Array(has_advantage);
+  e.PutF64Array(advantage);
+  e.PutF64Array(weight);
+  e.PutU32Array(b.group_index);
+  e.PutU8Array(b.replayed);
+  for (const Sample& s : b.samples) {
+    e.PutString(s.prompt_id);
+    e.PutString(s.task_id);
+    e.PutString(s.finish_reason);
+    e.PutU32Array(s.turn_starts);
+  }
+  e.PutString(b.stats.dump());
+  EXPECT_TRUE(e.status().ok());
+  EXPECT_TRUE(wire::FinishFrame(kBatchFrame, start, &out).ok());
+  return out;
+}
+
+Batch MixedBatch() {
+  Batch b;
+  b.batch_id = "batch-12";
+  b.policy = "actor";
+  b.policy_version = 3;
+  b.samples = {MakeSample(40, "actor", 1.0), MakeSample(0, "actor", 0.0),
+               MakeSample(1, "actor", 0.5), MakeSample(700, "actor", -1.0)};
+  b.samples[0].advantage = 0.5;
+  b.samples[0].group_mean = 0.25;
+  b.samples[3].loss_weight = 0.125;
+  b.samples[3].task_id = "task-9";
+  b.samples[3].turn_starts = {2, 300};
+  b.group_index = {0, 0, 1, 1};
+  b.replayed = {0, 0, 1, 1};
+  b.stats = {{"fresh_groups", 1}, {"serves", 1}};
+  return b;
+}
+
+BatchView ViewOf(const Batch& b) {
+  BatchView v;
+  v.batch_id = b.batch_id;
+  v.policy = b.policy;
+  v.policy_version = b.policy_version;
+  for (const Sample& s : b.samples) v.samples.push_back(&s);
+  v.group_index = b.group_index;
+  v.replayed = b.replayed;
+  v.stats = &b.stats;
+  return v;
+}
+
+TEST(TrajectoryCodecTest, BatchFrameWriterGivesTheReferenceBytesInAnyChunking) {
+  const Batch b = MixedBatch();
+  const std::string want = ReferenceBatchFrame(b);
+  std::string whole;
+  ASSERT_TRUE(EncodeBatch(b, &whole).ok());
+  EXPECT_TRUE(whole == want);
+  std::string via_view = "prefix";  // Appends.
+  ASSERT_TRUE(EncodeBatchView(ViewOf(b), &via_view).ok());
+  EXPECT_TRUE(via_view == "prefix" + want);
+  for (size_t chunk : {size_t{1}, size_t{3}, size_t{19}, size_t{64}, size_t{4096}}) {
+    Result<BatchFrameWriter> w = BatchFrameWriter::Create(ViewOf(b));
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    EXPECT_EQ(w->size(), want.size());
+    std::string got;
+    while (!w->done()) {
+      const uint64_t before = w->written();
+      w->Next(chunk, &got);
+      ASSERT_EQ(w->written() - before, std::min<uint64_t>(chunk, want.size() - before));
+      ASSERT_EQ(got.size(), w->written());
+    }
+    w->Next(chunk, &got);  // Past the end: nothing.
+    EXPECT_TRUE(got == want) << "chunk " << chunk;
+  }
+  Result<Batch> back = DecodeBatch(want);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->samples[3].tokens, b.samples[3].tokens);
+}
+
+TEST(TrajectoryCodecTest, BatchFrameWriterHoldsItsOwnerAndMayMove) {
+  auto owned = std::make_shared<Batch>(MixedBatch());
+  const std::string want = ReferenceBatchFrame(*owned);
+  Result<BatchFrameWriter> w = BatchFrameWriter::Create(ViewOf(*owned), owned);
+  ASSERT_TRUE(w.ok());
+  std::weak_ptr<Batch> alive = owned;
+  owned.reset();
+  ASSERT_FALSE(alive.expired()) << "the writer keeps the samples it reads alive";
+  std::string got;
+  w->Next(100, &got);
+  BatchFrameWriter moved = std::move(*w);          // The small fields it owns move with it.
+  moved.Next(want.size() - got.size() - 4, &got);  // All but the trailer CRC.
+  EXPECT_TRUE(alive.expired()) << "let go of once nothing borrowed is left to read";
+  moved.Next(want.size(), &got);
+  EXPECT_TRUE(got == want);
+}
+
+TEST(TrajectoryCodecTest, BatchFrameWriterRejectsWhatEncodeBatchRejects) {
+  Batch b = MixedBatch();
+  b.replayed.pop_back();
+  EXPECT_EQ(BatchFrameWriter::Create(ViewOf(b)).status().code(), StatusCode::kInvalidArgument);
+  std::string out = "kept";
+  EXPECT_FALSE(EncodeBatchView(ViewOf(b), &out).ok());
+  EXPECT_EQ(out, "kept");
+  const Batch empty;
+  std::string frame;
+  ASSERT_TRUE(EncodeBatch(empty, &frame).ok());
+  EXPECT_TRUE(frame == ReferenceBatchFrame(empty));
 }
 
 }  // namespace
