@@ -1,5 +1,6 @@
 #include "common/clock.h"
 
+#include <iterator>
 #include <thread>
 
 namespace sluice {
@@ -30,13 +31,20 @@ void FakeClock::SleepFor(Duration d) {
   std::unique_lock<std::mutex> lock(mu_);
   const MonoTime until = mono_ + d;
   ++sleepers_;
+  auto it = deadlines_.insert(until);
   cv_.wait(lock, [&] { return mono_ >= until; });
+  deadlines_.erase(it);
   --sleepers_;
 }
 
 int FakeClock::Sleepers() const {
   std::lock_guard<std::mutex> lock(mu_);
   return sleepers_;
+}
+
+int FakeClock::PendingSleepers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(std::distance(deadlines_.upper_bound(mono_), deadlines_.end()));
 }
 
 void FakeClock::Advance(Duration d) {

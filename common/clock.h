@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 
 namespace sluice {
 
@@ -49,6 +50,10 @@ class FakeClock final : public Clock {
   void Advance(Duration d);
   // Threads blocked in SleepFor now; tests wait for a sleeper before advancing past it.
   int Sleepers() const;
+  // Of those, the ones whose wake-up time has not come yet (a thread whose time has come but
+  // that has not run yet is not counted): what a test that advances on demand should look at,
+  // so a slow wake-up under load is not mistaken for a sleeper still waiting.
+  int PendingSleepers() const;
 
  private:
   mutable std::mutex mu_;
@@ -56,6 +61,7 @@ class FakeClock final : public Clock {
   MonoTime mono_;
   WallTime wall_;
   int sleepers_ = 0;
+  std::multiset<MonoTime> deadlines_;  // One per thread in SleepFor.
 };
 
 }  // namespace sluice

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 
 namespace sluice {
@@ -32,6 +33,24 @@ TEST(FakeClockTest, SleepForReturnsWhenAdvancedPastDeadline) {
   clock.Advance(std::chrono::seconds(6));
   sleeper.join();
   EXPECT_TRUE(woke.load());
+  EXPECT_EQ(clock.Sleepers(), 0);
+}
+
+TEST(FakeClockTest, PendingSleepersLeaveOutThoseAlreadyDue) {
+  FakeClock clock;
+  std::mutex mu;
+  std::unique_lock<std::mutex> hold(mu);  // Keeps the woken sleeper from finishing.
+  std::thread sleeper([&] {
+    clock.SleepFor(std::chrono::seconds(3));
+    std::lock_guard<std::mutex> wait(mu);
+  });
+  while (clock.Sleepers() == 0) std::this_thread::yield();
+  EXPECT_EQ(clock.PendingSleepers(), 1);
+  clock.Advance(std::chrono::seconds(3));
+  // Due: no longer pending, whether or not its thread has run yet.
+  EXPECT_EQ(clock.PendingSleepers(), 0);
+  hold.unlock();
+  sleeper.join();
   EXPECT_EQ(clock.Sleepers(), 0);
 }
 

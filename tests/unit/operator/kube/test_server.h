@@ -130,15 +130,11 @@ class AutoAdvance {
  private:
   void Loop() {
     while (!stop_) {
-      if (clock_.Sleepers() > 0) {
+      // Only sleepers whose time has not come: one already due but not yet woken (slow under
+      // load) must not make the clock run on past it.
+      if (clock_.PendingSleepers() > 0) {
         clock_.Advance(step_);
         advanced_ms_ += step_.count();
-        // A sleeper whose time has come is still counted until its thread wakes; give it a
-        // moment so one wake-up is not mistaken for a sleeper still waiting.
-        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
-        while (clock_.Sleepers() > 0 && std::chrono::steady_clock::now() < until) {
-          std::this_thread::yield();
-        }
       } else {
         std::this_thread::sleep_for(std::chrono::microseconds(200));
       }
