@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/splitmix64.h"
+
 namespace sluice::dataflow {
 namespace {
 
@@ -24,13 +26,6 @@ constexpr int64_t kMaxEpochs = 100'000;
 constexpr int64_t kMaxChainDivisor = 1000;
 
 // ---- Randomness: portable, so a seed means the same rows everywhere. ----
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // Uniform in [0, n), n >= 1, without modulo bias.
 uint64_t UniformBelow(std::mt19937_64& rng, uint64_t n) {

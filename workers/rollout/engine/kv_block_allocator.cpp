@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/check.h"
+#include "common/splitmix64.h"
 
 namespace sluice::engine {
 namespace {
@@ -20,11 +21,7 @@ uint64_t FnvBytes(uint64_t h, uint64_t value, int bytes) {
 
 // splitmix64's finaliser: FNV-1a alone diffuses poorly into the high bits, and the hash is used
 // as a hash-table key.
-uint64_t Finalise(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+uint64_t Finalise(uint64_t z) { return Mix64(z); }
 
 }  // namespace
 

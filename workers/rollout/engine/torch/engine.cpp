@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 
+#include "common/splitmix64.h"
 #include "workers/rollout/engine/kv_cache_budget.h"
 #include "workers/rollout/engine/scheduler.h"
 #include "workers/rollout/engine/stop_strings.h"
@@ -50,19 +51,8 @@ struct Engine::Policy {
   int64_t max_total_tokens = 0;  // Prompt + output limit: the context and the cache.
 };
 
-namespace {
-
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
 uint64_t Engine::SampleSeed(uint64_t request_seed, int32_t index) {
-  return Mix(request_seed ^ Mix(static_cast<uint64_t>(index) + 0x5eed));
+  return SplitMix64(request_seed ^ SplitMix64(static_cast<uint64_t>(index) + 0x5eed));
 }
 
 Engine::Engine(EngineOptions options) : options_(std::move(options)) {}

@@ -3,17 +3,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/splitmix64.h"
+
 namespace sluice::engine {
-namespace {
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 double DrawUniform(uint64_t seed, uint64_t offset) {
   const uint64_t bits = SplitMix64(SplitMix64(seed) ^ (offset * 0xd1342543de82ef95ULL + 1));
