@@ -229,6 +229,12 @@ Result<std::unique_ptr<DataflowCore>> DataflowCore::Create(DataflowConfig config
   }
   if (config.ack_timeout.count() <= 0) return Status::InvalidArgument("must be > 0", "ackTimeout");
   if (config.epochs < 1) return Status::InvalidArgument("must be >= 1", "epochs");
+  if (config.remember_completed_tasks < 1) {
+    return Status::InvalidArgument("must be >= 1", "remember_completed_tasks");
+  }
+  if (config.remember_acked_batches < 1) {
+    return Status::InvalidArgument("must be >= 1", "remember_acked_batches");
+  }
   if (config.eval.k < 1) return Status::InvalidArgument("must be >= 1", "evaluation.k");
   if (config.eval.every_versions < 0) {
     return Status::InvalidArgument("must be >= 0", "evaluation.everyVersions");
@@ -258,6 +264,8 @@ DataflowCore::DataflowCore(DataflowConfig config, const Dataset* dataset, Clock*
       cursor_(*dataset, config_.shuffle, config_.shuffle_seed, config_.epochs),
       curator_(std::move(curator)),
       chain_(std::move(chain)),
+      completed_(static_cast<size_t>(config_.remember_completed_tasks)),
+      acked_(static_cast<size_t>(config_.remember_acked_batches)),
       counters_(std::make_unique<Counters>()) {
   for (const std::string& name : config_.policies) {
     auto p = std::make_unique<PolicyState>(PolicyState{.name = name,
@@ -571,7 +579,7 @@ Result<SubmitResult> DataflowCore::SubmitLocked(const TrajectoryGroup& group) {
   if (group.samples.empty()) {
     return Status::InvalidArgument("a group has at least one sample", "samples");
   }
-  if (completed_.count(group.task_id) > 0) {
+  if (completed_.Contains(group.task_id)) {
     ++counters_->duplicates;
     dirty_ = true;
     SubmitResult r;
@@ -580,7 +588,10 @@ Result<SubmitResult> DataflowCore::SubmitLocked(const TrajectoryGroup& group) {
     return r;
   }
   auto it = tasks_.find(group.task_id);
-  if (it == tasks_.end()) return Status::NotFound("no task " + group.task_id);
+  if (it == tasks_.end()) {
+    return Status::NotFound("no task " + group.task_id +
+                            " (never issued, or completed long enough ago to be forgotten)");
+  }
   Task& task = *it->second;
   if (group.attempt < 1 || group.attempt > task.attempt) {
     return Status::InvalidArgument(
@@ -633,7 +644,7 @@ Result<SubmitResult> DataflowCore::SubmitLocked(const TrajectoryGroup& group) {
   }
   ++counters_->submits_accepted;
   if (result.late) ++counters_->submits_late;
-  completed_.insert(task.id);
+  completed_.Insert(task.id);
   const bool eval = task.eval;
   const int64_t round = task.eval_round;
   const std::string task_id = task.id;
@@ -900,7 +911,7 @@ Result<std::optional<BatchFrame>> DataflowCore::TakeBatchFrame(std::string_view 
 Status DataflowCore::AckLocked(std::string_view batch_id) {
   auto it = outstanding_.find(std::string(batch_id));
   if (it == outstanding_.end()) {
-    if (acked_.count(std::string(batch_id)) > 0) return Status::Ok();
+    if (acked_.Contains(batch_id)) return Status::Ok();
     return Status::NotFound("no batch " + std::string(batch_id));
   }
   dirty_ = true;
@@ -923,7 +934,7 @@ Status DataflowCore::AckLocked(std::string_view batch_id) {
   }
   ++p.counters.acked_batches;
   p.counters.acked_groups += b.fresh_groups;
-  acked_.insert(b.id);
+  acked_.Insert(b.id);
   outstanding_.erase(it);
   return Status::Ok();
 }
@@ -1247,7 +1258,7 @@ json DataflowCore::SnapshotJsonLocked() const {
   j["tasks"] = std::move(tasks);
   j["pending"] = pending_;
   j["eval_pending"] = eval_pending_;
-  j["completed"] = completed_;
+  j["completed"] = completed_.ToJson();
   json leases = json::array();
   for (const auto& [id, l] : leases_) {
     leases.push_back({{"id", l->id},
@@ -1289,7 +1300,7 @@ json DataflowCore::SnapshotJsonLocked() const {
                            {"groups", GroupsToJson(b->groups).value()}});
   }
   j["outstanding"] = std::move(outstanding);
-  j["acked"] = acked_;
+  j["acked"] = acked_.ToJson();
   json rounds = json::array();
   for (const auto& [id, r] : eval_rounds_) {
     json items = json::array();
@@ -1369,7 +1380,10 @@ Status DataflowCore::RestoreSnapshot(std::string_view snapshot) {
         if (tasks.count(id) == 0) return Status::Corruption("queued task unknown", "pending");
       }
     }
-    auto completed = j.at("completed").get<std::set<std::string>>();
+    SLUICE_ASSIGN_OR_RETURN(
+        RecentIds completed,
+        RecentIds::FromJson(j.at("completed"),
+                            static_cast<size_t>(config_.remember_completed_tasks)));
     std::map<std::string, std::unique_ptr<LeaseEntry>> leases;
     for (const json& lj : j.at("leases")) {
       auto l = std::make_unique<LeaseEntry>();
@@ -1439,7 +1453,9 @@ Status DataflowCore::RestoreSnapshot(std::string_view snapshot) {
       }
       outstanding.emplace(b->id, std::move(b));
     }
-    auto acked = j.at("acked").get<std::set<std::string>>();
+    SLUICE_ASSIGN_OR_RETURN(
+        RecentIds acked,
+        RecentIds::FromJson(j.at("acked"), static_cast<size_t>(config_.remember_acked_batches)));
     std::map<int64_t, std::unique_ptr<EvalRound>> rounds;
     for (const json& rj : j.at("eval_rounds")) {
       auto r = std::make_unique<EvalRound>();

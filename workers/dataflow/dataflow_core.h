@@ -86,6 +86,7 @@
 #include "workers/dataflow/algorithms/staleness.h"
 #include "workers/dataflow/buffered_group.h"
 #include "workers/dataflow/dataset.h"
+#include "workers/dataflow/recent_ids.h"
 #include "workers/dataflow/trajectory_codec.h"
 
 namespace sluice::dataflow {
@@ -124,6 +125,12 @@ struct DataflowConfig {
   bool shuffle = true;
   uint64_t shuffle_seed = 0;
   int64_t epochs = 1;
+  // How many completed task ids and acked batch ids are remembered (RecentIds), so a repeated
+  // submit is answered "duplicate" and a repeated ack is a no-op. Older ones are forgotten,
+  // oldest first: a submit for a forgotten task is NotFound, an ack of a forgotten batch too.
+  // Bounded so memory does not grow with dataset size x epochs; >= 1.
+  int64_t remember_completed_tasks = int64_t{1} << 20;
+  int64_t remember_acked_batches = int64_t{1} << 16;
 };
 
 // A policy weight version as announced by its trainer.
@@ -336,12 +343,12 @@ class DataflowCore {
   std::map<std::string, std::unique_ptr<Task>> tasks_;  // Pending, leased and set-aside tasks.
   std::deque<std::string> pending_;                     // Train task ids, front first.
   std::deque<std::string> eval_pending_;                // Eval task ids, front first.
-  std::set<std::string> completed_;                     // Tasks with a winning submit.
+  RecentIds completed_;  // Tasks with a winning submit (the newest remember_completed_tasks).
   std::map<std::string, std::unique_ptr<LeaseEntry>> leases_;
   std::vector<std::unique_ptr<PolicyState>> policies_;  // Config order.
   // Shared with the frame writers of batches being sent (TakeBatchFrame).
   std::map<std::string, std::shared_ptr<OutstandingBatch>> outstanding_;
-  std::set<std::string> acked_;
+  RecentIds acked_;  // The newest remember_acked_batches acked batch ids.
   std::map<int64_t, std::unique_ptr<EvalRound>> eval_rounds_;
   nlohmann::json last_eval_;  // Null until a round completes.
   std::unique_ptr<Counters> counters_;

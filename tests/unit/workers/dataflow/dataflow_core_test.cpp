@@ -222,6 +222,48 @@ TEST_F(DataflowCoreTest, BackpressureStopsLeasesUntilBatchesAreAcked) {
   EXPECT_EQ(core->StatusJson()["admission_room"], 0);
 }
 
+TEST_F(DataflowCoreTest, RemembersOnlyTheNewestCompletedTasksAndAckedBatches) {
+  DataflowConfig config = BaseConfig();
+  config.remember_completed_tasks = 2;
+  config.remember_acked_batches = 1;
+  auto core = Make(config);
+  std::vector<LeasedTask> done;
+  for (int i = 0; i < 3; ++i) {
+    done.push_back(LeaseOne(*core));
+    SubmitOk(*core, Mixed(done.back()));
+  }
+  // The newest two are remembered: a repeat is a duplicate; the oldest is forgotten.
+  auto dup = core->Submit(Mixed(done[2]));
+  ASSERT_TRUE(dup.ok());
+  EXPECT_TRUE(dup->duplicate);
+  EXPECT_TRUE(core->Submit(Mixed(done[1]))->duplicate);
+  Status forgotten = core->Submit(Mixed(done[0])).status();
+  EXPECT_EQ(forgotten.code(), StatusCode::kNotFound);
+  EXPECT_NE(forgotten.message().find("forgotten"), std::string::npos);
+
+  std::vector<std::string> batches;
+  for (int i = 0; i < 2; ++i) {
+    auto batch = core->TakeBatch("actor", 1);
+    ASSERT_TRUE(batch.ok() && batch->has_value());
+    batches.push_back((*batch)->batch_id);
+    ASSERT_TRUE(core->Ack(batches.back()).ok());
+  }
+  EXPECT_TRUE(core->Ack(batches[1]).ok());  // Remembered: a repeated ack is a no-op.
+  EXPECT_EQ(core->Ack(batches[0]).code(), StatusCode::kNotFound);
+
+  // A snapshot keeps the same memory, order included.
+  const std::string snap = core->Snapshot();
+  auto restored = Make(config);
+  ASSERT_TRUE(restored->RestoreSnapshot(snap).ok());
+  EXPECT_TRUE(restored->Submit(Mixed(done[2]))->duplicate);
+  EXPECT_EQ(restored->Submit(Mixed(done[0])).status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(restored->Ack(batches[1]).ok());
+
+  config.remember_completed_tasks = 0;
+  EXPECT_EQ(DataflowCore::Create(config, &dataset_, &clock_, 1, nullptr).status().field(),
+            "remember_completed_tasks");
+}
+
 TEST_F(DataflowCoreTest, DuplicateAndLateSubmits) {
   auto core = Make(BaseConfig());
   LeasedTask first = LeaseOne(*core, "A");
