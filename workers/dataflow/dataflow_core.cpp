@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <exception>
+#include <numeric>
 #include <sstream>
 #include <utility>
 
+#include "common/splitmix64.h"
 #include "workers/dataflow/algorithms/eval_metrics.h"
 #include "workers/dataflow/algorithms/splitting.h"
 #include "workers/dataflow/algorithms/version_barrier.h"
@@ -236,6 +238,9 @@ Result<std::unique_ptr<DataflowCore>> DataflowCore::Create(DataflowConfig config
     return Status::InvalidArgument("must be >= 1", "remember_acked_batches");
   }
   if (config.eval.k < 1) return Status::InvalidArgument("must be >= 1", "evaluation.k");
+  if (config.eval.samples < 0) {
+    return Status::InvalidArgument("must be >= 0", "evaluation.samples");
+  }
   if (config.eval.every_versions < 0) {
     return Status::InvalidArgument("must be >= 0", "evaluation.everyVersions");
   }
@@ -280,6 +285,43 @@ DataflowCore::DataflowCore(DataflowConfig config, const Dataset* dataset, Clock*
     p->version.number = 0;
     policies_.push_back(std::move(p));
   }
+  eval_rows_ = EvalRowSubset(dataset_->eval_size(), config_.eval.samples, config_.shuffle_seed);
+  // Deterministic, so a recovering core (created afresh, then restored or replayed) starts from
+  // the same state as the original did.
+  if (config_.eval.at_start) QueueEvalRoundLocked(*policies_.front(), 0);
+}
+
+std::vector<size_t> EvalRowSubset(size_t eval_size, int64_t samples, uint64_t seed) {
+  std::vector<size_t> rows(eval_size);
+  std::iota(rows.begin(), rows.end(), size_t{0});
+  if (samples <= 0 || static_cast<size_t>(samples) >= eval_size) return rows;
+  const uint64_t key = SplitMix64(seed ^ 0x6576616c5f726f77ULL);  // "eval_row"
+  for (size_t i = eval_size - 1; i > 0; --i) {
+    const size_t j = static_cast<size_t>(SplitMix64(key + i) % (i + 1));
+    std::swap(rows[i], rows[j]);
+  }
+  rows.resize(static_cast<size_t>(samples));
+  std::sort(rows.begin(), rows.end());
+  return rows;
+}
+
+void DataflowCore::QueueEvalRoundLocked(const PolicyState& policy, int64_t version) {
+  if (eval_rows_.empty()) return;
+  auto round = std::make_unique<EvalRound>();
+  round->id = ++counters_->next_round;
+  round->policy = policy.name;
+  round->version = version;
+  round->outstanding = static_cast<int64_t>(eval_rows_.size());
+  for (size_t row : eval_rows_) {
+    auto t = std::make_unique<Task>();
+    t->id = "task-" + std::to_string(++counters_->next_task);
+    t->eval = true;
+    t->row = row;
+    t->eval_round = round->id;
+    eval_pending_.push_back(t->id);
+    tasks_.emplace(t->id, std::move(t));
+  }
+  eval_rounds_.emplace(round->id, std::move(round));
 }
 
 DataflowCore::~DataflowCore() = default;
@@ -969,22 +1011,8 @@ Status DataflowCore::AnnounceLocked(std::string_view policy, const VersionInfo& 
   if (p != policies_.front().get()) return Status::Ok();
   curator_->OnVersion(version.number);
   const int64_t every = config_.eval.every_versions;
-  if (every > 0 && dataset_->eval_size() > 0 && version.number / every > previous / every) {
-    auto round = std::make_unique<EvalRound>();
-    round->id = ++counters_->next_round;
-    round->policy = p->name;
-    round->version = version.number;
-    round->outstanding = static_cast<int64_t>(dataset_->eval_size());
-    for (size_t i = 0; i < dataset_->eval_size(); ++i) {
-      auto t = std::make_unique<Task>();
-      t->id = "task-" + std::to_string(++counters_->next_task);
-      t->eval = true;
-      t->row = i;
-      t->eval_round = round->id;
-      eval_pending_.push_back(t->id);
-      tasks_.emplace(t->id, std::move(t));
-    }
-    eval_rounds_.emplace(round->id, std::move(round));
+  if (every > 0 && version.number / every > previous / every) {
+    QueueEvalRoundLocked(*p, version.number);
   }
   return Status::Ok();
 }

@@ -97,6 +97,11 @@ inline constexpr int kMaxCuratorSkips = 256;
 struct EvalOptions {
   int64_t every_versions = 0;  // Evaluate at primary versions divisible by this; 0: off.
   int64_t k = 1;               // Completions per eval prompt (pass@k's k); >= 1.
+  // Eval rows per round; 0 or more than the split: all. A subset is the same rows every round
+  // (EvalRowSubset), so rounds at different versions are comparable.
+  int64_t samples = 0;
+  // Also evaluate the initial weights (version 0): a round is queued when the core is created.
+  bool at_start = false;
   // Merged over DataflowConfig::sampling (JSON merge patch) for eval tasks, e.g.
   // {"temperature": 0.6}.
   nlohmann::json sampling = nlohmann::json::object();
@@ -306,6 +311,8 @@ class DataflowCore {
   Result<OutstandingBatch*> TakeAndLogLocked(std::string_view policy, int64_t groups);
   Status AckLocked(std::string_view batch_id);
   Status AnnounceLocked(std::string_view policy, const VersionInfo& version);
+  // Queues an eval round of eval_rows_ for `policy` at `version` (nothing without eval rows).
+  void QueueEvalRoundLocked(const PolicyState& policy, int64_t version);
 
   void Emit(RecordType type, nlohmann::json payload);
   int64_t NowNs() const;
@@ -350,8 +357,14 @@ class DataflowCore {
   std::map<std::string, std::shared_ptr<OutstandingBatch>> outstanding_;
   RecentIds acked_;  // The newest remember_acked_batches acked batch ids.
   std::map<int64_t, std::unique_ptr<EvalRound>> eval_rounds_;
-  nlohmann::json last_eval_;  // Null until a round completes.
+  std::vector<size_t> eval_rows_;  // Rows of every eval round (EvalRowSubset).
+  nlohmann::json last_eval_;       // Null until a round completes.
   std::unique_ptr<Counters> counters_;
 };
+
+// The eval rows a round covers: all of [0, eval_size) when samples is 0 or >= eval_size, else
+// `samples` of them chosen by a Fisher-Yates shuffle driven by SplitMix64(seed + i), ascending.
+// Portable: the same rows on every machine for a seed.
+std::vector<size_t> EvalRowSubset(size_t eval_size, int64_t samples, uint64_t seed);
 
 }  // namespace sluice::dataflow

@@ -178,8 +178,11 @@ Status ResolveEvaluation(const api::DataflowSpec& spec, EvalOptions* eval) {
   }
   if (e.every_versions < 1) return Bad("must be >= 1", "spec.evaluation.everyVersions");
   if (e.repeat < 1) return Bad("must be >= 1", "spec.evaluation.repeat");
+  if (e.samples < 1) return Bad("must be >= 1", "spec.evaluation.samples");
   eval->every_versions = e.every_versions;
   eval->k = e.repeat;
+  eval->samples = e.samples;
+  eval->at_start = e.at_start;
   eval->sampling = json::object();  // The CRD has no eval sampling overrides.
   return Status::Ok();
 }

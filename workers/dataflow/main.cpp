@@ -145,6 +145,11 @@ config::Spec MakeSpec() {
       .Add(Option::Int("eval-every-versions", 0, "Evaluate every N primary versions; 0: off.")
                .Min(0))
       .Add(Option::Int("eval-k", 1, "Completions per eval prompt (pass@k's k).").Min(1))
+      .Add(Option::Int("eval-samples", 0,
+                       "Eval rows per round (the same subset every round); 0: all.")
+               .Min(0))
+      .Add(Option::Bool("eval-at-start", false,
+                        "Also evaluate the initial weights (a round at version 0)."))
       .Add(Option::String("eval-sampling", "{}",
                           "Sampling overrides for eval tasks (JSON object, merge patch)."))
       .Add(Option::Enum("log-level", {"debug", "info", "warn", "error"}, "info",
@@ -262,6 +267,8 @@ Result<Settings> Resolve(const config::Config& cfg, const DataflowSettings* mani
   if (use("version-barrier")) c.version_barrier = cfg.GetBool("version-barrier");
   if (use("eval-every-versions")) c.eval.every_versions = cfg.GetInt("eval-every-versions");
   if (use("eval-k")) c.eval.k = cfg.GetInt("eval-k");
+  if (use("eval-samples")) c.eval.samples = cfg.GetInt("eval-samples");
+  if (use("eval-at-start")) c.eval.at_start = cfg.GetBool("eval-at-start");
   if (use("eval-sampling")) {
     SLUICE_ASSIGN_OR_RETURN(c.eval.sampling, JsonFlag(cfg, "eval-sampling", false));
   }

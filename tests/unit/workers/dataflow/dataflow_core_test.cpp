@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -591,6 +592,46 @@ TEST_F(DataflowCoreTest, EvalRoundsEveryNVersionsScoredAsPassAtK) {
   (void)train;
 }
 
+TEST_F(DataflowCoreTest, EvalRoundsCoverAFixedSubsetAndCanStartAtVersionZero) {
+  Dataset data = MakeDataset(100, 0.2);  // 20 eval rows.
+  ASSERT_EQ(data.eval_size(), 20U);
+  DataflowConfig c = BaseConfig();
+  c.eval.every_versions = 1;
+  c.eval.samples = 5;
+  c.eval.at_start = true;
+  auto core = Make(c, &data);
+  // The round at start is there before any announcement, for version 0.
+  EXPECT_EQ(core->StatusJson()["pending_eval_tasks"], 5);
+  auto eval_prompts = [&] {
+    std::vector<std::string> ids;
+    for (const LeasedTask& t : core->Lease(Req(50)).tasks) {
+      if (t.eval) ids.push_back(t.prompt_id);
+    }
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  };
+  const std::vector<std::string> first = eval_prompts();
+  ASSERT_EQ(first.size(), 5U);
+  ASSERT_TRUE(core->AnnounceVersion("actor", {1, "", "", -1}).ok());
+  EXPECT_EQ(eval_prompts(), first);  // The same rows every round.
+
+  const std::vector<size_t> rows = EvalRowSubset(20, 5, c.shuffle_seed);
+  EXPECT_EQ(rows.size(), 5U);
+  EXPECT_TRUE(std::is_sorted(rows.begin(), rows.end()));
+  EXPECT_EQ(EvalRowSubset(20, 5, c.shuffle_seed), rows);  // Deterministic.
+  EXPECT_NE(EvalRowSubset(20, 5, c.shuffle_seed + 1), rows);
+  EXPECT_EQ(EvalRowSubset(20, 0, 7).size(), 20U);
+  EXPECT_EQ(EvalRowSubset(20, 50, 7).size(), 20U);
+  std::vector<std::string> expected;
+  for (size_t r : rows) expected.push_back(data.eval(r).id);
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(first, expected);
+
+  c.eval.samples = -1;
+  EXPECT_EQ(DataflowCore::Create(c, &data, &clock_, 1, nullptr).status().field(),
+            "evaluation.samples");
+}
+
 TEST_F(DataflowCoreTest, CuratorSkipsSolvedPrompts) {
   Dataset data = MakeDataset(3);
   DataflowConfig c = BaseConfig();
@@ -667,6 +708,8 @@ DataflowConfig RecoveryConfig() {
   c.filters = {{"length", {{"maxTokens", 100}}}};
   c.eval.every_versions = 2;
   c.eval.k = 4;
+  c.eval.samples = 2;      // A subset of the eval split,
+  c.eval.at_start = true;  // and a round queued at creation: recovery must reproduce both.
   c.capacity_groups = 6;
   c.shuffle = true;
   c.shuffle_seed = 3;

@@ -81,6 +81,8 @@ TEST(DataflowSettingsTest, SinglePolicyGrpoExample) {
   EXPECT_FALSE(c.version_barrier);
   EXPECT_EQ(c.eval.every_versions, 50);
   EXPECT_EQ(c.eval.k, 1);
+  EXPECT_EQ(c.eval.samples, 200);
+  EXPECT_FALSE(c.eval.at_start);
   EXPECT_EQ(c.sampling, (json{{"temperature", 1.0},
                               {"topP", 1.0},
                               {"topK", 0},
@@ -120,6 +122,8 @@ TEST(DataflowSettingsTest, GpuClusterExampleUsesPvcGresoAndReplay) {
   EXPECT_EQ(s.minibatches, 4);
   EXPECT_EQ(c.eval.every_versions, 25);
   EXPECT_EQ(c.eval.k, 4);
+  EXPECT_EQ(c.eval.samples, 500);
+  EXPECT_TRUE(c.eval.at_start);
   EXPECT_EQ(c.sampling["maxNewTokens"], 8192);
   EXPECT_FALSE(c.sampling.contains("groupSize"));
   EXPECT_EQ(c.workflow["systemPrompt"], "Solve the problem. Put the final answer in \\boxed{}.");
