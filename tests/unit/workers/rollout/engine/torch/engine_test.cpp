@@ -189,6 +189,53 @@ TEST(EngineTest, LogProbsEqualTheTrainingForwardWithSharingAndPreemption) {
   EXPECT_LT(max_diff, 1e-4);
 }
 
+TEST(EngineTest, Bfloat16ModelsGenerateWithCloseLogProbs) {
+  std::shared_ptr<DecoderModel> f32 = Model(14, "qwen3");
+  Result<DecoderModel> bf16 =
+      DecoderModel::FromBuiltin("builtin:tiny?layers=2&d=64&heads=4&kv_heads=2&ff=96&family=qwen3",
+                                {.dtype = torch::kBFloat16});
+  ASSERT_TRUE(bf16.ok());
+  {
+    torch::NoGradGuard no_grad;
+    auto src = f32->NamedParameters();
+    auto dst = bf16->NamedParameters();
+    for (size_t i = 0; i < src.size(); ++i) dst[i].second.copy_(src[i].second);
+  }
+  auto model = std::make_shared<DecoderModel>(std::move(bf16).value());
+  EngineOptions options;
+  options.block_size = 4;
+  Engine engine(options);
+  ASSERT_TRUE(engine.AddPolicy("actor", model, 1, nullptr).ok());
+  Collector c;
+  SamplingParams p;
+  p.n = 2;
+  p.seed = 9;
+  p.max_new_tokens = 12;
+  p.ignore_eos = true;
+  const std::vector<int32_t> prompt = Prompt(13, 6);
+  ASSERT_TRUE(engine.Submit({"b", "actor", prompt, p}, c.Callback()).ok());
+  RunToCompletion(engine);
+  // bf16 keeps 8 bits of mantissa and the two paths round in different places (batched decode
+  // attention against per-sequence attention), so the log-probs agree to bf16 rounding of logits
+  // of magnitude ~10, not to float32's 1e-4.
+  double sum = 0;
+  double max = 0;
+  int n = 0;
+  for (int s = 0; s < 2; ++s) {
+    const Collected& got = c.got["b/" + std::to_string(s)];
+    ASSERT_EQ(got.tokens.size(), 12u);
+    std::vector<float> want = TrainingLogProbs(*model, prompt, got.tokens);
+    for (size_t k = 0; k < want.size(); ++k) {
+      const double d = std::abs(static_cast<double>(got.logprobs[k]) - want[k]);
+      sum += d;
+      max = std::max(max, d);
+      ++n;
+    }
+  }
+  EXPECT_LT(sum / n, 0.05);
+  EXPECT_LT(max, 0.3);
+}
+
 TEST(EngineTest, PrefixCacheReusesAFinishedRequestsPrompt) {
   std::shared_ptr<DecoderModel> model = Model(3);
   EngineOptions options;
