@@ -9,7 +9,6 @@
 //   - a final SIGTERM stops the process cleanly (exit 0).
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,7 +20,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -30,6 +28,7 @@
 
 #include "common/http/client.h"
 #include "tests/e2e/apiserver_process.h"
+#include "tests/e2e/dataflow_process.h"
 #include "workers/dataflow/trajectory_codec.h"
 
 namespace sluice::e2e {
@@ -40,95 +39,12 @@ using Steady = std::chrono::steady_clock;
 
 constexpr char kToken[] = "crash-test-token";
 
-// One sluice-dataflow process on a WAL directory; each Start() logs to its own file.
-class DataflowProcess {
- public:
-  explicit DataflowProcess(std::string dir) : dir_(std::move(dir)) {
-    std::ofstream(dir_ + "/token") << kToken;
-  }
-  ~DataflowProcess() { Kill(SIGKILL); }
-
-  bool Start() {
-    ++starts_;
-    const std::string binary = BinDir() + "/sluice-dataflow";
-    std::vector<std::string> args = {binary,
-                                     "--address=127.0.0.1",
-                                     "--port=0",
-                                     "--token-file=" + dir_ + "/token",
-                                     "--wal-dir=" + dir_ + "/wal",
-                                     "--builtin-count=20000",
-                                     "--shuffle=false",
-                                     "--group-size=2",
-                                     "--capacity=64",
-                                     "--groups-per-batch=2",
-                                     "--ack-timeout=1s",
-                                     "--lease-duration=2s",
-                                     "--snapshot-bytes=64Ki",
-                                     "--maintenance-interval=50ms",
-                                     "--max-wait=3s",
-                                     "--shutdown-grace=5s",
-                                     "--log-level=info"};
-    pid_ = fork();
-    if (pid_ == 0) {
-      FILE* out = std::freopen(LogPath().c_str(), "w", stderr);
-      (void)out;
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(binary.c_str(), argv.data());
-      _exit(127);
-    }
-    const std::regex port_re("\"msg\":\"listening\",\"url\":\"[^\"]*\",\"port\":([0-9]+)");
-    const auto deadline = Steady::now() + std::chrono::seconds(10);
-    while (Steady::now() < deadline) {
-      std::smatch m;
-      const std::string log = Log();
-      if (std::regex_search(log, m, port_re)) {
-        port_ = std::stoi(m[1]);
-        http::ClientOptions co;
-        co.base_url = "http://127.0.0.1:" + std::to_string(port_);
-        co.max_attempts = 1;
-        co.token = http::TokenSource::FromValue(kToken);
-        client_ = std::move(http::Client::Create(co)).value();
-        Result<http::Response> ready = client_->Get("/readyz");
-        if (ready.ok() && ready->status == 200) return true;
-      }
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
-  }
-
-  // Sends `signal` and reaps the process; returns its wait status.
-  int Kill(int signal) {
-    if (pid_ <= 0) return -1;
-    ::kill(pid_, signal);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
-  }
-
-  http::Client& client() { return *client_; }
-  std::string LogPath() const { return dir_ + "/dataflow-" + std::to_string(starts_) + ".log"; }
-  std::string Log() const {
-    std::ifstream in(LogPath());
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
- private:
-  std::string dir_;
-  pid_t pid_ = -1;
-  int port_ = 0;
-  int starts_ = 0;
-  std::unique_ptr<http::Client> client_;
-};
+// The crash test's service: small buffers, short leases and ack timeouts, frequent snapshots.
+const std::vector<std::string> kFlags = {
+    "--builtin-count=20000", "--shuffle=false",       "--group-size=2",
+    "--capacity=64",         "--groups-per-batch=2",  "--ack-timeout=1s",
+    "--lease-duration=2s",   "--snapshot-bytes=64Ki", "--maintenance-interval=50ms",
+    "--max-wait=3s",         "--shutdown-grace=5s"};
 
 std::string GroupFor(const json& task, std::mt19937& rng) {
   dataflow::TrajectoryGroup g;
@@ -245,12 +161,12 @@ TEST(DataflowCrashTest, KillNineAtRandomPointsLosesAndDuplicatesNothing) {
   std::mt19937 rng(seed);
   Ledger ledger;
   std::vector<json> held;
-  DataflowProcess process(dir);
+  DataflowProcess process(dir, kToken);
   int total_ops = 0;
 
   constexpr int kCrashes = 10;
   for (int round = 0; round < kCrashes; ++round) {
-    ASSERT_TRUE(process.Start()) << process.Log();
+    ASSERT_TRUE(process.Start(kFlags)) << process.Log();
     const auto kill_after = std::chrono::milliseconds(100 + rng() % 600);
     std::thread killer([&process, kill_after] {
       std::this_thread::sleep_for(kill_after);
@@ -262,7 +178,7 @@ TEST(DataflowCrashTest, KillNineAtRandomPointsLosesAndDuplicatesNothing) {
   }
 
   // Final incarnation: submit what is still held, then drain every batch.
-  ASSERT_TRUE(process.Start()) << process.Log();
+  ASSERT_TRUE(process.Start(kFlags)) << process.Log();
   http::Client& client = process.client();
   for (const json& task : held) {
     const std::string id = task["task_id"].get<std::string>();

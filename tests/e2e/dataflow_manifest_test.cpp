@@ -4,110 +4,23 @@
 // error.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <nlohmann/json.hpp>
-#include <regex>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/http/client.h"
 #include "tests/e2e/apiserver_process.h"
+#include "tests/e2e/dataflow_process.h"
 
 namespace sluice::e2e {
 namespace {
 
 using nlohmann::json;
-using Steady = std::chrono::steady_clock;
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class ManifestProcess {
- public:
-  explicit ManifestProcess(std::string dir) : dir_(std::move(dir)) {}
-  ~ManifestProcess() { Kill(SIGKILL); }
-
-  // Starts the binary with `extra` flags; true once /readyz answers 200.
-  bool Start(const std::vector<std::string>& extra) {
-    const std::string binary = BinDir() + "/sluice-dataflow";
-    std::vector<std::string> args = {binary, "--address=127.0.0.1", "--port=0",
-                                     "--wal-dir=" + dir_ + "/wal", "--log-level=info"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      FILE* out = std::freopen(LogPath().c_str(), "w", stderr);
-      (void)out;
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(binary.c_str(), argv.data());
-      _exit(127);
-    }
-    const std::regex port_re("\"msg\":\"listening\",\"url\":\"[^\"]*\",\"port\":([0-9]+)");
-    const auto deadline = Steady::now() + std::chrono::seconds(20);
-    while (Steady::now() < deadline) {
-      std::smatch m;
-      const std::string log = ReadAll(LogPath());
-      if (std::regex_search(log, m, port_re)) {
-        http::ClientOptions co;
-        co.base_url = "http://127.0.0.1:" + std::string(m[1]);
-        co.max_attempts = 1;
-        client_ = std::move(http::Client::Create(co)).value();
-        Result<http::Response> ready = client_->Get("/readyz");
-        if (ready.ok() && ready->status == 200) return true;
-      }
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        exit_status_ = status;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
-  }
-
-  int Kill(int signal) {
-    if (pid_ <= 0) return exit_status_;
-    ::kill(pid_, signal);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    exit_status_ = status;
-    return status;
-  }
-
-  json Status() {
-    Result<http::Response> res = client_->Get("/v1/status");
-    if (!res.ok() || res->status != 200) return json();
-    return json::parse(res->body, nullptr, false);
-  }
-
-  http::Client& client() { return *client_; }
-  int exit_status() const { return exit_status_; }
-  std::string LogPath() const { return dir_ + "/dataflow.log"; }
-  std::string Log() const { return ReadAll(LogPath()); }
-
- private:
-  std::string dir_;
-  pid_t pid_ = -1;
-  int exit_status_ = -1;
-  std::unique_ptr<http::Client> client_;
-};
 
 class DataflowManifestTest : public ::testing::Test {
  protected:
@@ -124,7 +37,7 @@ class DataflowManifestTest : public ::testing::Test {
 };
 
 TEST_F(DataflowManifestTest, ServesFromTheSinglePolicyExample) {
-  ManifestProcess p(dir_.string());
+  DataflowProcess p(dir_.string());
   ASSERT_TRUE(p.Start({"--dataflow-manifest=" + SourceDir() + "/examples/single-policy-grpo.yaml",
                        "--capacity=100"}))
       << p.Log();
@@ -157,7 +70,7 @@ TEST_F(DataflowManifestTest, InvalidManifestRefusesToStartListingEveryError) {
                              "spec:\n  dataset: {builtin: {}}\n"
                              "  workflow: {roles: [{name: policy, policy: p}]}\n"
                              "  sampling: {groupSize: 0}\n  buffer: {order: lifo}\n";
-  ManifestProcess p(dir_.string());
+  DataflowProcess p(dir_.string());
   EXPECT_FALSE(p.Start({"--dataflow-manifest=" + manifest}));
   ASSERT_TRUE(WIFEXITED(p.exit_status()));
   EXPECT_EQ(WEXITSTATUS(p.exit_status()), 2);

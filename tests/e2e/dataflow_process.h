@@ -1,0 +1,124 @@
+// The real sluice-dataflow binary as a child process for end-to-end tests: started on a state
+// directory with extra flags, its stderr (JSON logs) in a file per start, ready once its
+// "listening" log line gives the port and /readyz answers 200.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "common/http/client.h"
+#include "tests/e2e/apiserver_process.h"
+
+namespace sluice::e2e {
+
+class DataflowProcess {
+ public:
+  // `dir` holds the write-ahead log (dir/wal) and the logs; with a `token`, it is written to
+  // dir/token and required of clients.
+  explicit DataflowProcess(std::string dir, std::string token = "")
+      : dir_(std::move(dir)), token_(std::move(token)) {
+    if (!token_.empty()) std::ofstream(dir_ + "/token") << token_;
+  }
+  ~DataflowProcess() { Kill(SIGKILL); }
+  DataflowProcess(const DataflowProcess&) = delete;
+  DataflowProcess& operator=(const DataflowProcess&) = delete;
+
+  // Starts the binary with `flags` after the base ones (loopback, port 0, dir/wal, info logs);
+  // true once /readyz answers 200, false if the process exits first (exit_status() then says
+  // how) or 20 s pass.
+  bool Start(const std::vector<std::string>& flags) {
+    ++starts_;
+    const std::string binary = BinDir() + "/sluice-dataflow";
+    std::vector<std::string> args = {binary, "--address=127.0.0.1", "--port=0",
+                                     "--wal-dir=" + dir_ + "/wal", "--log-level=info"};
+    if (!token_.empty()) args.push_back("--token-file=" + dir_ + "/token");
+    args.insert(args.end(), flags.begin(), flags.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      FILE* out = std::freopen(LogPath().c_str(), "w", stderr);
+      (void)out;
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(binary.c_str(), argv.data());
+      _exit(127);
+    }
+    const std::regex port_re("\"msg\":\"listening\",\"url\":\"[^\"]*\",\"port\":([0-9]+)");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::smatch m;
+      const std::string log = Log();
+      if (std::regex_search(log, m, port_re)) {
+        http::ClientOptions co;
+        co.base_url = "http://127.0.0.1:" + std::string(m[1]);
+        co.max_attempts = 1;
+        if (!token_.empty()) co.token = http::TokenSource::FromValue(token_);
+        client_ = std::move(http::Client::Create(co)).value();
+        Result<http::Response> ready = client_->Get("/readyz");
+        if (ready.ok() && ready->status == 200) return true;
+      }
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        exit_status_ = status;
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  // Sends `signal` and reaps the process; returns its wait status (the last one when it is not
+  // running).
+  int Kill(int signal) {
+    if (pid_ <= 0) return exit_status_;
+    ::kill(pid_, signal);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    exit_status_ = status;
+    return status;
+  }
+
+  // GET /v1/status, or null when it fails.
+  nlohmann::json Status() {
+    Result<http::Response> res = client_->Get("/v1/status");
+    if (!res.ok() || res->status != 200) return nlohmann::json();
+    return nlohmann::json::parse(res->body, nullptr, false);
+  }
+
+  http::Client& client() { return *client_; }
+  int exit_status() const { return exit_status_; }
+  // The current (latest) start's log.
+  std::string LogPath() const { return dir_ + "/dataflow-" + std::to_string(starts_) + ".log"; }
+  std::string Log() const {
+    std::ifstream in(LogPath());
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+ private:
+  std::string dir_;
+  std::string token_;
+  pid_t pid_ = -1;
+  int exit_status_ = -1;
+  int starts_ = 0;
+  std::unique_ptr<http::Client> client_;
+};
+
+}  // namespace sluice::e2e
