@@ -285,10 +285,20 @@ DataflowCore::DataflowCore(DataflowConfig config, const Dataset* dataset, Clock*
     p->version.number = 0;
     policies_.push_back(std::move(p));
   }
-  eval_rows_ = EvalRowSubset(dataset_->eval_size(), config_.eval.samples, config_.shuffle_seed);
+  eval_rows_ =
+      EvalRowSubset(config_.eval.from_train ? dataset_->train_size() : dataset_->eval_size(),
+                    config_.eval.samples, config_.shuffle_seed);
   // Deterministic, so a recovering core (created afresh, then restored or replayed) starts from
   // the same state as the original did.
   if (config_.eval.at_start) QueueEvalRoundLocked(*policies_.front(), 0);
+}
+
+bool DataflowCore::EvalFromEvalSplit(const Task& task) const {
+  return task.eval && !config_.eval.from_train;
+}
+
+const PromptRow& DataflowCore::RowOf(const Task& task) const {
+  return EvalFromEvalSplit(task) ? dataset_->eval(task.row) : dataset_->train(task.row);
 }
 
 std::vector<size_t> EvalRowSubset(size_t eval_size, int64_t samples, uint64_t seed) {
@@ -389,7 +399,7 @@ LeasedTask DataflowCore::IssueLocked(Task& task, const std::string& worker_id, i
   task.lease_id = lease->id;
   ++counters_->leases_granted;
 
-  const PromptRow& row = task.eval ? dataset_->eval(task.row) : dataset_->train(task.row);
+  const PromptRow& row = RowOf(task);
   LeasedTask out;
   out.task_id = task.id;
   out.lease_id = lease->id;
@@ -643,7 +653,7 @@ Result<SubmitResult> DataflowCore::SubmitLocked(const TrajectoryGroup& group) {
   if (group.eval != task.eval) {
     return Status::InvalidArgument("differs from the task's", "eval");
   }
-  const PromptRow& row = task.eval ? dataset_->eval(task.row) : dataset_->train(task.row);
+  const PromptRow& row = RowOf(task);
   std::vector<Sample> parts;
   std::vector<double> rewards;
   for (size_t i = 0; i < group.samples.size(); ++i) {
@@ -1078,7 +1088,7 @@ json DataflowCore::StatusJson() const {
   int64_t eval_in_flight = 0;
   for (const auto& [id, t] : tasks_) {
     if (t->state == Task::State::kFailed) {
-      const PromptRow& row = t->eval ? dataset_->eval(t->row) : dataset_->train(t->row);
+      const PromptRow& row = RowOf(*t);
       failed.push_back({{"task_id", t->id},
                         {"prompt_id", row.id},
                         {"eval", t->eval},
@@ -1396,7 +1406,7 @@ Status DataflowCore::RestoreSnapshot(std::string_view snapshot) {
       if (state < 0 || state > 2) return Status::Corruption("bad task state", "tasks");
       t->state = static_cast<Task::State>(state);
       t->lease_id = tj.at("lease").get<std::string>();
-      if (t->row >= (t->eval ? dataset_->eval_size() : dataset_->train_size())) {
+      if (t->row >= (EvalFromEvalSplit(*t) ? dataset_->eval_size() : dataset_->train_size())) {
         return Status::Corruption("task row out of range", "tasks");
       }
       tasks.emplace(t->id, std::move(t));

@@ -102,6 +102,8 @@ struct EvalOptions {
   int64_t samples = 0;
   // Also evaluate the initial weights (version 0): a round is queued when the core is created.
   bool at_start = false;
+  // Evaluate rows of the train split (samples of them) instead of the held-out eval split.
+  bool from_train = false;
   // Merged over DataflowConfig::sampling (JSON merge patch) for eval tasks, e.g.
   // {"temperature": 0.6}.
   nlohmann::json sampling = nlohmann::json::object();
@@ -311,6 +313,9 @@ class DataflowCore {
   Result<OutstandingBatch*> TakeAndLogLocked(std::string_view policy, int64_t groups);
   Status AckLocked(std::string_view batch_id);
   Status AnnounceLocked(std::string_view policy, const VersionInfo& version);
+  // Whether `task` reads its prompt from the eval split (an eval task, unless eval.from_train).
+  bool EvalFromEvalSplit(const Task& task) const;
+  const PromptRow& RowOf(const Task& task) const;
   // Queues an eval round of eval_rows_ for `policy` at `version` (nothing without eval rows).
   void QueueEvalRoundLocked(const PolicyState& policy, int64_t version);
 

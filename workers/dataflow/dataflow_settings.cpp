@@ -167,15 +167,13 @@ Status ResolveEvaluation(const api::DataflowSpec& spec, EvalOptions* eval) {
     return Status::Ok();
   }
   const api::DataflowSpecEvaluation& e = *spec.evaluation;
-  if (e.split != "eval") {
-    return Bad("'" + e.split +
-                   "' is not supported by sluice-dataflow yet: it evaluates the held-out eval "
-                   "split (use split: eval with spec.dataset.evalSplit > 0)",
-               "spec.evaluation.split");
+  if (e.split != "eval" && e.split != "train") {
+    return Bad("must be eval or train, got '" + e.split + "'", "spec.evaluation.split");
   }
-  if (spec.dataset.eval_split <= 0) {
+  if (e.split == "eval" && spec.dataset.eval_split <= 0) {
     return Bad("split eval needs spec.dataset.evalSplit > 0", "spec.evaluation.split");
   }
+  eval->from_train = e.split == "train";
   if (e.every_versions < 1) return Bad("must be >= 1", "spec.evaluation.everyVersions");
   if (e.repeat < 1) return Bad("must be >= 1", "spec.evaluation.repeat");
   if (e.samples < 1) return Bad("must be >= 1", "spec.evaluation.samples");

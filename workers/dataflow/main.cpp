@@ -150,6 +150,8 @@ config::Spec MakeSpec() {
                .Min(0))
       .Add(Option::Bool("eval-at-start", false,
                         "Also evaluate the initial weights (a round at version 0)."))
+      .Add(Option::Bool("eval-from-train", false,
+                        "Evaluate rows of the train split instead of the eval split."))
       .Add(Option::String("eval-sampling", "{}",
                           "Sampling overrides for eval tasks (JSON object, merge patch)."))
       .Add(Option::Enum("log-level", {"debug", "info", "warn", "error"}, "info",
@@ -269,6 +271,7 @@ Result<Settings> Resolve(const config::Config& cfg, const DataflowSettings* mani
   if (use("eval-k")) c.eval.k = cfg.GetInt("eval-k");
   if (use("eval-samples")) c.eval.samples = cfg.GetInt("eval-samples");
   if (use("eval-at-start")) c.eval.at_start = cfg.GetBool("eval-at-start");
+  if (use("eval-from-train")) c.eval.from_train = cfg.GetBool("eval-from-train");
   if (use("eval-sampling")) {
     SLUICE_ASSIGN_OR_RETURN(c.eval.sampling, JsonFlag(cfg, "eval-sampling", false));
   }

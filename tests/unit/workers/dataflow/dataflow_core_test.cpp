@@ -632,6 +632,26 @@ TEST_F(DataflowCoreTest, EvalRoundsCoverAFixedSubsetAndCanStartAtVersionZero) {
             "evaluation.samples");
 }
 
+TEST_F(DataflowCoreTest, EvalRoundsCanSampleTheTrainSplit) {
+  Dataset data = MakeDataset(40);  // No eval split.
+  DataflowConfig c = BaseConfig();
+  c.eval.every_versions = 1;
+  c.eval.samples = 3;
+  c.eval.from_train = true;
+  auto core = Make(c, &data);
+  ASSERT_TRUE(core->AnnounceVersion("actor", {1, "", "", -1}).ok());
+  EXPECT_EQ(core->StatusJson()["pending_eval_tasks"], 3);
+  std::set<std::string> train_ids;
+  for (size_t i = 0; i < data.train_size(); ++i) train_ids.insert(data.train(i).id);
+  int eval_tasks = 0;
+  for (const LeasedTask& t : core->Lease(Req(50)).tasks) {
+    if (!t.eval) continue;
+    ++eval_tasks;
+    EXPECT_EQ(train_ids.count(t.prompt_id), 1U) << t.prompt_id;
+  }
+  EXPECT_EQ(eval_tasks, 3);
+}
+
 TEST_F(DataflowCoreTest, CuratorSkipsSolvedPrompts) {
   Dataset data = MakeDataset(3);
   DataflowConfig c = BaseConfig();

@@ -221,10 +221,12 @@ TEST(DataflowSettingsTest, BadDatasetPathsNameTheField) {
                    "spec.dataset.configMap.key");
 }
 
-TEST(DataflowSettingsTest, UnsupportedEvaluationSplitNamesTheField) {
-  ExpectFieldError(
-      MapYaml(Manifest(std::string(kBuiltin) + "  evaluation: {split: train, everyVersions: 5}\n")),
-      "spec.evaluation.split");
+TEST(DataflowSettingsTest, EvaluationSplitTrainOrEval) {
+  Result<DataflowSettings> train = MapYaml(Manifest(
+      std::string(kBuiltin) + "  evaluation: {split: train, everyVersions: 5, samples: 64}\n"));
+  ASSERT_TRUE(train.ok()) << train.status().ToString();
+  EXPECT_TRUE(train->config.eval.from_train);
+  EXPECT_EQ(train->config.eval.samples, 64);
 }
 
 // Typed objects that skipped validation: the mapping checks references itself.
