@@ -3,7 +3,10 @@
 // Two implementations: BpeTokenizer (byte-level BPE from a Hugging Face tokenizer.json, for real
 // models) and CharTokenizer (one id per byte, for the built-in tiny models). Both round-trip any
 // byte string: Decode(Encode(s)) == s for every s, valid UTF-8 or not, as long as the ids are
-// decoded with skip_special = false.
+// decoded with skip_special = false. Decoding concatenates: Decode(a ++ b) == Decode(a) +
+// Decode(b), so a stream of tokens can be decoded one token at a time (the engine's stop
+// strings rely on it); a tokenizer whose decoder strips or joins across tokens must not be
+// added without revisiting that.
 //
 // Special tokens: tokens whose text is matched as a whole before any splitting (chat markers
 // such as "<|im_start|>", "<|endoftext|>"). Encode() turns their text into their single id;

@@ -457,6 +457,23 @@ TEST(BpeTokenizerTest, ByteFallbackSpellsUnknownCharactersAsBytes) {
   }
 }
 
+// The engine decodes its output one token at a time for stop strings (Tokenizer's contract:
+// decoding concatenates the tokens' bytes), so a sequence must decode to the concatenation of
+// its tokens' decodes, byte-level and byte-fallback alike.
+TEST(BpeTokenizerTest, DecodingConcatenatesTheTokensBytes) {
+  std::mt19937 rng(45);
+  for (const json& config : {TestTokenizerJson(), ByteFallbackJson()}) {
+    auto tok = Load(config);
+    ASSERT_NE(tok, nullptr);
+    for (int i = 0; i < 300; ++i) {
+      const Ids ids = tok->Encode(i % 2 ? RandomBytes(rng) : RandomUtf8(rng, true));
+      std::string one_by_one;
+      for (int32_t id : ids) one_by_one += tok->Decode(Ids{id});
+      ASSERT_EQ(one_by_one, tok->Decode(ids)) << "input #" << i;
+    }
+  }
+}
+
 TEST(BpeTokenizerTest, UnknownCharactersWithoutByteFallbackBecomeUnk) {
   json j = ByteFallbackJson();
   j["model"]["byte_fallback"] = false;

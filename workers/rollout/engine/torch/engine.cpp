@@ -34,8 +34,11 @@ struct Engine::Sample {
   std::vector<int32_t> tokens;  // Output tokens.
   std::vector<float> logprobs;
   std::vector<int64_t> versions;
-  size_t delivered = 0;     // Output tokens already sent to the callback.
-  size_t stop_checked = 0;  // Bytes of decoded text already searched for stop strings.
+  size_t delivered = 0;  // Output tokens already sent to the callback.
+  // With stop strings: the output decoded so far, one token at a time (the supported tokenizers
+  // decode a sequence to the concatenation of its tokens' bytes), and how much of it was searched.
+  std::string text;
+  size_t stop_checked = 0;
   bool finished = false;
 };
 
@@ -419,9 +422,9 @@ Status Engine::StepPolicy(Policy& policy, std::vector<SampleUpdate>& updates) {
     if (stop_id || (!p.ignore_eos && std::find(eos.begin(), eos.end(), t.token) != eos.end())) {
       reason = "stop";
     } else if (!p.stop.empty() && policy.tokenizer != nullptr) {
-      const std::string text = policy.tokenizer->Decode(s.tokens);
-      if (FindStop(text, s.stop_checked, p.stop)) reason = "stop";
-      s.stop_checked = text.size();
+      s.text += policy.tokenizer->Decode(std::span<const int32_t>(&t.token, 1));
+      if (FindStop(s.text, s.stop_checked, p.stop)) reason = "stop";
+      s.stop_checked = s.text.size();
     }
     if (reason.empty() && (static_cast<int64_t>(s.tokens.size()) >= p.max_new_tokens ||
                            s.request->prompt_len + static_cast<int64_t>(s.tokens.size()) >=
