@@ -6,39 +6,12 @@
 #include <string>
 
 #include "common/check.h"
+#include "common/utf8.h"
 
 namespace sluice::metrics {
 namespace {
 
 constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";  // U+FFFD in UTF-8.
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not one.
-size_t Utf8SequenceLength(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
-  const uint8_t b0 = byte(i);
-  if (b0 < 0x80) return 1;
-  size_t len;
-  uint8_t lo = 0x80, hi = 0xBF;  // Allowed range of the second byte (RFC 3629 table).
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3;
-    if (b0 == 0xE0) lo = 0xA0;  // Overlong.
-    if (b0 == 0xED) hi = 0x9F;  // Surrogates.
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4;
-    if (b0 == 0xF0) lo = 0x90;  // Overlong.
-    if (b0 == 0xF4) hi = 0x8F;  // Above U+10FFFF.
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (size_t k = 2; k < len; ++k) {
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  }
-  return len;
-}
 
 // Appends `s` with backslash and newline escaped, and double quote too when `quote` is set.
 void AppendEscaped(std::string& out, std::string_view s, bool quote) {
@@ -51,7 +24,7 @@ void AppendEscaped(std::string& out, std::string_view s, bool quote) {
     } else if (c == '"' && quote) {
       out += "\\\"";
     } else {
-      const size_t len = Utf8SequenceLength(s, i);
+      const size_t len = ValidUtf8Length(s, i);
       if (len == 0) {
         out += kReplacementCharacter;
         ++i;

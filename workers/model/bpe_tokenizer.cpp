@@ -17,6 +17,8 @@
 #include <utility>
 #include <variant>
 
+#include "common/utf8.h"
+
 namespace sluice::model {
 namespace {
 
@@ -42,62 +44,10 @@ using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>
 
 // ---- UTF-8 ----
 
-// Length of the well-formed UTF-8 sequence starting at s[i], or 1 when the byte there does not
-// start one (a stray continuation byte, an overlong form, a surrogate, a truncated sequence).
+// Length of the well-formed UTF-8 sequence at s[i], or 1 for a byte that does not start one (it
+// then stands alone, as a byte token).
 size_t Utf8CharLen(std::string_view s, size_t i) {
-  const auto b0 = static_cast<uint8_t>(s[i]);
-  if (b0 < 0x80) return 1;
-  size_t len = 0;
-  uint8_t lo = 0x80;
-  uint8_t hi = 0xBF;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
-  } else {
-    return 1;
-  }
-  if (i + len > s.size()) return 1;
-  const auto b1 = static_cast<uint8_t>(s[i + 1]);
-  if (b1 < lo || b1 > hi) return 1;
-  for (size_t k = 2; k < len; ++k) {
-    const auto b = static_cast<uint8_t>(s[i + k]);
-    if (b < 0x80 || b > 0xBF) return 1;
-  }
-  return len;
-}
-
-void AppendUtf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
-// Decodes the well-formed character of `len` bytes at s[i].
-char32_t DecodeUtf8(std::string_view s, size_t i, size_t len) {
-  const auto b0 = static_cast<uint8_t>(s[i]);
-  if (len == 1) return b0;
-  char32_t cp = b0 & (0xFF >> (len + 1));
-  for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<uint8_t>(s[i + k]) & 0x3F);
-  return cp;
+  return std::max<size_t>(1, ValidUtf8Length(s, i));
 }
 
 // ---- The GPT-2 byte-to-unicode alphabet ----
@@ -116,7 +66,7 @@ struct ByteAlphabet {
     for (int b = 0; b < 256; ++b) {
       const bool self = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
       const char32_t cp = self ? static_cast<char32_t>(b) : next_extra++;
-      AppendUtf8(byte_to_utf8[b], cp);
+      AppendUtf8(cp, byte_to_utf8[b]);
       unicode_to_byte[cp] = static_cast<int16_t>(b);
     }
   }
