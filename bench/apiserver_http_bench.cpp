@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "common/clock.h"
 #include "common/http/bearer_token.h"
 #include "common/http/client.h"
@@ -45,7 +46,13 @@
 namespace sluice::apiserver {
 namespace {
 
-using BenchClock = std::chrono::steady_clock;
+using bench::BenchClock;
+using bench::Check;
+using bench::Expect;
+using bench::Fail;
+using bench::Percentile;
+using bench::Seconds;
+using bench::TempPath;
 using nlohmann::json;
 
 constexpr char kToken[] = "bench-token";
@@ -63,38 +70,6 @@ struct Config {
 };
 
 constexpr double kPacedRate = 50;  // Writes/s of the paced fan-out.
-
-double Seconds(BenchClock::time_point since) {
-  return std::chrono::duration<double>(BenchClock::now() - since).count();
-}
-
-// The run's temporary directory, removed by Fail too.
-std::string& TempPath() {
-  static std::string path;
-  return path;
-}
-
-// Exits at once (threads may still be running, so no destructors run).
-[[noreturn]] void Fail(const std::string& what) {
-  std::fprintf(stderr, "FAIL: %s\n", what.c_str());
-  std::fflush(stdout);
-  std::error_code ignored;
-  if (!TempPath().empty()) std::filesystem::remove_all(TempPath(), ignored);
-  std::_Exit(1);
-}
-
-void Check(const Status& status, const std::string& what) {
-  if (!status.ok()) Fail(what + ": " + status.ToString());
-}
-
-// The response, failing the run unless it arrived with `code`.
-http::Response Expect(Result<http::Response> reply, int code, const std::string& what) {
-  Check(reply.status(), what);
-  if (reply->status != code) {
-    Fail(what + ": HTTP " + std::to_string(reply->status) + ": " + reply->body.substr(0, 300));
-  }
-  return std::move(reply).value();
-}
 
 // The value of the first `"field":"value"` in `text` from `from`; "" when absent. Lets the
 // clients read resourceVersion and continue without decoding whole responses, which would charge
@@ -143,14 +118,6 @@ std::string Name(int i) { return "cm-" + std::to_string(i); }
 
 std::string CollectionPath(const std::string& ns) {
   return "/api/v1/namespaces/" + ns + "/configmaps";
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * static_cast<double>(v.size()) + 0.999999);
-  i = std::clamp<size_t>(i, 1, v.size());
-  return v[i - 1];
 }
 
 // Runs fn(thread, i) for i in [0, n), item i on thread i % threads; returns the wall seconds.

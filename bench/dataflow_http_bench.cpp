@@ -57,6 +57,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "common/clock.h"
 #include "common/http/bearer_token.h"
 #include "common/http/client.h"
@@ -72,7 +73,13 @@
 namespace sluice::dataflow {
 namespace {
 
-using BenchClock = std::chrono::steady_clock;
+using bench::BenchClock;
+using bench::Check;
+using bench::Expect;
+using bench::Fail;
+using bench::Percentile;
+using bench::Seconds;
+using bench::TempPath;
 using nlohmann::json;
 
 constexpr char kToken[] = "bench-token";
@@ -98,46 +105,7 @@ struct Options {
   std::string only;  // "ingest", "batch" or "recovery": run that part only; empty: all three.
 };
 
-double Seconds(BenchClock::time_point since) {
-  return std::chrono::duration<double>(BenchClock::now() - since).count();
-}
-
 double Millis(BenchClock::time_point since) { return Seconds(since) * 1e3; }
-
-// Nearest-rank percentile, p in (0, 1]; 0 for no values.
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
-  return v[std::min(v.size(), std::max<size_t>(rank, 1)) - 1];
-}
-
-// The run's temporary directory, removed by Fail too.
-std::string& TempPath() {
-  static std::string path;
-  return path;
-}
-
-// Exits at once (threads may still be running, so no destructors run).
-[[noreturn]] void Fail(const std::string& what) {
-  std::fprintf(stderr, "FAIL: %s\n", what.c_str());
-  std::fflush(stdout);
-  std::error_code ignored;
-  if (!TempPath().empty()) std::filesystem::remove_all(TempPath(), ignored);
-  std::_Exit(1);
-}
-
-void Check(const Status& status, const std::string& what) {
-  if (!status.ok()) Fail(what + ": " + status.ToString());
-}
-
-http::Response Expect(Result<http::Response> reply, int code, const std::string& what) {
-  Check(reply.status(), what);
-  if (reply->status != code) {
-    Fail(what + ": HTTP " + std::to_string(reply->status) + ": " + reply->body.substr(0, 300));
-  }
-  return std::move(reply).value();
-}
 
 const log::Logger& QuietLogger() {
   static const log::Logger logger("bench", SystemClock::Instance(), [](std::string_view) {});
