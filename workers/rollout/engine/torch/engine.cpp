@@ -257,8 +257,13 @@ void Engine::DrainInbox(std::vector<SampleUpdate>& updates) {
         u.sample = i;
         updates.push_back(u);
       }
-      std::lock_guard<std::mutex> lock(mu_);
-      request_policy_.erase(r->id);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        request_policy_.erase(r->id);
+      }
+      // Kept until Deliver, which finds the callback here and then drops the finished request.
+      r->unfinished = 0;
+      requests_[r->id] = std::move(r);
       continue;
     }
     r->seqs[0] = seq;
