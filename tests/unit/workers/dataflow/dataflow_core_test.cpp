@@ -24,14 +24,7 @@ using fixtures::Single;
 
 using std::chrono::seconds;
 
-Dataset MakeDataset(int64_t rows, double eval_split = 0.0) {
-  DatasetSource src;
-  src.builtin = BuiltinDataset{"arithmetic", rows, 100, 7};
-  src.eval_split = eval_split;
-  auto d = Dataset::Load(src);
-  EXPECT_TRUE(d.ok()) << d.status().ToString();
-  return std::move(d).value();
-}
+using fixtures::MakeDataset;
 
 DataflowConfig BaseConfig() {
   DataflowConfig c;

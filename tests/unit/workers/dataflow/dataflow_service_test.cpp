@@ -37,13 +37,7 @@ using std::chrono::seconds;
 constexpr char kToken[] = "service-test-token";
 constexpr size_t kMaxBody = 1 << 20;
 
-Dataset MakeDataset(int64_t rows) {
-  DatasetSource src;
-  src.builtin = BuiltinDataset{"arithmetic", rows, 100, 7};
-  auto d = Dataset::Load(src);
-  EXPECT_TRUE(d.ok()) << d.status().ToString();
-  return std::move(d).value();
-}
+using fixtures::MakeDataset;
 
 DataflowConfig BaseConfig() {
   DataflowConfig c;

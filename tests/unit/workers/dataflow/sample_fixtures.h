@@ -2,9 +2,13 @@
 // layout the tests' expectations are written against.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <utility>
 
 #include "workers/dataflow/algorithms/sample.h"
+#include "workers/dataflow/dataset.h"
 
 namespace sluice::dataflow::fixtures {
 
@@ -32,6 +36,17 @@ inline Sample Duo(double solver_reward, double verifier_reward) {
   s.policy_rewards = {solver_reward, verifier_reward};
   s.finish_reason = "stop";
   return s;
+}
+
+// The built-in arithmetic dataset with `rows` rows (seed 7, operands up to 100), `eval_split` of
+// them held out.
+inline Dataset MakeDataset(int64_t rows, double eval_split = 0.0) {
+  DatasetSource src;
+  src.builtin = BuiltinDataset{"arithmetic", rows, 100, 7};
+  src.eval_split = eval_split;
+  auto d = Dataset::Load(src);
+  EXPECT_TRUE(d.ok()) << d.status().ToString();
+  return std::move(d).value();
 }
 
 }  // namespace sluice::dataflow::fixtures
