@@ -1,0 +1,290 @@
+#include "localcluster/cli/command_line.h"
+
+#include "common/config/help.h"
+#include "localcluster/cli/components.h"
+#include "localcluster/cli/state_layout.h"
+
+namespace sluice::cli {
+namespace {
+
+FlagSpec StateDirFlag() {
+  return {"state-dir",
+          '\0',
+          FlagType::kString,
+          "DIR",
+          "",
+          "The cluster's state directory (see `sluice up --help`). Default: $HOME/.sluice.",
+          std::nullopt,
+          std::nullopt};
+}
+
+FlagSpec IntFlag(std::string name, std::string value_name, int64_t def, std::string help,
+                 int64_t min, int64_t max) {
+  return {std::move(name),
+          '\0',
+          FlagType::kInt,
+          std::move(value_name),
+          std::to_string(def),
+          std::move(help),
+          min,
+          max};
+}
+
+Result<std::string> StateDir(const ParsedFlags& flags, const config::Environment& env) {
+  if (flags.IsSet("state-dir")) return flags.GetString("state-dir");
+  return DefaultStateDir(env);
+}
+
+Status NoPositional(const ParsedFlags& flags) {
+  if (!flags.positional().empty()) {
+    return Status::InvalidArgument("unexpected argument \"" + flags.positional()[0] + "\"");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const std::vector<SubcommandInfo>& Subcommands() {
+  static const std::vector<SubcommandInfo> list = {
+      {"up", "Start the local cluster (API server, node agent, operator), install the CRDs."},
+      {"down", "Stop the local cluster's processes."},
+      {"status", "Show the components, the nodes and the Sluice resources."},
+      {"node", "cordon|uncordon|fail|recover NODE: change a node, or simulate its failure."},
+      {"logs", "Print (or follow) a component's log."},
+  };
+  return list;
+}
+
+std::string TopLevelHelp() {
+  std::string out = "Usage: sluice COMMAND [flags] [args]\n\n";
+  out += config::Wrap(
+      "Runs a Kubernetes-compatible cluster for Sluice on this machine: an API server, a node "
+      "agent that simulates the nodes of a cluster description and runs pods as processes, and "
+      "the Sluice operator. kubectl works against it.",
+      0);
+  out += "\nCommands:\n";
+  for (const SubcommandInfo& c : Subcommands()) {
+    std::string name = "  " + c.name;
+    name.resize(10, ' ');
+    out += name + c.summary + "\n";
+  }
+  out += "\nRun `sluice COMMAND --help` for the flags of a command.\n";
+  return out;
+}
+
+CommandSpec UpSpec() {
+  CommandSpec spec;
+  spec.usage = "sluice up [flags]";
+  spec.summary =
+      "Starts the local cluster and leaves it running in the background: sluice-apiserver, then "
+      "sluice-node, then sluice-operator (skipped while that binary does not exist), and with "
+      "--prometheus a Prometheus scraping both. Each is started detached, waited for until "
+      "healthy, and then the Sluice CRDs are installed. Running `up` again leaves healthy "
+      "components alone. If a component does not become healthy, the end of its log is printed "
+      "and every process this invocation started is stopped again (exit 1).\n"
+      "State directory layout: apiserver/ (the API server's state), kubeconfig, node/, "
+      "logs/<component>.log, run/<component>.pid, prometheus/.";
+  spec.flags = {
+      {"config", '\0', FlagType::kString, "FILE", "",
+       "The cluster description given to the node agent (--cluster-config). Default: "
+       "examples/local-cluster.yaml, looked for in <bin-dir>/../../examples/ and in the current "
+       "directory's examples/.",
+       std::nullopt, std::nullopt},
+      StateDirFlag(),
+      {"bin-dir", '\0', FlagType::kString, "DIR", "",
+       "Where sluice-apiserver, sluice-node and sluice-operator are. Default: the directory of "
+       "this sluice executable.",
+       std::nullopt, std::nullopt},
+      IntFlag("apiserver-port", "N", 6443, "Port of the API server (HTTPS, on 127.0.0.1).", 1,
+              65535),
+      IntFlag("node-port", "N", 10250,
+              "Port of the node agent (HTTP on 127.0.0.1: /readyz, /metrics, container logs).", 1,
+              65535),
+      {"prometheus", '\0', FlagType::kBool, "", "false",
+       "Also start /usr/bin/prometheus on 127.0.0.1:9090, scraping the API server and the node "
+       "agent.",
+       std::nullopt, std::nullopt},
+      IntFlag("timeout", "SECONDS", 60,
+              "How long each component may take to become healthy (and the CRDs to be "
+              "established).",
+              1, 3600),
+  };
+  return spec;
+}
+
+CommandSpec DownSpec() {
+  CommandSpec spec;
+  spec.usage = "sluice down [flags]";
+  spec.summary =
+      "Stops the components `sluice up` started, in reverse order: SIGTERM, then SIGKILL if one "
+      "has not exited within --timeout. The node agent stops its pods' processes itself. The "
+      "state (objects, certificates, logs) is kept; harmless when nothing runs.";
+  spec.flags = {StateDirFlag(),
+                IntFlag("timeout", "SECONDS", 30,
+                        "How long each component may take to exit after SIGTERM.", 0, 3600)};
+  return spec;
+}
+
+CommandSpec StatusSpec() {
+  CommandSpec spec;
+  spec.usage = "sluice status [flags]";
+  spec.summary =
+      "Shows each component (running, stopped or unhealthy), the nodes (Ready, region, GPUs, "
+      "cordoned) and how many Sluice resources exist, with the phases of the TrainerJobs. Exits "
+      "1 when the API server is not running.";
+  spec.flags = {StateDirFlag()};
+  return spec;
+}
+
+CommandSpec NodeSpec() {
+  CommandSpec spec;
+  spec.usage = "sluice node cordon|uncordon|fail|recover NODE [flags]";
+  spec.summary =
+      "cordon / uncordon: mark the node unschedulable or schedulable again (as kubectl cordon "
+      "does). fail / recover: set or remove the annotation sluice.dev/simulated-failure=\"true\"; "
+      "the node agent then stops the node's heartbeat and kills its pods' processes, or resumes.";
+  spec.flags = {StateDirFlag()};
+  return spec;
+}
+
+CommandSpec LogsSpec() {
+  CommandSpec spec;
+  spec.usage = "sluice logs COMPONENT [flags]";
+  spec.summary = "Prints the log of a component (" + KnownComponentNames() +
+                 "): <state-dir>/logs/COMPONENT.log.";
+  spec.flags = {
+      StateDirFlag(),
+      {"follow", 'f', FlagType::kBool, "", "false",
+       "Keep printing as the log grows (Ctrl-C to stop).", std::nullopt, std::nullopt},
+      IntFlag("tail", "N", -1, "Only the last N lines; -1 prints everything.", -1, 1000000000)};
+  return spec;
+}
+
+Result<Parsed<UpOptions>> ParseUp(const std::vector<std::string>& args,
+                                  const config::Environment& env) {
+  const CommandSpec spec = UpSpec();
+  SLUICE_ASSIGN_OR_RETURN(ParsedFlags flags, ParseFlags(spec, args));
+  Parsed<UpOptions> parsed;
+  if (flags.help()) {
+    parsed.help = CommandHelp(spec);
+    return parsed;
+  }
+  SLUICE_RETURN_IF_ERROR(NoPositional(flags));
+  UpOptions o;
+  SLUICE_ASSIGN_OR_RETURN(o.state_dir, StateDir(flags, env));
+  o.state_dir_given = flags.IsSet("state-dir");
+  o.cluster_config = flags.GetString("config");
+  o.bin_dir = flags.GetString("bin-dir");
+  o.apiserver_port = static_cast<int>(flags.GetInt("apiserver-port"));
+  o.node_port = static_cast<int>(flags.GetInt("node-port"));
+  o.prometheus = flags.GetBool("prometheus");
+  o.timeout = std::chrono::seconds(flags.GetInt("timeout"));
+  if (o.apiserver_port == o.node_port) {
+    return Status::InvalidArgument("flags --apiserver-port and --node-port: both are " +
+                                   std::to_string(o.node_port) + "; they must differ");
+  }
+  if (o.prometheus && (o.apiserver_port == 9090 || o.node_port == 9090)) {
+    return Status::InvalidArgument(
+        "flag --prometheus: Prometheus listens on 9090, which --apiserver-port or --node-port "
+        "already uses");
+  }
+  parsed.options = std::move(o);
+  return parsed;
+}
+
+Result<Parsed<DownOptions>> ParseDown(const std::vector<std::string>& args,
+                                      const config::Environment& env) {
+  const CommandSpec spec = DownSpec();
+  SLUICE_ASSIGN_OR_RETURN(ParsedFlags flags, ParseFlags(spec, args));
+  Parsed<DownOptions> parsed;
+  if (flags.help()) {
+    parsed.help = CommandHelp(spec);
+    return parsed;
+  }
+  SLUICE_RETURN_IF_ERROR(NoPositional(flags));
+  DownOptions o;
+  SLUICE_ASSIGN_OR_RETURN(o.state_dir, StateDir(flags, env));
+  o.timeout = std::chrono::seconds(flags.GetInt("timeout"));
+  parsed.options = std::move(o);
+  return parsed;
+}
+
+Result<Parsed<StatusOptions>> ParseStatus(const std::vector<std::string>& args,
+                                          const config::Environment& env) {
+  const CommandSpec spec = StatusSpec();
+  SLUICE_ASSIGN_OR_RETURN(ParsedFlags flags, ParseFlags(spec, args));
+  Parsed<StatusOptions> parsed;
+  if (flags.help()) {
+    parsed.help = CommandHelp(spec);
+    return parsed;
+  }
+  SLUICE_RETURN_IF_ERROR(NoPositional(flags));
+  StatusOptions o;
+  SLUICE_ASSIGN_OR_RETURN(o.state_dir, StateDir(flags, env));
+  parsed.options = std::move(o);
+  return parsed;
+}
+
+Result<Parsed<NodeOptions>> ParseNode(const std::vector<std::string>& args,
+                                      const config::Environment& env) {
+  const CommandSpec spec = NodeSpec();
+  SLUICE_ASSIGN_OR_RETURN(ParsedFlags flags, ParseFlags(spec, args));
+  Parsed<NodeOptions> parsed;
+  if (flags.help()) {
+    parsed.help = CommandHelp(spec);
+    return parsed;
+  }
+  const std::vector<std::string>& words = flags.positional();
+  if (words.empty()) {
+    return Status::InvalidArgument("missing action: cordon, uncordon, fail or recover");
+  }
+  std::optional<NodeAction> action = ParseNodeAction(words[0]);
+  if (!action) {
+    return Status::InvalidArgument("unknown action \"" + words[0] +
+                                   "\" (want cordon, uncordon, fail or recover)");
+  }
+  if (words.size() < 2) {
+    return Status::InvalidArgument(std::string("missing NODE: sluice node ") +
+                                   NodeActionName(*action) + " NODE");
+  }
+  if (words.size() > 2) {
+    return Status::InvalidArgument("unexpected argument \"" + words[2] + "\"");
+  }
+  NodeOptions o;
+  o.action = *action;
+  o.node = words[1];
+  SLUICE_ASSIGN_OR_RETURN(o.state_dir, StateDir(flags, env));
+  parsed.options = std::move(o);
+  return parsed;
+}
+
+Result<Parsed<LogsOptions>> ParseLogs(const std::vector<std::string>& args,
+                                      const config::Environment& env) {
+  const CommandSpec spec = LogsSpec();
+  SLUICE_ASSIGN_OR_RETURN(ParsedFlags flags, ParseFlags(spec, args));
+  Parsed<LogsOptions> parsed;
+  if (flags.help()) {
+    parsed.help = CommandHelp(spec);
+    return parsed;
+  }
+  const std::vector<std::string>& words = flags.positional();
+  if (words.empty()) {
+    return Status::InvalidArgument("missing COMPONENT (one of " + KnownComponentNames() + ")");
+  }
+  if (FindKnownComponent(words[0]) == nullptr) {
+    return Status::InvalidArgument("unknown component \"" + words[0] + "\" (one of " +
+                                   KnownComponentNames() + ")");
+  }
+  if (words.size() > 1) {
+    return Status::InvalidArgument("unexpected argument \"" + words[1] + "\"");
+  }
+  LogsOptions o;
+  o.component = words[0];
+  SLUICE_ASSIGN_OR_RETURN(o.state_dir, StateDir(flags, env));
+  o.follow = flags.GetBool("follow");
+  if (flags.GetInt("tail") >= 0) o.tail = static_cast<size_t>(flags.GetInt("tail"));
+  parsed.options = std::move(o);
+  return parsed;
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,207 @@
+// sluice-node: the scheduler and kubelet of the local cluster's simulated nodes
+// (docs/local-cluster.md). Registers the nodes of --cluster-config with the API server named by
+// --kubeconfig, binds pending pods, runs each pod's containers as local processes, and serves
+// their logs (the API server proxies `kubectl logs` here) until SIGTERM; then it stops the
+// processes (SIGTERM, --shutdown-grace, SIGKILL) and exits. Pods stay in the API; a restarted
+// agent restarts their containers.
+//
+// Exit status: 0 after a clean shutdown, 1 for a runtime failure, 2 for bad flags or config.
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+
+#include "common/config/environment.h"
+#include "common/config/help.h"
+#include "common/config/parse.h"
+#include "common/http/server.h"
+#include "common/http/url.h"
+#include "common/logging/level.h"
+#include "common/logging/logger.h"
+#include "common/metrics/registry.h"
+#include "common/process/signals.h"
+#include "localcluster/node/kubelet_server.h"
+#include "localcluster/node/node_agent.h"
+#include "operator/kube/kubeconfig.h"
+#include "operator/kube/rest_client.h"
+
+namespace sluice::node {
+namespace {
+
+constexpr const char* kProgram = "sluice-node";
+
+config::Spec MakeSpec() {
+  using config::Option;
+  using std::chrono::seconds;
+  config::Spec spec("SLUICE_NODE");
+  spec.Add(Option::String("kubeconfig", "", "Kubeconfig of the API server (sluice up writes it).")
+               .Required())
+      .Add(Option::String("cluster-config", "",
+                          "YAML file describing the simulated nodes (examples/local-cluster.yaml).")
+               .Required())
+      .Add(Option::String("state-dir", ".sluice/node",
+                          "Where pods' directories, PVC directories and the hosts file live."))
+      .Add(Option::String("image-map", "",
+                          "YAML image map (image -> executable); empty: sluice/<name> images run "
+                          "<bin-dir>/sluice-<name>."))
+      .Add(Option::String("bin-dir", "",
+                          "Directory of the sluice-* binaries; empty: this binary's directory."))
+      .Add(Option::String("name", "sluice-node",
+                          "This agent's name; its Nodes carry the label sluice.dev/node-agent."))
+      .Add(Option::String("address", "127.0.0.1",
+                          "Address of the kubelet endpoint (logs, health, metrics); published as "
+                          "the Nodes' InternalIP."))
+      .Add(Option::Int("port", 10250, "Port of the kubelet endpoint; 0 picks a free one.")
+               .Min(0)
+               .Max(65535))
+      .Add(Option::Duration("heartbeat-interval", seconds(10),
+                            "How often each node's Lease and status are renewed."))
+      .Add(Option::Duration("node-monitor-grace-period", seconds(40),
+                            "A node whose Lease is older than this becomes Ready=Unknown and "
+                            "unreachable."))
+      .Add(Option::Duration("pod-eviction-timeout", seconds(30),
+                            "How long pods of an unreachable node keep their phase before they "
+                            "are marked Failed (NodeLost)."))
+      .Add(Option::Duration("crash-backoff", seconds(10),
+                            "CrashLoopBackOff's first delay (doubles per restart)."))
+      .Add(Option::Duration("crash-backoff-max", seconds(300), "CrashLoopBackOff's longest delay."))
+      .Add(Option::Duration("sync-period", std::chrono::milliseconds(200),
+                            "How often scheduling, pods and services are reconciled."))
+      .Add(Option::Duration("shutdown-grace", seconds(10),
+                            "On SIGTERM, how long containers get between SIGTERM and SIGKILL."))
+      .Add(Option::Enum("log-level", {"debug", "info", "warn", "error"}, "info",
+                        "Minimum level of the JSON log lines on stderr."));
+  return spec;
+}
+
+template <typename D>
+std::chrono::milliseconds Ms(D d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d);
+}
+
+int Main(int argc, char** argv) {
+  const config::Spec spec = MakeSpec();
+  const config::Environment environment = config::EnvironmentFromProcess();
+  Result<config::Config> cfg = config::Parse(spec, argc, argv, environment);
+  if (!cfg.ok()) {
+    std::cerr << kProgram << ": " << cfg.status().message() << "\n";
+    return 2;
+  }
+  if (cfg->HelpRequested()) {
+    std::cout << config::HelpText(
+        spec, kProgram,
+        "The local cluster's scheduler and kubelet: registers simulated nodes, binds pods and "
+        "runs their containers as local processes. See docs/local-cluster.md.");
+    return 0;
+  }
+  if (cfg->VersionRequested()) {
+    std::cout << kProgram << " 0.1.0\n";
+    return 0;
+  }
+  log::SetMinLevel(log::ParseLevel(cfg->GetString("log-level")).value());
+  CancellationSource stop;
+  if (Status s = InstallShutdownSignals(stop); !s.ok()) {
+    std::cerr << kProgram << ": " << s.ToString() << "\n";
+    return 1;
+  }
+  log::Logger logger("node");
+
+  NodeAgentOptions options;
+  Result<ClusterConfig> cluster = LoadClusterConfig(cfg->GetString("cluster-config"));
+  if (!cluster.ok()) {
+    std::cerr << kProgram << ": --cluster-config: " << cluster.status().message() << "\n";
+    return 2;
+  }
+  options.cluster = std::move(*cluster);
+  if (const std::string& map = cfg->GetString("image-map"); !map.empty()) {
+    Result<ImageMap> images = ImageMap::Load(map);
+    if (!images.ok()) {
+      std::cerr << kProgram << ": --image-map: " << images.status().message() << "\n";
+      return 2;
+    }
+    options.image_map = std::move(*images);
+  }
+  options.bin_dir = cfg->GetString("bin-dir");
+  if (options.bin_dir.empty()) {
+    std::error_code ec;
+    options.bin_dir = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+  }
+  options.state_dir = std::filesystem::absolute(cfg->GetString("state-dir"));
+  options.agent_name = cfg->GetString("name");
+  options.heartbeat_interval = Ms(cfg->GetDuration("heartbeat-interval"));
+  options.node_monitor_grace = Ms(cfg->GetDuration("node-monitor-grace-period"));
+  options.pod_eviction_timeout = Ms(cfg->GetDuration("pod-eviction-timeout"));
+  options.backoff_base = Ms(cfg->GetDuration("crash-backoff"));
+  options.backoff_max = Ms(cfg->GetDuration("crash-backoff-max"));
+  options.sync_period = Ms(cfg->GetDuration("sync-period"));
+  options.shutdown_grace = Ms(cfg->GetDuration("shutdown-grace"));
+
+  SystemClock clock;
+  Result<kube::Kubeconfig> kubeconfig = kube::LoadKubeconfig({cfg->GetString("kubeconfig")});
+  if (!kubeconfig.ok()) {
+    std::cerr << kProgram << ": --kubeconfig: " << kubeconfig.status().message() << "\n";
+    return 2;
+  }
+  Result<kube::RestConfig> rest_config = kube::RestConfigFromKubeconfig(*kubeconfig, {}, clock);
+  if (!rest_config.ok()) {
+    std::cerr << kProgram << ": --kubeconfig: " << rest_config.status().message() << "\n";
+    return 2;
+  }
+  rest_config->user_agent = "sluice-node/0.1.0";
+  rest_config->qps = 200;
+  rest_config->burst = 400;
+  // Containers get the API server as in-cluster Kubernetes would announce it.
+  options.base_env = {
+      {"PATH", environment.count("PATH") ? environment.at("PATH") : "/usr/local/bin:/usr/bin:/bin"},
+      {"LANG", "C.UTF-8"}};
+  if (Result<http::Url> url = http::ParseBaseUrl(rest_config->host); url.ok()) {
+    options.base_env.emplace_back("KUBERNETES_SERVICE_HOST", url->host);
+    options.base_env.emplace_back("KUBERNETES_SERVICE_PORT", std::to_string(url->port));
+  }
+  metrics::Registry registry;
+  kube::RestClientOptions client_options;
+  client_options.registry = &registry;
+  Result<std::unique_ptr<kube::RestClient>> rest =
+      kube::RestClient::Create(*rest_config, client_options);
+  if (!rest.ok()) {
+    std::cerr << kProgram << ": " << rest.status().ToString() << "\n";
+    return 1;
+  }
+
+  http::ServerOptions server_options;
+  server_options.name = "kubelet";
+  server_options.address = cfg->GetString("address");
+  server_options.port = static_cast<int>(cfg->GetInt("port"));
+  server_options.worker_threads = 32;  // Each followed log holds one.
+  server_options.access_log = false;
+  server_options.shutdown_grace = std::chrono::seconds(2);
+  http::Server server(server_options, &registry, logger);
+  std::unique_ptr<NodeAgent> agent;
+  RegisterKubeletRoutes(server, [&]() -> const NodeAgent* { return agent.get(); });
+  server.AddReadinessCheck("nodes-registered", [&]() -> Status {
+    return agent && agent->Ready() ? Status::Ok() : Status::Unavailable("registering nodes");
+  });
+  if (Status s = server.Start(); !s.ok()) {
+    logger.Error("cannot serve the kubelet endpoint", {{"error", s.ToString()}});
+    return 1;
+  }
+  options.endpoint = {server_options.address, server.port()};
+  agent = std::make_unique<NodeAgent>(**rest, std::move(options));
+  if (Status s = agent->Start(); !s.ok()) {
+    logger.Error("node agent failed to start", {{"error", s.ToString()}});
+    server.Shutdown();
+    return 1;
+  }
+  logger.Info("ready",
+              {{"kubelet", server.BaseUrl()}, {"hosts_file", agent->hosts_file().string()}});
+  stop.Token().Wait();
+  logger.Info("shutting down: stopping the pods' processes");
+  agent->Stop();
+  server.Shutdown();
+  return 0;
+}
+
+}  // namespace
+}  // namespace sluice::node
+
+int main(int argc, char** argv) { return sluice::node::Main(argc, argv); }

@@ -1,0 +1,167 @@
+// Test helper: a local cluster for the end-to-end tests: the real sluice-apiserver plus the real
+// sluice-node with fast heartbeats and back-offs, and kubectl against them.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/http/client.h"
+#include "tests/e2e/apiserver_process.h"
+
+namespace sluice::e2e {
+
+// Four nodes: two regions, 2 + 1 GPUs, one CPU node.
+inline constexpr char kTestClusterConfig[] = R"(nodes:
+  - name: east-gpu
+    region: local-us-east
+    cpu: "8"
+    memory: 16Gi
+    gpus: 2
+    gpuProduct: H100
+  - name: west-gpu
+    region: local-eu-west
+    cpu: "8"
+    memory: 16Gi
+    gpus: 1
+    gpuProduct: A100
+  - name: east-cpu
+    region: local-us-east
+    cpu: "4"
+    memory: 8Gi
+  - name: west-cpu
+    region: local-eu-west
+    cpu: "4"
+    memory: 8Gi
+)";
+
+class NodeProcess {
+ public:
+  NodeProcess(std::string state_dir, std::string kubeconfig)
+      : state_dir_(std::move(state_dir)), kubeconfig_(std::move(kubeconfig)) {}
+  ~NodeProcess() { Stop(SIGKILL); }
+
+  // Starts sluice-node and waits for its /readyz. `extra` flags override the fast defaults.
+  bool Start(const std::vector<std::string>& extra = {}) {
+    std::filesystem::create_directories(state_dir_);
+    const std::string config = state_dir_ + "/cluster.yaml";
+    std::ofstream(config) << kTestClusterConfig;
+    port_ = FreePort();
+    std::vector<std::string> args = {BinDir() + "/sluice-node",
+                                     "--kubeconfig",
+                                     kubeconfig_,
+                                     "--cluster-config",
+                                     config,
+                                     "--state-dir",
+                                     state_dir_,
+                                     "--port",
+                                     std::to_string(port_),
+                                     "--heartbeat-interval",
+                                     "500ms",
+                                     "--node-monitor-grace-period",
+                                     "2s",
+                                     "--pod-eviction-timeout",
+                                     "1s",
+                                     "--crash-backoff",
+                                     "1s",
+                                     "--shutdown-grace",
+                                     "2s",
+                                     "--log-level",
+                                     "info"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      const std::string log = state_dir_ + "/node.log";
+      FILE* out = std::freopen(log.c_str(), "a", stderr);
+      (void)out;
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (Ready()) return true;
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  // Sends `signal`, waits for the exit and returns the exit status (-1 if none ran).
+  int Stop(int signal) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, signal);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  std::string Log() const {
+    std::ifstream in(state_dir_ + "/node.log");
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  const std::string& state_dir() const { return state_dir_; }
+  int port() const { return port_; }
+
+  bool Ready() const {
+    http::ClientOptions options;
+    options.base_url = "http://127.0.0.1:" + std::to_string(port_);
+    options.max_attempts = 1;
+    auto client = http::Client::Create(options);
+    if (!client.ok()) return false;
+    auto r = (*client)->Get("/readyz");
+    return r.ok() && r->status == 200;
+  }
+
+  // A port free now (bound to port 0, then released).
+  static int FreePort() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+  }
+
+ private:
+  std::string state_dir_;
+  std::string kubeconfig_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+// Polls `condition` every 100 ms until it holds or `timeout` passes.
+inline bool WaitUntil(const std::function<bool()>& condition,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return condition();
+}
+
+}  // namespace sluice::e2e

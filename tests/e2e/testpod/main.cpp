@@ -1,0 +1,202 @@
+// sluice-testpod: the program the local cluster's end-to-end tests run in pods (image
+// sluice/testpod, mapped to build/bin/sluice-testpod by the node agent's default image rule).
+// One mode per test need:
+//
+//   serve  --address A --port P [--ready-after-ms N]   HTTP: / says hello with $HOSTNAME,
+//                                                       /readyz 503 until N ms passed
+//   fetch  --url URL [--timeout-ms N]                   GET until it answers 200 (names resolve
+//                                                       through $SLUICE_HOSTS_FILE), print body
+//   crash  [--code C] [--after-ms N]                    print a line, exit with C
+//   sleep  [--term-delay-ms N] [--ignore-term] [--term-file F]
+//                                                       run until SIGTERM, then exit after N ms
+//   write  --file F --text T                            append T to F, print F's content, sleep
+//   env                                                 print the environment and cwd, sleep
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/http/client.h"
+#include "common/http/hosts_file.h"
+#include "common/http/server.h"
+#include "common/logging/logger.h"
+
+extern char** environ;
+
+namespace {
+
+std::atomic<bool> g_term{false};
+void OnTerm(int) { g_term = true; }
+
+std::map<std::string, std::string> Flags(int argc, char** argv, int first) {
+  std::map<std::string, std::string> flags;
+  for (int i = first; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--", 0) != 0) continue;
+    a = a.substr(2);
+    if (size_t eq = a.find('='); eq != std::string::npos) {
+      flags[a.substr(0, eq)] = a.substr(eq + 1);
+    } else if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) {
+      flags[a] = argv[++i];
+    } else {
+      flags[a] = "true";
+    }
+  }
+  return flags;
+}
+
+int64_t Int(const std::map<std::string, std::string>& f, const std::string& k, int64_t d) {
+  auto it = f.find(k);
+  return it == f.end() ? d : std::stoll(it->second);
+}
+
+void Say(const std::string& line) {
+  std::cout << line << std::endl;  // endl: flush, so the log has it at once.
+}
+
+void WaitForTerm() {
+  while (!g_term) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+int Serve(const std::map<std::string, std::string>& f) {
+  sluice::log::Logger logger("testpod");
+  sluice::http::ServerOptions options;
+  options.address = f.count("address") ? f.at("address") : "127.0.0.1";
+  options.port = static_cast<int>(Int(f, "port", 8080));
+  options.access_log = false;
+  options.shutdown_grace = std::chrono::milliseconds(200);
+  sluice::http::Server server(options, nullptr, logger);
+  const auto start = std::chrono::steady_clock::now();
+  const auto ready_after = std::chrono::milliseconds(Int(f, "ready-after-ms", 0));
+  const char* host = std::getenv("HOSTNAME");
+  const std::string hello = std::string("hello from ") + (host ? host : "?");
+  server.Get("/", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(hello + "\n", "text/plain");
+  });
+  server.AddReadinessCheck("warm-up", [&]() -> sluice::Status {
+    if (std::chrono::steady_clock::now() - start < ready_after) {
+      return sluice::Status::Unavailable("warming up");
+    }
+    return sluice::Status::Ok();
+  });
+  if (sluice::Status s = server.Start(); !s.ok()) {
+    std::cerr << "serve: " << s.ToString() << std::endl;
+    return 1;
+  }
+  Say("serving on " + options.address + ":" + std::to_string(server.port()));
+  WaitForTerm();
+  Say("got SIGTERM");
+  server.Shutdown();
+  return 0;
+}
+
+int Fetch(const std::map<std::string, std::string>& f) {
+  const std::string url = f.count("url") ? f.at("url") : "";
+  const size_t scheme = url.find("://");
+  const size_t path_at = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  sluice::http::ClientOptions options;
+  options.base_url = url.substr(0, path_at);
+  const std::string path = path_at == std::string::npos ? "/" : url.substr(path_at);
+  options.max_attempts = 1;
+  options.connect_timeout = std::chrono::milliseconds(1000);
+  options.read_timeout = std::chrono::milliseconds(2000);
+  if (const char* hosts = std::getenv("SLUICE_HOSTS_FILE")) {
+    options.resolver = std::make_shared<sluice::http::HostsFileResolver>(hosts);
+  }
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(Int(f, "timeout-ms", 60000));
+  std::string last;
+  while (std::chrono::steady_clock::now() < deadline && !g_term) {
+    auto client = sluice::http::Client::Create(options);
+    if (!client.ok()) {
+      std::cerr << "fetch: " << client.status().ToString() << std::endl;
+      return 2;
+    }
+    auto r = (*client)->Get(path);
+    if (r.ok() && r->status == 200) {
+      std::cout << "fetched " << url << ": " << r->body << std::flush;
+      return 0;
+    }
+    const std::string now = r.ok() ? "HTTP " + std::to_string(r->status) : r.status().ToString();
+    if (now != last) std::cerr << "fetch " << url << ": " << now << std::endl;
+    last = now;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  signal(SIGTERM, OnTerm);
+  if (argc < 2) {
+    std::cerr << "usage: sluice-testpod serve|fetch|crash|sleep|write|env [flags]\n";
+    return 2;
+  }
+  const std::string mode = argv[1];
+  const auto f = Flags(argc, argv, 2);
+  if (mode == "serve") return Serve(f);
+  if (mode == "fetch") return Fetch(f);
+  if (mode == "crash") {
+    Say("starting, will exit with " + std::to_string(Int(f, "code", 1)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(Int(f, "after-ms", 0)));
+    return static_cast<int>(Int(f, "code", 1));
+  }
+  if (mode == "sleep") {
+    if (f.count("ignore-term")) signal(SIGTERM, SIG_IGN);
+    // --term-file F: also record the signal and the exit in F (tests read it after deletion).
+    auto note = [&](const std::string& line) {
+      Say(line);
+      if (f.count("term-file")) std::ofstream(f.at("term-file"), std::ios::app) << line << "\n";
+    };
+    note("sleeping");
+    WaitForTerm();
+    note("got SIGTERM");
+    std::this_thread::sleep_for(std::chrono::milliseconds(Int(f, "term-delay-ms", 0)));
+    note("exiting");
+    return 0;
+  }
+  if (mode == "write") {
+    const std::string file = f.count("file") ? f.at("file") : "";
+    {
+      std::ofstream out(file, std::ios::app);
+      if (!out) {
+        std::cerr << "write: cannot open " << file << std::endl;
+        return 1;
+      }
+      out << (f.count("text") ? f.at("text") : "") << "\n";
+    }
+    std::ifstream in(file);
+    std::stringstream content;
+    content << in.rdbuf();
+    Say("content of " + file + ":\n" + content.str());
+    WaitForTerm();
+    return 0;
+  }
+  if (mode == "env") {
+    std::vector<std::string> vars;
+    for (char** e = environ; *e; ++e) vars.push_back(*e);
+    std::sort(vars.begin(), vars.end());
+    for (const std::string& v : vars) Say(v);
+    char cwd[4096];
+    if (getcwd(cwd, sizeof(cwd))) Say(std::string("cwd=") + cwd);
+    std::string args;
+    for (int i = 0; i < argc; ++i) args += std::string(i ? " " : "") + argv[i];
+    Say("argv=" + args);
+    WaitForTerm();
+    return 0;
+  }
+  std::cerr << "unknown mode " << mode << "\n";
+  return 2;
+}

@@ -1,0 +1,209 @@
+// Tests of the `sluice` argument parsing (flags.h, command_line.h) and the dispatcher's usage
+// errors (cli.h): every bad argument is named, and usage errors exit 2.
+#include "localcluster/cli/command_line.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "localcluster/cli/cli.h"
+#include "localcluster/cli/flags.h"
+
+namespace sluice::cli {
+namespace {
+
+const config::Environment kEnv = {{"HOME", "/home/ada"}};
+
+TEST(FlagsTest, ParsesLongShortBoolAndPositional) {
+  CommandSpec spec;
+  spec.usage = "x";
+  spec.flags = {{"name", '\0', FlagType::kString, "S", "dflt", "", std::nullopt, std::nullopt},
+                {"count", 'n', FlagType::kInt, "N", "3", "", 0, 10},
+                {"follow", 'f', FlagType::kBool, "", "false", "", std::nullopt, std::nullopt}};
+  Result<ParsedFlags> p = ParseFlags(spec, {"a", "--name=x", "-n", "7", "-f", "b", "--", "--c"});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->GetString("name"), "x");
+  EXPECT_EQ(p->GetInt("count"), 7);
+  EXPECT_TRUE(p->GetBool("follow"));
+  EXPECT_TRUE(p->IsSet("name"));
+  EXPECT_EQ(p->positional(), (std::vector<std::string>{"a", "b", "--c"}));
+
+  p = ParseFlags(spec, {"--no-follow", "--name", "y", "--name", "z"});
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(p->GetBool("follow"));
+  EXPECT_EQ(p->GetString("name"), "z");  // The last repeat wins.
+  EXPECT_EQ(p->GetInt("count"), 3);
+  EXPECT_FALSE(p->IsSet("count"));
+}
+
+TEST(FlagsTest, ReportsEveryProblemNamingTheFlag) {
+  CommandSpec spec;
+  spec.flags = {{"count", '\0', FlagType::kInt, "N", "3", "", 1, 10},
+                {"state-dir", '\0', FlagType::kString, "DIR", "", "", std::nullopt, std::nullopt}};
+  Result<ParsedFlags> p = ParseFlags(spec, {"--cuont", "2", "--count", "abc"});
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("unknown flag --cuont (did you mean --count?)"),
+            std::string::npos);
+  EXPECT_NE(p.status().message().find("flag --count: \"abc\" is not an integer"),
+            std::string::npos);
+  p = ParseFlags(spec, {"--count", "0"});
+  EXPECT_EQ(p.status().message(), "flag --count: 0 is below the minimum 1");
+  p = ParseFlags(spec, {"--count=11"});
+  EXPECT_EQ(p.status().message(), "flag --count: 11 is above the maximum 10");
+  p = ParseFlags(spec, {"--state-dir"});
+  EXPECT_EQ(p.status().message(), "flag --state-dir: missing value");
+  p = ParseFlags(spec, {"--state-dir", "--count", "2"});
+  EXPECT_EQ(p.status().message(), "flag --state-dir: missing value");
+  p = ParseFlags(spec, {"-state-dir", "x"});
+  EXPECT_NE(p.status().message().find("did you mean --state-dir?"), std::string::npos);
+  p = ParseFlags(spec, {"-x"});
+  EXPECT_EQ(p.status().message(), "unknown flag -x");
+  p = ParseFlags(spec, {"--state-dir="});
+  EXPECT_EQ(p.status().message(), "flag --state-dir: must not be empty");
+}
+
+TEST(FlagsTest, HelpStopsChecking) {
+  CommandSpec spec;
+  spec.usage = "sluice x [flags]";
+  spec.summary = "Does x.";
+  spec.flags = {{"count", 'c', FlagType::kInt, "N", "3", "How many.", 1, 10}};
+  Result<ParsedFlags> p = ParseFlags(spec, {"--count", "nope", "-h"});
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->help());
+  const std::string help = CommandHelp(spec);
+  EXPECT_NE(help.find("Usage: sluice x [flags]"), std::string::npos);
+  EXPECT_NE(help.find("-c, --count N"), std::string::npos);
+  EXPECT_NE(help.find("How many. Default: 3."), std::string::npos);
+}
+
+TEST(CommandLineTest, UpDefaultsAndFlags) {
+  Result<Parsed<UpOptions>> p = ParseUp({}, kEnv);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_TRUE(p->options);
+  EXPECT_EQ(p->options->state_dir, "/home/ada/.sluice");
+  EXPECT_FALSE(p->options->state_dir_given);
+  EXPECT_EQ(p->options->apiserver_port, 6443);
+  EXPECT_EQ(p->options->node_port, 10250);
+  EXPECT_FALSE(p->options->prometheus);
+  EXPECT_EQ(p->options->timeout, std::chrono::seconds(60));
+  EXPECT_EQ(p->options->cluster_config, "");
+
+  p = ParseUp({"--config", "c.yaml", "--state-dir", "/s", "--apiserver-port", "7443",
+               "--node-port=11250", "--prometheus", "--timeout", "5", "--bin-dir", "/b"},
+              kEnv);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->options->cluster_config, "c.yaml");
+  EXPECT_EQ(p->options->state_dir, "/s");
+  EXPECT_TRUE(p->options->state_dir_given);
+  EXPECT_EQ(p->options->bin_dir, "/b");
+  EXPECT_EQ(p->options->apiserver_port, 7443);
+  EXPECT_EQ(p->options->node_port, 11250);
+  EXPECT_TRUE(p->options->prometheus);
+  EXPECT_EQ(p->options->timeout, std::chrono::seconds(5));
+}
+
+TEST(CommandLineTest, UpErrors) {
+  EXPECT_EQ(ParseUp({"--apiserver-port", "70000"}, kEnv).status().message(),
+            "flag --apiserver-port: 70000 is above the maximum 65535");
+  EXPECT_EQ(ParseUp({"now"}, kEnv).status().message(), "unexpected argument \"now\"");
+  EXPECT_NE(ParseUp({"--node-port", "6443"}, kEnv).status().message().find("must differ"),
+            std::string::npos);
+  EXPECT_NE(ParseUp({"--prometheus", "--node-port", "9090"}, kEnv)
+                .status()
+                .message()
+                .find("flag --prometheus"),
+            std::string::npos);
+  EXPECT_NE(ParseUp({}, {}).status().message().find("HOME is not set"), std::string::npos);
+  EXPECT_TRUE(ParseUp({"--state-dir", "/s"}, {}).ok());  // No HOME needed then.
+  Result<Parsed<UpOptions>> help = ParseUp({"--help"}, kEnv);
+  ASSERT_TRUE(help.ok());
+  EXPECT_FALSE(help->options);
+  EXPECT_NE(help->help.find("--apiserver-port N"), std::string::npos);
+}
+
+TEST(CommandLineTest, DownAndStatus) {
+  Result<Parsed<DownOptions>> down = ParseDown({"--timeout", "0"}, kEnv);
+  ASSERT_TRUE(down.ok());
+  EXPECT_EQ(down->options->timeout, std::chrono::seconds(0));
+  EXPECT_EQ(ParseDown({}, kEnv)->options->timeout, std::chrono::seconds(30));
+  EXPECT_EQ(ParseStatus({"--state-dir", "d"}, kEnv)->options->state_dir, "d");
+  EXPECT_EQ(ParseStatus({"extra"}, kEnv).status().message(), "unexpected argument \"extra\"");
+}
+
+TEST(CommandLineTest, Node) {
+  Result<Parsed<NodeOptions>> p = ParseNode({"fail", "gpu-a-0", "--state-dir", "/s"}, kEnv);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->options->action, NodeAction::kFail);
+  EXPECT_EQ(p->options->node, "gpu-a-0");
+  EXPECT_EQ(p->options->state_dir, "/s");
+  EXPECT_EQ(ParseNode({}, kEnv).status().message(),
+            "missing action: cordon, uncordon, fail or recover");
+  EXPECT_EQ(ParseNode({"drain", "x"}, kEnv).status().message(),
+            "unknown action \"drain\" (want cordon, uncordon, fail or recover)");
+  EXPECT_EQ(ParseNode({"cordon"}, kEnv).status().message(),
+            "missing NODE: sluice node cordon NODE");
+  EXPECT_EQ(ParseNode({"cordon", "a", "b"}, kEnv).status().message(), "unexpected argument \"b\"");
+}
+
+TEST(CommandLineTest, Logs) {
+  Result<Parsed<LogsOptions>> p = ParseLogs({"node", "-f", "--tail", "20"}, kEnv);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->options->component, "node");
+  EXPECT_TRUE(p->options->follow);
+  EXPECT_EQ(p->options->tail, std::optional<size_t>(20));
+  p = ParseLogs({"apiserver"}, kEnv);
+  EXPECT_FALSE(p->options->follow);
+  EXPECT_FALSE(p->options->tail);
+  EXPECT_NE(ParseLogs({"kubelet"}, kEnv).status().message().find("unknown component \"kubelet\""),
+            std::string::npos);
+  EXPECT_NE(ParseLogs({}, kEnv).status().message().find("missing COMPONENT"), std::string::npos);
+}
+
+struct CliRun {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+CliRun RunSluice(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int code = RunCli(args, kEnv, out, err);
+  return {code, out.str(), err.str()};
+}
+
+TEST(CliTest, HelpAndUnknownCommands) {
+  CliRun r = RunSluice({"--help"});
+  EXPECT_EQ(r.code, 0);
+  for (const char* c : {"up", "down", "status", "node", "logs"}) {
+    EXPECT_NE(r.out.find(std::string("  ") + c + " "), std::string::npos) << c;
+  }
+  EXPECT_EQ(r.out.find("  run "), std::string::npos);  // Not available yet: not listed.
+
+  r = RunSluice({});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("Usage: sluice COMMAND"), std::string::npos);
+
+  r = RunSluice({"run", "x.yaml"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown command \"run\" (known: up, down, status, node, logs)"),
+            std::string::npos);
+
+  r = RunSluice({"status", "--help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("Usage: sluice status"), std::string::npos);
+}
+
+TEST(CliTest, UsageErrorsExit2AndNameTheArgumentOnEveryLine) {
+  CliRun r = RunSluice({"up", "--bogus", "--timeout", "x"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("sluice up: unknown flag --bogus\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("sluice up: flag --timeout: \"x\" is not an integer\n"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("Run `sluice up --help`"), std::string::npos);
+  r = RunSluice({"node", "cordon"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("sluice node: missing NODE"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice::cli
