@@ -97,6 +97,7 @@ struct PodWorker::Container {
   int backoff_exponent = 0;    // Restarts since the last long run.
   bool never_restart = false;  // Terminated for good (restartPolicy).
   bool killed_by_probe = false;
+  bool ran_before = false;  // Started (or failed to start) in this worker already.
   std::vector<std::pair<std::string, std::string>> env;
   ProbeTracker readiness, liveness, startup;
 };
@@ -364,6 +365,9 @@ void PodWorker::StartContainer(Container& c) {
     std::error_code ec;
     std::filesystem::create_directories(cwd, ec);
   }
+  // restartCount counts starts after the first, as kubelet's does (each run has its own log).
+  if (c.ran_before) ++c.status.restart_count;
+  c.ran_before = true;
   const std::filesystem::path log_dir = pod_dir_ / "logs" / name;
   std::error_code ec;
   std::filesystem::create_directories(log_dir, ec);
@@ -449,7 +453,6 @@ void PodWorker::ScheduleRestart(Container& c, const json& pod, std::chrono::seco
                    Str(pod, "/metadata/name"));
   }
   c.backoff_until = Mono::now() + delay;
-  ++c.status.restart_count;
 }
 
 void PodWorker::RunProbes(Container& c) {

@@ -362,5 +362,44 @@ TEST_F(LocalClusterTest, FailedNodeFailsItsPodsAndFreesCapacity) {
   EXPECT_EQ(Kubectl("delete pod west-job west-job-2 --wait=true --timeout=60s").exit_code, 0);
 }
 
+TEST_F(LocalClusterTest, FailingLivenessProbeRestartsTheContainer) {
+  ASSERT_EQ(Apply(TestPod("unhealthy", "[sleep]", "",
+                          "      livenessProbe:\n        exec: {command: [/bin/false]}\n"
+                          "        periodSeconds: 1\n        failureThreshold: 2\n"))
+                .exit_code,
+            0);
+  ASSERT_TRUE(WaitUntil(
+      [] {
+        json pod = Get("pod unhealthy");
+        return pod.is_object() &&
+               pod.value("/status/containerStatuses/0/restartCount"_json_pointer, 0) >= 1;
+      },
+      std::chrono::seconds(40)))
+      << Kubectl("describe pod unhealthy").output;
+  CommandResult events = Kubectl("get events --field-selector involvedObject.name=unhealthy");
+  EXPECT_NE(events.output.find("Liveness probe failed"), std::string::npos) << events.output;
+  EXPECT_NE(events.output.find("failed liveness probe, will be restarted"), std::string::npos)
+      << events.output;
+  // The process honoured SIGTERM: its log says so.
+  CommandResult previous = Kubectl("logs unhealthy --previous");
+  EXPECT_NE(previous.output.find("got SIGTERM"), std::string::npos) << previous.output;
+  EXPECT_EQ(Kubectl("delete pod unhealthy --wait=true --timeout=60s").exit_code, 0);
+}
+
+TEST_F(LocalClusterTest, FollowedLogsEndWhenTheContainerExits) {
+  ASSERT_EQ(Apply(TestPod("short-lived", "[crash, --code, \"0\", --after-ms, \"1500\"]",
+                          "  restartPolicy: Never\n"))
+                .exit_code,
+            0);
+  ASSERT_TRUE(WaitUntil([] { return PodPhase("short-lived") == "Running"; }));
+  // kubectl logs -f returns once the process has exited, with its whole output.
+  CommandResult followed = Kubectl("logs -f short-lived --request-timeout=30s");
+  EXPECT_EQ(followed.exit_code, 0) << followed.output;
+  EXPECT_NE(followed.output.find("will exit with 0"), std::string::npos) << followed.output;
+  ASSERT_TRUE(WaitUntil([] { return PodPhase("short-lived") == "Succeeded"; }));
+  EXPECT_EQ(Kubectl("logs short-lived --timestamps").output.substr(0, 2), "20");
+  EXPECT_EQ(Kubectl("delete pod short-lived --wait=true --timeout=60s").exit_code, 0);
+}
+
 }  // namespace
 }  // namespace sluice::e2e
