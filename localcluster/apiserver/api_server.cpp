@@ -5,6 +5,7 @@
 
 #include "common/http/client.h"
 #include "common/http/json_body.h"
+#include "common/http/url.h"
 #include "localcluster/apiserver/aggregated_discovery.h"
 #include "localcluster/apiserver/api_errors.h"
 #include "localcluster/apiserver/builtin_table.h"
@@ -1518,9 +1519,11 @@ void ApiServer::PodLog(Request& r, httplib::Response& res) {
   }
   std::string query;
   for (const char* p :
-       {"follow", "tailLines", "timestamps", "sinceSeconds", "limitBytes", "previous"}) {
+       {"follow", "tailLines", "timestamps", "sinceSeconds", "sinceTime", "limitBytes",
+        "previous"}) {
     if (r.http.has_param(p)) {
-      query += (query.empty() ? "?" : "&") + std::string(p) + "=" + r.http.get_param_value(p);
+      query += (query.empty() ? "?" : "&") + std::string(p) + "=" +
+               http::PercentEncode(r.http.get_param_value(p));
     }
   }
   http::ClientOptions client_options;

@@ -28,37 +28,28 @@ std::string Str(const json& obj, const char* pointer, const std::string& fallbac
   return obj.contains(ptr) && obj.at(ptr).is_string() ? obj.at(ptr).get<std::string>() : fallback;
 }
 
-// Probe bookkeeping of one kind (readiness, liveness or startup) for one container.
+// When one probe (readiness, liveness or startup) of a container runs next, and its state.
 struct ProbeTracker {
   json probe;  // null: no probe.
   ProbeTiming timing;
   Mono::time_point next{};
-  int successes = 0;
-  int failures = 0;
-  bool passing = false;
-  std::string last_message;
+  ProbeState state{false, 1, 1};
 
   bool Present() const { return probe.is_object(); }
-  void Reset(Mono::time_point started, bool initial) {
+  bool passing() const { return state.passing(); }
+  int failures() const { return state.consecutive_failures(); }
+  const std::string& message() const { return state.last_message(); }
+  void Reset(Mono::time_point started, bool initially_passing) {
     if (Present()) timing = ProbeTimingOf(probe);
     next = started + timing.initial_delay;
-    successes = failures = 0;
-    passing = initial;
+    state = ProbeState(initially_passing, timing.success_threshold, timing.failure_threshold);
   }
   // Runs the probe when due; returns true when it ran.
   bool MaybeRun(Mono::time_point now, const std::string& pod_ip, const json& container,
                 const std::vector<std::pair<std::string, std::string>>& env) {
     if (!Present() || now < next) return false;
-    ProbeResult r = RunProbe(probe, pod_ip, container, env);
+    state.Observe(RunProbe(probe, pod_ip, container, env));
     next = Mono::now() + timing.period;
-    last_message = r.message;
-    if (r.success) {
-      failures = 0;
-      if (++successes >= timing.success_threshold) passing = true;
-    } else {
-      successes = 0;
-      if (++failures >= timing.failure_threshold) passing = false;
-    }
     return true;
   }
 };
@@ -212,7 +203,7 @@ void PodWorker::Run() {
       Terminate();
       break;
     }
-    if (!setup_done_) setup_done_ = Setup();
+    if (!setup_done_ && Mono::now() >= setup_retry_at_) setup_done_ = Setup();
     if (setup_done_) Step();
     ReportStatus(false);
     std::unique_lock<std::mutex> lock(mu_);
@@ -242,7 +233,7 @@ bool PodWorker::Setup() {
     if (setup_error_ != dirs.status().message() && ctx_.event) {
       ctx_.event(pod, "Warning", "FailedMount", dirs.status().message());
     }
-    setup_error_reason_ = "ContainerCreating";
+    setup_retry_at_ = Mono::now() + std::chrono::seconds(2);
     setup_error_ = dirs.status().message();
     for (auto& c : containers_) {
       c->status.reason = "ContainerCreating";
@@ -460,34 +451,34 @@ void PodWorker::RunProbes(Container& c) {
   const json pod = PodSnapshot();
   if (c.startup.Present() && !c.status.started) {
     if (c.startup.MaybeRun(now, assignment_.pod_ip, c.spec, c.env)) {
-      if (c.startup.passing) {
+      if (c.startup.passing()) {
         c.status.started = true;
         c.liveness.Reset(now, true);
         c.readiness.Reset(now, false);
-      } else if (c.startup.failures >= c.startup.timing.failure_threshold) {
+      } else if (c.startup.failures() >= c.startup.timing.failure_threshold) {
         c.killed_by_probe = true;
       }
     }
   } else {
     c.status.started = true;
-    if (c.liveness.MaybeRun(now, assignment_.pod_ip, c.spec, c.env) && !c.liveness.passing) {
+    if (c.liveness.MaybeRun(now, assignment_.pod_ip, c.spec, c.env) && !c.liveness.passing()) {
       c.killed_by_probe = true;
     }
     if (c.readiness.Present()) {
       c.readiness.MaybeRun(now, assignment_.pod_ip, c.spec, c.env);
-      if (c.readiness.passing != c.status.ready && !c.readiness.passing && ctx_.event &&
-          c.readiness.failures > 0) {
+      if (c.readiness.passing() != c.status.ready && !c.readiness.passing() && ctx_.event &&
+          c.readiness.failures() > 0) {
         ctx_.event(pod, "Warning", "Unhealthy",
-                   "Readiness probe failed: " + c.readiness.last_message);
+                   "Readiness probe failed: " + c.readiness.message());
       }
-      c.status.ready = c.readiness.passing;
+      c.status.ready = c.readiness.passing();
     } else {
       c.status.ready = true;
     }
   }
   if (c.killed_by_probe) {
     const std::string which = c.status.started ? "liveness" : "startup";
-    const std::string message = (c.status.started ? c.liveness : c.startup).last_message;
+    const std::string message = (c.status.started ? c.liveness : c.startup).message();
     if (ctx_.event) {
       ctx_.event(
           pod, "Warning", "Unhealthy",
@@ -578,8 +569,11 @@ void PodWorker::ReportStatus(bool force) {
   // Condition timestamps only move when a status changes, so equal JSON means nothing new.
   if (!force && status == last_status_) return;
   const Mono::time_point now = Mono::now();
+  // After a failed write, wait a second before the next attempt (the API may be down).
+  if (!force && write_failed_ && now - last_report_ < std::chrono::seconds(1)) return;
   Status s = ctx_.write_status(pod, status);
   last_report_ = now;
+  write_failed_ = !s.ok();
   if (s.ok()) {
     last_status_ = status;
   } else if (s.code() != StatusCode::kNotFound) {

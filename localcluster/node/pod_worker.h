@@ -116,11 +116,13 @@ class PodWorker {
   std::vector<std::unique_ptr<Container>> containers_;
   size_t next_init_ = 0;
   bool setup_done_ = false;
-  std::string setup_error_reason_, setup_error_;
+  std::string setup_error_;  // The last volume error (an event is recorded when it changes).
+  std::chrono::steady_clock::time_point setup_retry_at_{};
   VolumeDirs volumes_;
   std::string start_time_;
   nlohmann::json last_status_;
   std::chrono::steady_clock::time_point last_report_{};
+  bool write_failed_ = false;
 
   std::atomic<bool> done_{false};
   std::thread thread_;
