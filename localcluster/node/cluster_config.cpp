@@ -109,7 +109,8 @@ Result<NodeSpec> ParseNode(const json& n, const std::string& field) {
       if (!t.is_object() || !t.contains("key") || !t["key"].is_string()) {
         return Status::InvalidArgument("must have a string key", tf);
       }
-      const std::string effect = t.value("effect", "");
+      const std::string effect =
+          t.contains("effect") && t["effect"].is_string() ? t["effect"].get<std::string>() : "";
       if (effect != "NoSchedule" && effect != "PreferNoSchedule" && effect != "NoExecute") {
         return Status::InvalidArgument("must be NoSchedule, PreferNoSchedule or NoExecute",
                                        tf + ".effect");

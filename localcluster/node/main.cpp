@@ -54,6 +54,10 @@ config::Spec MakeSpec() {
       .Add(Option::Int("port", 10250, "Port of the kubelet endpoint; 0 picks a free one.")
                .Min(0)
                .Max(65535))
+      .Add(
+          Option::String("pod-ip-prefix", "127.1",
+                         "Pods get addresses <prefix>.x.y (a /16 of 127.0.0.0/8); agents sharing a "
+                         "machine need different prefixes."))
       .Add(Option::Duration("heartbeat-interval", seconds(10),
                             "How often each node's Lease and status are renewed."))
       .Add(Option::Duration("node-monitor-grace-period", seconds(40),
@@ -128,6 +132,19 @@ int Main(int argc, char** argv) {
   }
   options.state_dir = std::filesystem::absolute(cfg->GetString("state-dir"));
   options.agent_name = cfg->GetString("name");
+  options.pod_ip_prefix = cfg->GetString("pod-ip-prefix");
+  {
+    // "127.N" with 1 <= N <= 254: inside the loopback network, a whole /16.
+    const std::string& p = options.pod_ip_prefix;
+    const bool ok = p.size() > 4 && p.rfind("127.", 0) == 0 &&
+                    p.find_first_not_of("0123456789", 4) == std::string::npos && p.size() <= 7 &&
+                    std::stoi(p.substr(4)) >= 1 && std::stoi(p.substr(4)) <= 254;
+    if (!ok) {
+      std::cerr << kProgram << ": --pod-ip-prefix: must be 127.N with N from 1 to 254, got \"" << p
+                << "\"\n";
+      return 2;
+    }
+  }
   options.heartbeat_interval = Ms(cfg->GetDuration("heartbeat-interval"));
   options.node_monitor_grace = Ms(cfg->GetDuration("node-monitor-grace-period"));
   options.pod_eviction_timeout = Ms(cfg->GetDuration("pod-eviction-timeout"));
@@ -186,6 +203,7 @@ int Main(int argc, char** argv) {
     return 1;
   }
   options.endpoint = {server_options.address, server.port()};
+  options.registry = &registry;
   agent = std::make_unique<NodeAgent>(**rest, std::move(options));
   if (Status s = agent->Start(); !s.ok()) {
     logger.Error("node agent failed to start", {{"error", s.ToString()}});

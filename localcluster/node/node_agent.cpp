@@ -86,9 +86,33 @@ NodeAgent::NodeAgent(kube::RestClient& rest, NodeAgentOptions options)
   config_maps_ = make(kConfigMaps);
   secrets_ = make(kSecrets);
   context_ = MakeContext();
+  if (options_.registry != nullptr) {
+    metrics::Registry& r = *options_.registry;
+    scheduling_ = &r.AddCounter("sluice_node_scheduling_attempts_total",
+                                "Scheduling attempts of pending pods, by result (scheduled, "
+                                "unschedulable, error).",
+                                {"result"});
+    heartbeat_errors_ = &r.AddCounter("sluice_node_heartbeat_errors_total",
+                                      "Lease renewals or node status updates that failed.");
+    pods_gauge_ = &r.AddCallbackGauge("sluice_node_pods",
+                                      "Pods whose containers this agent runs, by node.", {"node"});
+    for (const NodeSpec& spec : options_.cluster.nodes) {
+      pods_gauge_->Set({spec.name}, [this, name = spec.name] {
+        std::lock_guard<std::mutex> lock(mu_);
+        double n = 0;
+        for (const auto& [_, node] : worker_node_) n += node == name ? 1 : 0;
+        return n;
+      });
+    }
+  }
 }
 
-NodeAgent::~NodeAgent() { Stop(); }
+NodeAgent::~NodeAgent() {
+  Stop();
+  if (pods_gauge_ != nullptr) {
+    for (const NodeSpec& spec : options_.cluster.nodes) pods_gauge_->Remove({spec.name});
+  }
+}
 
 PodWorkerContext NodeAgent::MakeContext() {
   PodWorkerContext ctx;
@@ -273,13 +297,15 @@ void NodeAgent::HeartbeatLoop() {
                       {"leaseDurationSeconds", duration_s},
                       {"renewTime", MicroNow()}}}};
       Result<json> existing = leases.Get(spec.name);
+      bool renewed = false;
       if (existing.ok()) {
         json updated = *existing;
         updated["spec"] = lease["spec"];
-        (void)leases.Update(updated);
+        renewed = leases.Update(updated).ok();
       } else if (existing.status().code() == StatusCode::kNotFound) {
-        (void)leases.Create(lease);
+        renewed = leases.Create(lease).ok();
       }
+      if (!renewed && heartbeat_errors_ != nullptr) heartbeat_errors_->WithLabels({}).Inc();
       const json old_conditions =
           node ? node->value("/status/conditions"_json_pointer, json::array()) : json::array();
       json status = NodeStatus(spec, options_.endpoint, Now(), old_conditions);
@@ -469,6 +495,7 @@ void NodeAgent::Schedule() {
         unschedulable_message_[uid] = decision.message;
       }
       Event(*pod, "Warning", "FailedScheduling", decision.message);
+      if (scheduling_ != nullptr) scheduling_->WithLabels({"unschedulable"}).Inc();
       continue;
     }
     json binding = {
@@ -485,6 +512,7 @@ void NodeAgent::Schedule() {
       log_.Warn("binding failed", {{"pod", name},
                                    {"node", decision.node_name},
                                    {"error", r.ok() ? r->body : r.status().ToString()}});
+      if (scheduling_ != nullptr) scheduling_->WithLabels({"error"}).Inc();
       continue;
     }
     {
@@ -495,6 +523,7 @@ void NodeAgent::Schedule() {
     if (req.ok()) {
       for (const auto& [k, v] : *req) requested[decision.node_name][k] += v;
     }
+    if (scheduling_ != nullptr) scheduling_->WithLabels({"scheduled"}).Inc();
     Event(*pod, "Normal", "Scheduled",
           "Successfully assigned " + ns + "/" + name + " to " + decision.node_name);
     log_.Info("pod scheduled", {{"pod", ns + "/" + name}, {"node", decision.node_name}});
@@ -545,7 +574,8 @@ void NodeAgent::SyncWorkers() {
     } else {
       for (int i = 2; i < 65534 && a.pod_ip.empty(); ++i) {
         if (i % 256 == 0 || i % 256 == 255) continue;
-        std::string ip = "127.1." + std::to_string(i / 256) + "." + std::to_string(i % 256);
+        std::string ip =
+            options_.pod_ip_prefix + "." + std::to_string(i / 256) + "." + std::to_string(i % 256);
         if (!used_ips_.count(ip)) a.pod_ip = ip;
       }
     }

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "common/logging/logger.h"
+#include "common/metrics/registry.h"
 #include "common/process/cancellation.h"
 #include "common/status.h"
 #include "localcluster/node/cluster_config.h"
@@ -52,6 +53,8 @@ struct NodeAgentOptions {
   std::filesystem::path bin_dir;    // Where sluice/<name> images' binaries are.
   KubeletEndpoint endpoint;         // Published on the Nodes (log requests come here).
   std::vector<std::pair<std::string, std::string>> base_env;  // Every container's first vars.
+  // Pod IPs are <prefix>.x.y; two agents on one machine need different prefixes.
+  std::string pod_ip_prefix = "127.1";
   std::chrono::milliseconds heartbeat_interval{10000};
   std::chrono::milliseconds node_monitor_grace{40000};
   std::chrono::milliseconds pod_eviction_timeout{30000};
@@ -59,6 +62,8 @@ struct NodeAgentOptions {
   std::chrono::milliseconds backoff_base{10000};
   std::chrono::milliseconds backoff_max{300000};
   std::chrono::milliseconds shutdown_grace{10000};  // Containers get this on agent shutdown.
+  // sluice_node_* metrics go here; null: none. Must outlive the agent.
+  metrics::Registry* registry = nullptr;
 };
 
 class NodeAgent {
@@ -121,6 +126,11 @@ class NodeAgent {
   std::map<std::string, std::vector<int>> gpu_indices_;        // uid -> simulated GPU indices.
   std::set<std::string> used_ips_;
   std::map<std::string, std::string> unschedulable_message_;  // uid -> last message written.
+
+  // Metrics (null without a registry).
+  metrics::CounterFamily* scheduling_ = nullptr;  // {result}
+  metrics::CounterFamily* heartbeat_errors_ = nullptr;
+  metrics::CallbackFamily* pods_gauge_ = nullptr;
 };
 
 }  // namespace sluice::node

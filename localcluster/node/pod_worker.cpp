@@ -468,8 +468,7 @@ void PodWorker::RunProbes(Container& c) {
       c.readiness.MaybeRun(now, assignment_.pod_ip, c.spec, c.env);
       if (c.readiness.passing() != c.status.ready && !c.readiness.passing() && ctx_.event &&
           c.readiness.failures() > 0) {
-        ctx_.event(pod, "Warning", "Unhealthy",
-                   "Readiness probe failed: " + c.readiness.message());
+        ctx_.event(pod, "Warning", "Unhealthy", "Readiness probe failed: " + c.readiness.message());
       }
       c.status.ready = c.readiness.passing();
     } else {

@@ -95,6 +95,23 @@ TEST_F(LocalClusterTest, NodesAreRegisteredWithLabelsCapacityAndLeases) {
   CommandResult wide = Kubectl("get nodes -L topology.kubernetes.io/region");
   EXPECT_NE(wide.output.find("local-eu-west"), std::string::npos) << wide.output;
   EXPECT_EQ(Kubectl("get lease -n kube-node-lease west-cpu").exit_code, 0);
+
+  // The agent's metrics, in a form Prometheus accepts.
+  const std::string metrics_file = dir_ + "/node-metrics.txt";
+  {
+    http::ClientOptions options;
+    options.base_url = "http://127.0.0.1:" + std::to_string(node_->port());
+    auto client = http::Client::Create(options);
+    ASSERT_TRUE(client.ok());
+    auto r = (*client)->Get("/metrics");
+    ASSERT_TRUE(r.ok());
+    EXPECT_NE(r->body.find("sluice_node_pods{node=\"east-gpu\"}"), std::string::npos) << r->body;
+    std::ofstream(metrics_file) << r->body;
+  }
+  if (RunShell("command -v promtool").exit_code == 0) {
+    CommandResult check = RunShell("promtool check metrics < " + metrics_file);
+    EXPECT_EQ(check.exit_code, 0) << check.output;
+  }
 }
 
 TEST_F(LocalClusterTest, ServiceNameReachesAReadyPodAndReadinessGatesEndpoints) {
@@ -124,7 +141,7 @@ TEST_F(LocalClusterTest, ServiceNameReachesAReadyPodAndReadinessGatesEndpoints) 
   ASSERT_TRUE(WaitUntil([] { return PodPhase("cold") == "Running"; }));
   const std::string web_ip = PodField("web", "{.status.podIP}");
   const std::string cold_ip = PodField("cold", "{.status.podIP}");
-  EXPECT_EQ(web_ip.rfind("127.", 0), 0u) << web_ip;
+  EXPECT_EQ(web_ip.rfind("127." + std::to_string(100 + getpid() % 150) + ".", 0), 0u) << web_ip;
   EXPECT_NE(web_ip, cold_ip);
   // Endpoints: web's pod is an address; cold's only a not-ready address.
   ASSERT_TRUE(WaitUntil([&] {

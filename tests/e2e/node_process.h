@@ -77,6 +77,8 @@ class NodeProcess {
                                      "1s",
                                      "--shutdown-grace",
                                      "2s",
+                                     "--pod-ip-prefix",
+                                     "127." + std::to_string(100 + getpid() % 150),
                                      "--log-level",
                                      "info"};
     args.insert(args.end(), extra.begin(), extra.end());
