@@ -4,6 +4,8 @@
 #include "localcluster/cli/down_command.h"
 #include "localcluster/cli/logs_command.h"
 #include "localcluster/cli/node_command.h"
+#include "localcluster/cli/plot_command.h"
+#include "localcluster/cli/run_command.h"
 #include "localcluster/cli/status_command.h"
 #include "localcluster/cli/up_command.h"
 
@@ -74,6 +76,12 @@ int RunCli(const std::vector<std::string>& args, const config::Environment& env,
   }
   if (command == "logs") {
     return Dispatch<LogsOptions>(command, rest, env, out, err, ParseLogs, RunLogs);
+  }
+  if (command == "run") {
+    return Dispatch<RunOptions>(command, rest, env, out, err, ParseRun, RunRun);
+  }
+  if (command == "plot") {
+    return Dispatch<PlotOptions>(command, rest, env, out, err, ParsePlot, RunPlot);
   }
   err << "sluice: unknown command \"" << command << "\" (known: " << CommandNames() << ")\n"
       << "Run `sluice --help` for usage.\n";

@@ -3,7 +3,7 @@
 //
 //   sluice --help | -h | help        the command list (exit 0)
 //   sluice                           the command list on stderr (exit 2)
-//   sluice COMMAND [args]            up, down, status, node, logs (command_line.h)
+//   sluice COMMAND [args]            up, down, status, node, logs, run, plot (command_line.h)
 //   sluice COMMAND --help            that command's flags (exit 0)
 //   sluice nonsense                  `unknown command "nonsense"` and the known ones (exit 2)
 //

@@ -1,5 +1,8 @@
 #include "localcluster/cli/command_line.h"
 
+#include <charconv>
+#include <cmath>
+
 #include "common/config/help.h"
 #include "localcluster/cli/components.h"
 #include "localcluster/cli/state_layout.h"
@@ -51,6 +54,8 @@ const std::vector<SubcommandInfo>& Subcommands() {
       {"status", "Show the components, the nodes and the Sluice resources."},
       {"node", "cordon|uncordon|fail|recover NODE: change a node, or simulate its failure."},
       {"logs", "Print (or follow) a component's log."},
+      {"run", "Apply experiment manifests and follow the TrainerJobs until they finish."},
+      {"plot", "Draw the progress `sluice run` recorded (reward, tokens/s, replicas, staleness)."},
   };
   return list;
 }
@@ -158,6 +163,79 @@ CommandSpec LogsSpec() {
        "Keep printing as the log grows (Ctrl-C to stop).", std::nullopt, std::nullopt},
       IntFlag("tail", "N", -1, "Only the last N lines; -1 prints everything.", -1, 1000000000)};
   return spec;
+}
+
+CommandSpec RunSpec() {
+  CommandSpec spec;
+  spec.usage = "sluice run MANIFEST... [flags]";
+  spec.summary =
+      "Applies every document of the manifests (multi-document YAML) to the local cluster: "
+      "creates each object, or merge-patches an existing one with the document's labels, "
+      "annotations and spec (never status), printing `KIND.GROUP/NAME created|configured|"
+      "unchanged`. Then follows the experiment's TrainerJobs, Dataflows and RolloutPools every "
+      "--interval: a live view on a terminal, else one line per TrainerJob, and every sample "
+      "appended to <state-dir>/experiments/EXPERIMENT/progress.jsonl (see `sluice plot`). Exits "
+      "0 when every TrainerJob Succeeded (or the manifests have none: nothing to follow), 1 when "
+      "one Failed, a document was rejected or --timeout passed, 130 on Ctrl-C (the resources "
+      "stay).";
+  spec.flags = {
+      StateDirFlag(),
+      {"namespace", 'n', FlagType::kString, "NS", "default",
+       "Namespace of the documents that name none.", std::nullopt, std::nullopt},
+      {"name", '\0', FlagType::kString, "EXPERIMENT", "",
+       "The experiment's name (its directory under experiments/). Default: the first manifest's "
+       "file name without its extension.",
+       std::nullopt, std::nullopt},
+      {"interval", '\0', FlagType::kString, "SECONDS", "2",
+       "Seconds between two samples while following (fractions allowed, at least 0.05).",
+       std::nullopt, std::nullopt},
+      IntFlag("timeout", "SECONDS", 0,
+              "Stop following and exit 1 after this long; 0 waits for the TrainerJobs.", 0,
+              100000000),
+      {"follow", '\0', FlagType::kBool, "", "true",
+       "Follow the experiment after applying (--no-follow: apply and exit 0).", std::nullopt,
+       std::nullopt},
+  };
+  return spec;
+}
+
+CommandSpec PlotSpec() {
+  CommandSpec spec;
+  spec.usage = "sluice plot EXPERIMENT [flags]";
+  spec.summary =
+      "Draws <state-dir>/experiments/EXPERIMENT/progress.jsonl, recorded by `sluice run`, as four "
+      "panels over the seconds since the first sample: reward mean and eval accuracy; rollout "
+      "and training tokens/s; replicas per region; staleness mean. PNG through gnuplot when "
+      "`gnuplot` is in PATH, else SVG (drawn by sluice itself). Prints the path written.";
+  spec.flags = {
+      StateDirFlag(),
+      {"output", 'o', FlagType::kString, "FILE", "",
+       "Where to write. Default: <state-dir>/experiments/EXPERIMENT/progress.png or .svg.",
+       std::nullopt, std::nullopt},
+      {"format", '\0', FlagType::kString, "FORMAT", "auto",
+       "png (needs gnuplot), svg, or auto: png when gnuplot is in PATH, else svg; with --output "
+       "ending in .svg or .png, that one.",
+       std::nullopt, std::nullopt},
+  };
+  return spec;
+}
+
+Status CheckExperimentName(const std::string& name, const std::string& what) {
+  if (name.empty()) return Status::InvalidArgument(what + ": the experiment name is empty");
+  if (name == "." || name == ".." || name.find('/') != std::string::npos ||
+      name.find('\0') != std::string::npos || name.size() > 253) {
+    return Status::InvalidArgument(what + ": \"" + name +
+                                   "\" cannot name an experiment directory (no '/', not . or ..)");
+  }
+  return Status::Ok();
+}
+
+std::string ExperimentNameFromPath(const std::string& path) {
+  std::string base = path;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  if (size_t slash = base.rfind('/'); slash != std::string::npos) base = base.substr(slash + 1);
+  if (size_t dot = base.rfind('.'); dot != std::string::npos && dot > 0) base.resize(dot);
+  return base;
 }
 
 Result<Parsed<UpOptions>> ParseUp(const std::vector<std::string>& args,
@@ -283,6 +361,84 @@ Result<Parsed<LogsOptions>> ParseLogs(const std::vector<std::string>& args,
   SLUICE_ASSIGN_OR_RETURN(o.state_dir, StateDir(flags, env));
   o.follow = flags.GetBool("follow");
   if (flags.GetInt("tail") >= 0) o.tail = static_cast<size_t>(flags.GetInt("tail"));
+  parsed.options = std::move(o);
+  return parsed;
+}
+
+Result<Parsed<RunOptions>> ParseRun(const std::vector<std::string>& args,
+                                    const config::Environment& env) {
+  const CommandSpec spec = RunSpec();
+  SLUICE_ASSIGN_OR_RETURN(ParsedFlags flags, ParseFlags(spec, args));
+  Parsed<RunOptions> parsed;
+  if (flags.help()) {
+    parsed.help = CommandHelp(spec);
+    return parsed;
+  }
+  if (flags.positional().empty()) {
+    return Status::InvalidArgument("missing MANIFEST: sluice run MANIFEST... [flags]");
+  }
+  RunOptions o;
+  o.manifests = flags.positional();
+  SLUICE_ASSIGN_OR_RETURN(o.state_dir, StateDir(flags, env));
+  o.namespace_ = flags.GetString("namespace");
+  if (o.namespace_.empty()) return Status::InvalidArgument("flag --namespace: must not be empty");
+  if (flags.IsSet("name")) {
+    o.experiment = flags.GetString("name");
+    SLUICE_RETURN_IF_ERROR(CheckExperimentName(o.experiment, "flag --name"));
+  } else {
+    o.experiment = ExperimentNameFromPath(o.manifests[0]);
+    SLUICE_RETURN_IF_ERROR(CheckExperimentName(
+        o.experiment, "manifest " + o.manifests[0] + " (pass --name EXPERIMENT)"));
+  }
+  const std::string& interval = flags.GetString("interval");
+  double seconds = 0;
+  const char* end = interval.data() + interval.size();
+  auto [ptr, ec] = std::from_chars(interval.data(), end, seconds);
+  if (interval.empty() || ec != std::errc() || ptr != end || !std::isfinite(seconds)) {
+    return Status::InvalidArgument("flag --interval: \"" + interval + "\" is not a number");
+  }
+  if (seconds < 0.05 || seconds > 86400) {
+    return Status::InvalidArgument("flag --interval: " + interval +
+                                   " is outside 0.05 to 86400 seconds");
+  }
+  o.interval = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000 + 0.5));
+  o.timeout = std::chrono::seconds(flags.GetInt("timeout"));
+  o.follow = flags.GetBool("follow");
+  parsed.options = std::move(o);
+  return parsed;
+}
+
+Result<Parsed<PlotOptions>> ParsePlot(const std::vector<std::string>& args,
+                                      const config::Environment& env) {
+  const CommandSpec spec = PlotSpec();
+  SLUICE_ASSIGN_OR_RETURN(ParsedFlags flags, ParseFlags(spec, args));
+  Parsed<PlotOptions> parsed;
+  if (flags.help()) {
+    parsed.help = CommandHelp(spec);
+    return parsed;
+  }
+  const std::vector<std::string>& words = flags.positional();
+  if (words.empty()) return Status::InvalidArgument("missing EXPERIMENT: sluice plot EXPERIMENT");
+  if (words.size() > 1) {
+    return Status::InvalidArgument("unexpected argument \"" + words[1] + "\"");
+  }
+  PlotOptions o;
+  o.experiment = words[0];
+  SLUICE_RETURN_IF_ERROR(CheckExperimentName(o.experiment, "EXPERIMENT"));
+  SLUICE_ASSIGN_OR_RETURN(o.state_dir, StateDir(flags, env));
+  o.output = flags.GetString("output");
+  const std::string& format = flags.GetString("format");
+  if (format == "auto") {
+    o.format = PlotFormat::kAuto;
+  } else if (format == "png") {
+    o.format = PlotFormat::kPng;
+  } else if (format == "svg") {
+    o.format = PlotFormat::kSvg;
+  } else {
+    return Status::InvalidArgument("flag --format: \"" + format +
+                                   "\" is not one of png, svg, auto");
+  }
+  if (auto it = env.find("PATH"); it != env.end()) o.search_path = it->second;
   parsed.options = std::move(o);
   return parsed;
 }

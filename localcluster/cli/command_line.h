@@ -8,6 +8,9 @@
 //   sluice status  [--state-dir DIR]
 //   sluice node    cordon|uncordon|fail|recover NODE [--state-dir DIR]
 //   sluice logs    COMPONENT [--state-dir DIR] [-f|--follow] [--tail N]
+//   sluice run     MANIFEST... [--state-dir DIR] [--namespace NS] [--name EXPERIMENT]
+//                  [--interval SECONDS] [--timeout SECONDS] [--no-follow]
+//   sluice plot    EXPERIMENT [--state-dir DIR] [--output FILE] [--format png|svg|auto]
 //
 // The state directory defaults to $HOME/.sluice. Each Parse* returns either options, or help
 // (the text to print, exit 0), or an InvalidArgument error whose message names the bad argument
@@ -66,6 +69,42 @@ struct LogsOptions {
   std::optional<size_t> tail;
 };
 
+// How `sluice run` shows progress while following.
+enum class RunDisplay {
+  kAuto,   // kLive when stdout is a terminal (and the output stream is std::cout), else kPlain.
+  kPlain,  // One line per TrainerJob per interval.
+  kLive,   // A compact view redrawn in place with ANSI escapes.
+};
+
+struct RunOptions {
+  std::vector<std::string> manifests;  // Files, in order; at least one.
+  std::string state_dir;
+  std::string namespace_ = "default";  // For documents without metadata.namespace.
+  std::string experiment;              // --name, else the first manifest's stem.
+  std::chrono::milliseconds interval{2000};
+  std::chrono::seconds timeout{0};  // 0: none.
+  bool follow = true;
+  RunDisplay display = RunDisplay::kAuto;  // Not a flag: tests pick kPlain or kLive.
+};
+
+enum class PlotFormat { kAuto, kPng, kSvg };
+
+struct PlotOptions {
+  std::string experiment;
+  std::string state_dir;
+  std::string output;  // "": DIR/experiments/EXPERIMENT/progress.{png,svg}.
+  PlotFormat format = PlotFormat::kAuto;
+  std::string search_path;  // $PATH, where gnuplot is looked for.
+};
+
+// Whether `name` can be an experiment's directory name: non-empty, at most 253 characters, no
+// '/', no NUL, not "." or "..". InvalidArgument naming `what` otherwise.
+Status CheckExperimentName(const std::string& name, const std::string& what);
+
+// The experiment name a manifest path gives: its file name without the last extension
+// ("examples/grpo.yaml" -> "grpo").
+std::string ExperimentNameFromPath(const std::string& path);
+
 // Either options or help text.
 template <typename T>
 struct Parsed {
@@ -88,6 +127,8 @@ CommandSpec DownSpec();
 CommandSpec StatusSpec();
 CommandSpec NodeSpec();
 CommandSpec LogsSpec();
+CommandSpec RunSpec();
+CommandSpec PlotSpec();
 
 // `args` are the words after the subcommand name.
 Result<Parsed<UpOptions>> ParseUp(const std::vector<std::string>& args,
@@ -99,6 +140,11 @@ Result<Parsed<StatusOptions>> ParseStatus(const std::vector<std::string>& args,
 Result<Parsed<NodeOptions>> ParseNode(const std::vector<std::string>& args,
                                       const config::Environment& env);
 Result<Parsed<LogsOptions>> ParseLogs(const std::vector<std::string>& args,
+                                      const config::Environment& env);
+Result<Parsed<RunOptions>> ParseRun(const std::vector<std::string>& args,
+                                    const config::Environment& env);
+// search_path is env's PATH ("" when unset).
+Result<Parsed<PlotOptions>> ParsePlot(const std::vector<std::string>& args,
                                       const config::Environment& env);
 
 }  // namespace sluice::cli

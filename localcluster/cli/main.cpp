@@ -1,4 +1,4 @@
-// sluice: the command-line tool of the local cluster (up, down, status, node, logs). See
+// sluice: the command-line tool of the local cluster (up, down, status, node, logs, run, plot). See
 // localcluster/cli/cli.h for the dispatcher and docs/local-cluster.md for the cluster.
 #include <iostream>
 #include <string>

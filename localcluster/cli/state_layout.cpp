@@ -17,6 +17,14 @@ std::string StateLayout::PidFile(std::string_view component) const {
   return RunDir() + "/" + std::string(component) + ".pid";
 }
 
+std::string StateLayout::ExperimentDir(std::string_view name) const {
+  return root_ + "/experiments/" + std::string(name);
+}
+
+std::string StateLayout::ProgressLog(std::string_view name) const {
+  return ExperimentDir(name) + "/progress.jsonl";
+}
+
 Result<std::string> DefaultStateDir(const config::Environment& env) {
   auto it = env.find("HOME");
   if (it == env.end() || it->second.empty()) {

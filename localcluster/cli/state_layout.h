@@ -1,12 +1,13 @@
 // StateLayout: where `sluice up` keeps everything of one local cluster, under one directory
 // (default $HOME/.sluice; `--state-dir`).
 //
-//   DIR/apiserver/            the API server's --state-dir (objects.db, pki/ca.crt, token)
-//   DIR/kubeconfig            written by the API server (--kubeconfig); for kubectl and the
-//   operator DIR/node/                 the node agent's --state-dir DIR/logs/<component>.log stdout
-//   and stderr of each component, appended across starts DIR/run/<component>.pid   the pid of each
-//   running component (removed by `sluice down`) DIR/prometheus/           prometheus.yml
-//   (generated) and data/ (with --prometheus)
+//   DIR/apiserver/             the API server's --state-dir (objects.db, pki/ca.crt, token)
+//   DIR/kubeconfig             written by the API server (--kubeconfig); kubectl, the operator
+//   DIR/node/                  the node agent's --state-dir
+//   DIR/logs/<component>.log   stdout and stderr of each component, appended across starts
+//   DIR/run/<component>.pid    the pid of each running component (removed by `sluice down`)
+//   DIR/prometheus/            prometheus.yml (generated) and data/ (with --prometheus)
+//   DIR/experiments/<name>/    progress.jsonl of `sluice run`, and the plots of `sluice plot`
 //
 // Thread safety: pure functions and values; nothing here touches the file system.
 #pragma once
@@ -39,6 +40,10 @@ class StateLayout {
   std::string LogFile(std::string_view component) const;
   // DIR/run/<component>.pid.
   std::string PidFile(std::string_view component) const;
+  // DIR/experiments/<name>: what `sluice run` records of one experiment, for `sluice plot`.
+  std::string ExperimentDir(std::string_view name) const;
+  // DIR/experiments/<name>/progress.jsonl (progress_log.h).
+  std::string ProgressLog(std::string_view name) const;
 
  private:
   std::string root_;

@@ -309,6 +309,22 @@ nlohmann::json ToJson(const DataflowSpec& v) {
   return j;
 }
 
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowStatusEvaluation* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "accuracy", path, &out->accuracy));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "passAtK", path, &out->pass_at_k));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "version", path, &out->version));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const DataflowStatusEvaluation& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "accuracy", v.accuracy);
+  WriteField(j, "passAtK", v.pass_at_k);
+  WriteField(j, "version", v.version);
+  return j;
+}
+
 Status FromJson(const nlohmann::json& j, std::string_view path, DataflowStatusPolicy* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
   SLUICE_RETURN_IF_ERROR(ReadField(j, "accepted", path, &out->accepted));
@@ -340,6 +356,7 @@ Status FromJson(const nlohmann::json& j, std::string_view path, DataflowStatus* 
   SLUICE_RETURN_IF_ERROR(ReadField(j, "conditions", path, &out->conditions));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "endpoint", path, &out->endpoint));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "epoch", path, &out->epoch));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "evaluation", path, &out->evaluation));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "observedGeneration", path, &out->observed_generation));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "policies", path, &out->policies));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "promptsConsumed", path, &out->prompts_consumed));
@@ -356,6 +373,7 @@ nlohmann::json ToJson(const DataflowStatus& v) {
   WriteField(j, "conditions", v.conditions);
   WriteField(j, "endpoint", v.endpoint);
   WriteField(j, "epoch", v.epoch);
+  WriteField(j, "evaluation", v.evaluation);
   WriteField(j, "observedGeneration", v.observed_generation);
   WriteField(j, "policies", v.policies);
   WriteField(j, "promptsConsumed", v.prompts_consumed);

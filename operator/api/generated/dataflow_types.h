@@ -307,6 +307,20 @@ struct DataflowSpec {
 Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpec* out);
 nlohmann::json ToJson(const DataflowSpec& v);
 
+// The newest completed evaluation round.
+struct DataflowStatusEvaluation {
+  // Mean reward over the round's completions (accuracy for 0/1 rewards).
+  std::optional<double> accuracy;
+  // Share of prompts with at least one correct completion among evaluation.k.
+  std::optional<double> pass_at_k;
+  // Weight version of the primary policy that was evaluated.
+  std::optional<int64_t> version;
+
+  friend bool operator==(const DataflowStatusEvaluation&, const DataflowStatusEvaluation&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowStatusEvaluation* out);
+nlohmann::json ToJson(const DataflowStatusEvaluation& v);
+
 // Counters of one Policy's buffer.
 struct DataflowStatusPolicy {
   // Trajectories accepted into the buffer since the start.
@@ -342,6 +356,8 @@ struct DataflowStatus {
   std::optional<std::string> endpoint;
   // Current epoch, from 0.
   std::optional<int64_t> epoch;
+  // The newest completed evaluation round.
+  std::optional<DataflowStatusEvaluation> evaluation;
   // metadata.generation of the Dataflow spec that this status reflects.
   std::optional<int64_t> observed_generation;
   // Buffer counters per Policy, keyed by name.

@@ -311,20 +311,24 @@ nlohmann::json ToJson(const TrainerJobSpec& v) {
 
 Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobStatusLastMetrics* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "dataWaitFraction", path, &out->data_wait_fraction));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "entropy", path, &out->entropy));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "kl", path, &out->kl));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "loss", path, &out->loss));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "rewardMean", path, &out->reward_mean));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "stalenessMean", path, &out->staleness_mean));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "tokensPerSecond", path, &out->tokens_per_second));
   return Status::Ok();
 }
 
 nlohmann::json ToJson(const TrainerJobStatusLastMetrics& v) {
   nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "dataWaitFraction", v.data_wait_fraction);
   WriteField(j, "entropy", v.entropy);
   WriteField(j, "kl", v.kl);
   WriteField(j, "loss", v.loss);
   WriteField(j, "rewardMean", v.reward_mean);
+  WriteField(j, "stalenessMean", v.staleness_mean);
   WriteField(j, "tokensPerSecond", v.tokens_per_second);
   return j;
 }

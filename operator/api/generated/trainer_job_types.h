@@ -306,6 +306,9 @@ nlohmann::json ToJson(const TrainerJobSpec& v);
 
 // Metrics of the last completed step.
 struct TrainerJobStatusLastMetrics {
+  // Share of the step's time spent waiting for a batch (the autoscaler's signal that rollout is too
+  // slow).
+  std::optional<double> data_wait_fraction;
   // Mean token entropy.
   std::optional<double> entropy;
   // Mean KL divergence to the reference model.
@@ -314,6 +317,8 @@ struct TrainerJobStatusLastMetrics {
   std::optional<double> loss;
   // Mean reward of the batch.
   std::optional<double> reward_mean;
+  // Mean number of versions the batch's samples lagged the trained policy.
+  std::optional<double> staleness_mean;
   // Trained tokens per second over all ranks.
   std::optional<double> tokens_per_second;
 

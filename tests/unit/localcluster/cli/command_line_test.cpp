@@ -174,19 +174,25 @@ CliRun RunSluice(const std::vector<std::string>& args) {
 TEST(CliTest, HelpAndUnknownCommands) {
   CliRun r = RunSluice({"--help"});
   EXPECT_EQ(r.code, 0);
-  for (const char* c : {"up", "down", "status", "node", "logs"}) {
+  for (const char* c : {"up", "down", "status", "node", "logs", "run", "plot"}) {
     EXPECT_NE(r.out.find(std::string("  ") + c + " "), std::string::npos) << c;
   }
-  EXPECT_EQ(r.out.find("  run "), std::string::npos);  // Not available yet: not listed.
 
   r = RunSluice({});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("Usage: sluice COMMAND"), std::string::npos);
 
-  r = RunSluice({"run", "x.yaml"});
+  r = RunSluice({"walk", "x.yaml"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("unknown command \"run\" (known: up, down, status, node, logs)"),
+  EXPECT_NE(r.err.find("unknown command \"walk\" (known: up, down, status, node, logs, run, plot)"),
             std::string::npos);
+
+  r = RunSluice({"run"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("sluice run: missing MANIFEST"), std::string::npos) << r.err;
+  r = RunSluice({"plot", "--format", "gif", "x"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("sluice plot: flag --format"), std::string::npos) << r.err;
 
   r = RunSluice({"status", "--help"});
   EXPECT_EQ(r.code, 0);

@@ -130,6 +130,8 @@ TEST(ApiManifestsTest, EveryExampleValidates) {
   const std::vector<fs::path> files = YamlFiles(SourceDir() / "examples");
   ASSERT_GE(files.size(), 4u);
   for (const fs::path& file : files) {
+    // The local cluster's node list (sluice-node --cluster-config), not a Kubernetes manifest.
+    if (file.filename() == "local-cluster.yaml") continue;
     int sluice_objects = 0;
     for (json object : Documents(file)) {
       if (object.value("apiVersion", "") != "sluice.dev/v1alpha1") continue;  // Core objects.

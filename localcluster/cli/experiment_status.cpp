@@ -1,0 +1,139 @@
+#include "localcluster/cli/experiment_status.h"
+
+namespace sluice::cli {
+namespace {
+
+using nlohmann::json;
+
+const json* At(const json& j, std::initializer_list<const char*> keys) {
+  const json* at = &j;
+  for (const char* key : keys) {
+    if (!at->is_object()) return nullptr;
+    auto it = at->find(key);
+    if (it == at->end()) return nullptr;
+    at = &*it;
+  }
+  return at;
+}
+
+std::optional<int64_t> Int(const json& j, std::initializer_list<const char*> keys) {
+  const json* v = At(j, keys);
+  if (v == nullptr || !v->is_number_integer()) return std::nullopt;
+  return v->get<int64_t>();
+}
+
+std::optional<double> Number(const json& j, std::initializer_list<const char*> keys) {
+  const json* v = At(j, keys);
+  if (v == nullptr || !v->is_number()) return std::nullopt;
+  return v->get<double>();
+}
+
+std::string String(const json& j, std::initializer_list<const char*> keys) {
+  const json* v = At(j, keys);
+  if (v == nullptr || !v->is_string()) return "";
+  return v->get<std::string>();
+}
+
+template <typename T>
+void Add(std::optional<T>& sum, const std::optional<T>& value) {
+  if (value) sum = sum.value_or(T{}) + *value;
+}
+
+}  // namespace
+
+TrainerView TrainerViewOf(const json& trainerjob) {
+  TrainerView v;
+  v.name = String(trainerjob, {"metadata", "name"});
+  v.dataflow = String(trainerjob, {"spec", "dataflowRef", "name"});
+  v.phase = String(trainerjob, {"status", "phase"});
+  v.step = Int(trainerjob, {"status", "step"});
+  v.steps = Int(trainerjob, {"spec", "steps"});
+  v.version = Int(trainerjob, {"status", "version"});
+  v.reward_mean = Number(trainerjob, {"status", "lastMetrics", "rewardMean"});
+  v.loss = Number(trainerjob, {"status", "lastMetrics", "loss"});
+  v.staleness_mean = Number(trainerjob, {"status", "lastMetrics", "stalenessMean"});
+  v.tokens_per_second = Number(trainerjob, {"status", "lastMetrics", "tokensPerSecond"});
+  return v;
+}
+
+DataflowView DataflowViewOf(const json& dataflow) {
+  DataflowView v;
+  v.name = String(dataflow, {"metadata", "name"});
+  v.buffered = Int(dataflow, {"status", "buffered"});
+  v.trajectories_per_second = Number(dataflow, {"status", "trajectoriesPerSecond"});
+  v.eval_version = Int(dataflow, {"status", "evaluation", "version"});
+  v.eval_accuracy = Number(dataflow, {"status", "evaluation", "accuracy"});
+  return v;
+}
+
+PoolView PoolViewOf(const json& rolloutpool) {
+  PoolView v;
+  v.name = String(rolloutpool, {"metadata", "name"});
+  v.dataflow = String(rolloutpool, {"spec", "dataflowRef", "name"});
+  v.replicas = Int(rolloutpool, {"status", "replicas"});
+  v.ready = Int(rolloutpool, {"status", "readyReplicas"});
+  v.tokens_per_second = Number(rolloutpool, {"status", "tokensPerSecond"});
+  if (const json* regions = At(rolloutpool, {"status", "regions"});
+      regions != nullptr && regions->is_array()) {
+    for (const json& r : *regions) {
+      RegionView region;
+      region.name = String(r, {"name"});
+      if (region.name.empty()) continue;
+      region.replicas = Int(r, {"replicas"});
+      region.ready = Int(r, {"ready"});
+      v.regions.push_back(std::move(region));
+    }
+  }
+  return v;
+}
+
+std::vector<ProgressRow> JoinProgress(const ExperimentView& view, double t) {
+  std::vector<ProgressRow> rows;
+  for (const TrainerView& trainer : view.trainers) {
+    ProgressRow row;
+    row.t = t;
+    row.trainer = trainer.name;
+    row.phase = trainer.phase;
+    row.step = trainer.step;
+    row.steps = trainer.steps;
+    row.version = trainer.version;
+    row.reward_mean = trainer.reward_mean;
+    row.loss = trainer.loss;
+    row.staleness_mean = trainer.staleness_mean;
+    row.train_tokens_per_second = trainer.tokens_per_second;
+
+    const DataflowView* dataflow = nullptr;
+    for (const DataflowView& d : view.dataflows) {
+      if (!trainer.dataflow.empty() && d.name == trainer.dataflow) dataflow = &d;
+    }
+    if (dataflow == nullptr && view.dataflows.size() == 1) dataflow = &view.dataflows[0];
+    if (dataflow != nullptr) {
+      row.buffered = dataflow->buffered;
+      row.trajectories_per_second = dataflow->trajectories_per_second;
+      row.eval_accuracy = dataflow->eval_accuracy;
+      row.eval_version = dataflow->eval_version;
+    }
+
+    std::vector<const PoolView*> pools;
+    const std::string dataflow_name = dataflow != nullptr ? dataflow->name : trainer.dataflow;
+    for (const PoolView& p : view.pools) {
+      if (!dataflow_name.empty() && p.dataflow == dataflow_name) pools.push_back(&p);
+    }
+    if (pools.empty()) {
+      for (const PoolView& p : view.pools) pools.push_back(&p);
+    }
+    for (const PoolView* p : pools) {
+      Add(row.rollout_tokens_per_second, p->tokens_per_second);
+      Add(row.replicas_total, p->replicas);
+      Add(row.ready_total, p->ready);
+      for (const RegionView& region : p->regions) {
+        if (region.replicas) row.region_replicas[region.name] += *region.replicas;
+        if (region.ready) row.region_ready[region.name] += *region.ready;
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace sluice::cli

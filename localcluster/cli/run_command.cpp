@@ -1,0 +1,241 @@
+#include "localcluster/cli/run_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "localcluster/cli/apply_manifest.h"
+#include "localcluster/cli/cluster_client.h"
+#include "localcluster/cli/experiment_status.h"
+#include "localcluster/cli/install_paths.h"
+#include "localcluster/cli/interrupt_guard.h"
+#include "localcluster/cli/manifest.h"
+#include "localcluster/cli/progress_log.h"
+#include "localcluster/cli/progress_render.h"
+#include "localcluster/cli/run_outcome.h"
+#include "localcluster/cli/state_layout.h"
+
+namespace sluice::cli {
+namespace {
+
+using nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+
+Result<std::vector<ManifestDocument>> ReadManifests(const std::vector<std::string>& files) {
+  std::vector<ManifestDocument> all;
+  for (const std::string& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return Status::NotFound(file + ": cannot be read (does it exist?)");
+    std::ostringstream text;
+    text << in.rdbuf();
+    SLUICE_ASSIGN_OR_RETURN(std::vector<ManifestDocument> docs, ParseManifest(file, text.str()));
+    for (ManifestDocument& doc : docs) all.push_back(std::move(doc));
+  }
+  return all;
+}
+
+// One followed object and the newest state read of it.
+struct Followed {
+  AppliedObject applied;
+  json object;             // Starts as {"metadata": {"name": ...}}: no status known yet.
+  std::string last_error;  // Reported once per distinct error.
+};
+
+double WallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+class Follower {
+ public:
+  Follower(const RunOptions& options, kube::RestClient& client, std::vector<Followed> objects,
+           std::string progress_path, bool live, std::ostream& out, std::ostream& err)
+      : options_(options),
+        client_(client),
+        objects_(std::move(objects)),
+        progress_path_(std::move(progress_path)),
+        live_(live),
+        out_(out),
+        err_(err) {}
+
+  int Run(const std::function<bool()>& interrupted) {
+    const auto start = SteadyClock::now();
+    const auto deadline = start + options_.timeout;
+    while (true) {
+      Sample();
+      const ExperimentOutcome outcome = DecideOutcome(Objects(ExperimentRole::kTrainerJob));
+      if (outcome.state == ExperimentState::kSucceeded) {
+        out_ << "Experiment " << options_.experiment << " succeeded.\n"
+             << SuccessSummary(last_rows_) << std::flush;
+        return kExitOk;
+      }
+      if (outcome.state == ExperimentState::kFailed) {
+        out_ << std::flush;
+        err_ << "sluice run: trainerjob " << outcome.failed << " failed: " << outcome.reason
+             << "\n";
+        return kExitFailure;
+      }
+      if (interrupted()) return Interrupted();
+      // Wait for the next sample in slices, so Ctrl-C and the timeout are noticed promptly.
+      const auto next = SteadyClock::now() + options_.interval;
+      while (SteadyClock::now() < next) {
+        if (interrupted()) return Interrupted();
+        if (options_.timeout.count() > 0 && SteadyClock::now() >= deadline) {
+          out_ << std::flush;
+          err_ << "sluice run: timed out after " << options_.timeout.count()
+               << " s (the resources stay)\n";
+          return kExitFailure;
+        }
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(next - SteadyClock::now());
+        std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(50)));
+      }
+    }
+  }
+
+ private:
+  int Interrupted() {
+    out_ << std::flush;
+    err_ << "\nsluice run: interrupted; stopped following " << options_.experiment
+         << " (the resources stay)\n";
+    return kExitInterrupted;
+  }
+
+  std::vector<json> Objects(ExperimentRole role) const {
+    std::vector<json> out;
+    for (const Followed& f : objects_) {
+      if (f.applied.role == role) out.push_back(f.object);
+    }
+    return out;
+  }
+
+  void Sample() {
+    for (Followed& f : objects_) {
+      kube::ResourceClient resource(client_, f.applied.gvr, f.applied.namespace_);
+      Result<json> object = resource.Get(f.applied.name);
+      if (object.ok()) {
+        f.object = std::move(*object);
+        f.last_error.clear();
+      } else if (object.status().message() != f.last_error) {
+        f.last_error = object.status().message();
+        err_ << "sluice run: reading " << f.applied.display << ": " << f.last_error << "\n";
+      }
+    }
+    ExperimentView view;
+    for (const json& o : Objects(ExperimentRole::kTrainerJob)) {
+      view.trainers.push_back(TrainerViewOf(o));
+    }
+    for (const json& o : Objects(ExperimentRole::kDataflow)) {
+      view.dataflows.push_back(DataflowViewOf(o));
+    }
+    for (const json& o : Objects(ExperimentRole::kRolloutPool)) {
+      view.pools.push_back(PoolViewOf(o));
+    }
+    const double t = WallSeconds();
+    last_rows_ = JoinProgress(view, t);
+    if (Status s = AppendProgress(progress_path_, last_rows_); !s.ok() && !append_failed_) {
+      append_failed_ = true;  // Say it once; following is still worth it.
+      err_ << "sluice run: " << s.message() << "\n";
+    }
+    const std::string clock = ClockText(t);
+    if (live_) {
+      const std::string frame =
+          LiveView(options_.experiment, clock,
+                   std::chrono::duration<double>(options_.interval).count(), view);
+      out_ << LiveRedraw(live_lines_, frame) << std::flush;
+      live_lines_ = LineCount(frame);
+    } else {
+      for (const ProgressRow& row : last_rows_) out_ << PlainLine(row, clock) << "\n";
+      out_ << std::flush;
+    }
+  }
+
+  const RunOptions& options_;
+  kube::RestClient& client_;
+  std::vector<Followed> objects_;
+  std::string progress_path_;
+  bool live_;
+  std::ostream& out_;
+  std::ostream& err_;
+  std::vector<ProgressRow> last_rows_;
+  size_t live_lines_ = 0;
+  bool append_failed_ = false;
+};
+
+}  // namespace
+
+int RunRun(const RunOptions& options, std::ostream& out, std::ostream& err) {
+  InterruptGuard guard;
+  return RunExperiment(
+      options, [&guard] { return guard.interrupted(); }, out, err);
+}
+
+int RunExperiment(const RunOptions& options, const std::function<bool()>& interrupted,
+                  std::ostream& out, std::ostream& err) {
+  const StateLayout layout(AbsolutePath(options.state_dir, CurrentDirectory()));
+  Result<std::vector<ManifestDocument>> docs = ReadManifests(options.manifests);
+  if (!docs.ok()) {
+    err << "sluice run: " << docs.status().message() << "\n";
+    return kExitFailure;
+  }
+  if (docs->empty()) {
+    err << "sluice run: the manifests hold no document\n";
+    return kExitFailure;
+  }
+  Result<std::unique_ptr<kube::RestClient>> client = ClusterClient(layout.Kubeconfig());
+  if (!client.ok()) {
+    err << "sluice run: " << client.status().message() << "\n";
+    return kExitFailure;
+  }
+  kube::DiscoveryClient discovery(**client);
+
+  std::vector<Followed> followed;
+  bool rejected = false;
+  bool has_trainer = false;
+  for (const ManifestDocument& doc : *docs) {
+    Result<AppliedObject> applied = ApplyDocument(**client, discovery, doc, options.namespace_);
+    if (!applied.ok()) {
+      err << "sluice run: " << applied.status().message() << "\n";
+      rejected = true;
+      continue;
+    }
+    out << applied->display << " " << ApplyActionName(applied->action) << "\n";
+    has_trainer = has_trainer || applied->role == ExperimentRole::kTrainerJob;
+    if (applied->role == ExperimentRole::kTrainerJob ||
+        applied->role == ExperimentRole::kDataflow ||
+        applied->role == ExperimentRole::kRolloutPool) {
+      json placeholder = {{"metadata", {{"name", applied->name}}}};
+      followed.push_back({*applied, std::move(placeholder), ""});
+    }
+  }
+  out << std::flush;
+  if (rejected) {
+    err << "sluice run: not following " << options.experiment
+        << ": some documents were not applied\n";
+    return kExitFailure;
+  }
+  if (!has_trainer) {
+    out << "No TrainerJob in the manifests: nothing to follow.\n";
+    return kExitOk;
+  }
+  const std::string progress = layout.ProgressLog(options.experiment);
+  if (!options.follow) {
+    out << "Not following (--no-follow). Follow later with `sluice run` again; progress is "
+           "recorded only while following.\n";
+    return kExitOk;
+  }
+  bool live = options.display == RunDisplay::kLive;
+  if (options.display == RunDisplay::kAuto) {
+    live = &out == &std::cout && isatty(STDOUT_FILENO) == 1;
+  }
+  out << "Following experiment " << options.experiment << " (recording " << progress << ")\n"
+      << std::flush;
+  Follower follower(options, **client, std::move(followed), progress, live, out, err);
+  return follower.Run(interrupted);
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,36 @@
+// `sluice run`: apply an experiment's manifests, then follow it until its TrainerJobs finish.
+//
+//   1. Every manifest is read and split into documents first (a file that does not parse stops
+//      everything before the server is contacted).
+//   2. Each document is applied in order (apply_manifest.h), printing one line per object:
+//      "trainerjob.sluice.dev/tiny created|configured|unchanged". A rejected document is
+//      reported with the server's message and the others are still applied; then exit 1.
+//   3. No TrainerJob in the manifests, or --no-follow: exit 0.
+//   4. Every --interval: Get each TrainerJob, Dataflow and RolloutPool applied (a read error is
+//      reported and the last good object kept), append one ProgressRow per TrainerJob to
+//      DIR/experiments/<name>/progress.jsonl, render (progress_render.h: live view on a
+//      terminal, else plain lines), and decide (run_outcome.h): all Succeeded -> summary, exit
+//      0; one Failed -> its name and reason on stderr, exit 1; --timeout passed -> "timed out
+//      after N s", exit 1; SIGINT/SIGTERM -> exit 130. The resources are never deleted.
+//
+// Thread safety: a plain function; RunRun installs SIGINT/SIGTERM handlers for its duration
+// (interrupt_guard.h), so run one at a time.
+#pragma once
+
+#include <functional>
+#include <ostream>
+
+#include "localcluster/cli/command_line.h"
+
+namespace sluice::cli {
+
+inline constexpr int kExitInterrupted = 130;
+
+int RunRun(const RunOptions& options, std::ostream& out, std::ostream& err);
+
+// RunRun with the stop condition given: `interrupted` is asked between samples (and during the
+// wait between them, every 50 ms); true stops following with exit 130.
+int RunExperiment(const RunOptions& options, const std::function<bool()>& interrupted,
+                  std::ostream& out, std::ostream& err);
+
+}  // namespace sluice::cli
