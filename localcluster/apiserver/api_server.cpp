@@ -1518,9 +1518,8 @@ void ApiServer::PodLog(Request& r, httplib::Response& res) {
     return;
   }
   std::string query;
-  for (const char* p :
-       {"follow", "tailLines", "timestamps", "sinceSeconds", "sinceTime", "limitBytes",
-        "previous"}) {
+  for (const char* p : {"follow", "tailLines", "timestamps", "sinceSeconds", "sinceTime",
+                        "limitBytes", "previous"}) {
     if (r.http.has_param(p)) {
       query += (query.empty() ? "?" : "&") + std::string(p) + "=" +
                http::PercentEncode(r.http.get_param_value(p));

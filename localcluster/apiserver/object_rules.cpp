@@ -4,6 +4,8 @@
 #include <random>
 #include <regex>
 
+#include "common/base64.h"
+
 namespace sluice::apiserver {
 namespace {
 
@@ -57,6 +59,21 @@ void DefaultPod(json& pod) {
   json status = json::object();
   status["phase"] = "Pending";
   pod["status"] = std::move(status);
+}
+
+// stringData is write-only: its entries are merged into data (base64), over data's own, and the
+// field is never stored, as kube-apiserver does.
+void MergeSecretStringData(json& secret) {
+  auto it = secret.find("stringData");
+  if (it == secret.end()) return;
+  if (it->is_object()) {
+    json& data = secret["data"];
+    if (!data.is_object()) data = json::object();
+    for (const auto& [k, v] : it->items()) {
+      if (v.is_string()) data[k] = Base64Encode(v.get<std::string>());
+    }
+  }
+  secret.erase("stringData");
 }
 
 void DefaultService(json& service) {
@@ -213,6 +230,8 @@ Result<json> PrepareCreate(const ResourceInfo& info, json object, std::string_vi
     DefaultPod(object);
   } else if (info.group.empty() && info.plural == "services") {
     DefaultService(object);
+  } else if (info.group.empty() && info.plural == "secrets") {
+    MergeSecretStringData(object);
   }
   return object;
 }
@@ -281,6 +300,7 @@ Result<json> PrepareUpdate(const ResourceInfo& info, const json& current, json u
     if (current.contains("spec")) updated["spec"] = current["spec"];
     if (current.contains("status")) updated["status"] = current["status"];
   }
+  if (info.group.empty() && info.plural == "secrets") MergeSecretStringData(updated);
   if (SpecChanged(current, updated)) {
     meta["generation"] = cur_meta.value("generation", int64_t{1}) + 1;
   }

@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "common/base64.h"
+
 namespace sluice::apiserver {
 namespace {
 
@@ -624,29 +626,6 @@ std::string ValidUtf8(std::string_view in) {
   return out;
 }
 
-std::string Base64(std::string_view in) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 3 <= in.size(); i += 3) {
-    const uint32_t n = (static_cast<uint8_t>(in[i]) << 16) |
-                       (static_cast<uint8_t>(in[i + 1]) << 8) | static_cast<uint8_t>(in[i + 2]);
-    for (int shift : {18, 12, 6, 0}) out.push_back(kAlphabet[(n >> shift) & 0x3F]);
-  }
-  const size_t rest = in.size() - i;
-  if (rest > 0) {
-    uint32_t n = static_cast<uint8_t>(in[i]) << 16;
-    if (rest == 2) n |= static_cast<uint8_t>(in[i + 1]) << 8;
-    out.push_back(kAlphabet[(n >> 18) & 0x3F]);
-    out.push_back(kAlphabet[(n >> 12) & 0x3F]);
-    out.push_back(rest == 2 ? kAlphabet[(n >> 6) & 0x3F] : '=');
-    out.push_back('=');
-  }
-  return out;
-}
-
 // The seconds of 0001-01-01T00:00:00Z, Go's zero time, and the range RFC 3339 can print.
 constexpr int64_t kZeroTimeSeconds = -62135596800;
 constexpr int64_t kYear0Seconds = -62167219200;
@@ -969,7 +948,7 @@ class Decoder {
       case Type::kString:
         return json(ValidUtf8(bytes));
       case Type::kBytes:
-        return json(Base64(bytes));
+        return json(Base64Encode(bytes));
       case Type::kMessage: {
         json value = json::object();
         SLUICE_RETURN_IF_ERROR(Parse(bytes, *f.message, value, depth + 1));

@@ -105,6 +105,10 @@ CommandSpec UpSpec() {
       IntFlag("node-port", "N", 10250,
               "Port of the node agent (HTTP on 127.0.0.1: /readyz, /metrics, container logs).", 1,
               65535),
+      IntFlag("operator-port", "N", 18080,
+              "Port of the operator's /metrics (HTTP on 127.0.0.1); its /healthz and /readyz are "
+              "on N+1.",
+              1, 65534),
       {"prometheus", '\0', FlagType::kBool, "", "false",
        "Also start /usr/bin/prometheus on 127.0.0.1:9090, scraping the API server and the node "
        "agent.",
@@ -255,8 +259,16 @@ Result<Parsed<UpOptions>> ParseUp(const std::vector<std::string>& args,
   o.bin_dir = flags.GetString("bin-dir");
   o.apiserver_port = static_cast<int>(flags.GetInt("apiserver-port"));
   o.node_port = static_cast<int>(flags.GetInt("node-port"));
+  o.operator_port = static_cast<int>(flags.GetInt("operator-port"));
   o.prometheus = flags.GetBool("prometheus");
   o.timeout = std::chrono::seconds(flags.GetInt("timeout"));
+  for (int port : {o.apiserver_port, o.node_port}) {
+    if (port == o.operator_port || port == o.operator_port + 1) {
+      return Status::InvalidArgument("flag --operator-port: " + std::to_string(o.operator_port) +
+                                     " and the next port must differ from --apiserver-port and "
+                                     "--node-port");
+    }
+  }
   if (o.apiserver_port == o.node_port) {
     return Status::InvalidArgument("flags --apiserver-port and --node-port: both are " +
                                    std::to_string(o.node_port) + "; they must differ");

@@ -84,8 +84,15 @@ ComponentSpec OperatorComponent(const ClusterPlan& plan) {
   ComponentSpec c;
   c.name = "operator";
   c.binary = plan.bin_dir + "/sluice-operator";
-  c.args = {"--kubeconfig", plan.layout.Kubeconfig()};
-  c.health.kind = HealthKind::kProcessAlive;
+  // Loopback addresses: pods bind their own 127.x addresses and ports, so a wildcard bind here
+  // would take the port from them.
+  c.args = {"--kubeconfig",
+            plan.layout.Kubeconfig(),
+            "--metrics-bind-address",
+            "127.0.0.1:" + std::to_string(plan.operator_port),
+            "--health-probe-bind-address",
+            "127.0.0.1:" + std::to_string(plan.operator_port + 1)};
+  c.health = HttpHealth("http://127.0.0.1:" + std::to_string(plan.operator_port + 1), "/readyz");
   c.optional = true;
   return c;
 }
@@ -135,6 +142,11 @@ HealthCheck HealthFromCommandLine(std::string_view component, const StateLayout&
   } else if (component == "node") {
     h = HttpHealth("http://127.0.0.1:" + FlagFromCommandLine(argv, "port").value_or("10250"),
                    "/readyz");
+  } else if (component == "operator") {
+    h = HttpHealth(
+        "http://" +
+            FlagFromCommandLine(argv, "health-probe-bind-address").value_or("127.0.0.1:18081"),
+        "/readyz");
   } else if (component == "prometheus") {
     h = HttpHealth(
         "http://" + FlagFromCommandLine(argv, "web.listen-address").value_or(kPrometheusListen),

@@ -71,6 +71,7 @@ struct ClusterPlan {
   std::string cluster_config;  // The node agent's --cluster-config.
   int apiserver_port = 6443;
   int node_port = 10250;
+  int operator_port = 18080;  // The operator's metrics; its health endpoints on the next port.
   bool prometheus = false;
   std::string prometheus_binary = "/usr/bin/prometheus";
 };

@@ -59,6 +59,7 @@ int RunUp(const UpOptions& options, std::ostream& out, std::ostream& err) {
   }
   plan.apiserver_port = options.apiserver_port;
   plan.node_port = options.node_port;
+  plan.operator_port = options.operator_port;
   plan.prometheus = options.prometheus;
   // Preflight: the programs first (a wrong --bin-dir is the likelier mistake), then the cluster
   // description, before anything starts.

@@ -11,6 +11,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "common/base64.h"
 #include "localcluster/node/resource_quantity.h"
 
 namespace sluice::node {
@@ -198,15 +199,6 @@ bool EnvNameChar(char c, bool first) {
   return !first && c >= '0' && c <= '9';
 }
 
-int Base64Value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
 // Data of a ConfigMap key (data, then binaryData decoded); nullopt when absent.
 Result<std::optional<std::string>> ConfigMapKey(const json& cm, const std::string& key,
                                                 bool binary_too) {
@@ -311,33 +303,7 @@ bool IsEnvVarName(std::string_view name) {
   return true;
 }
 
-Result<std::string> DecodeBase64(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() / 4 * 3 + 3);
-  uint32_t acc = 0;
-  int bits = 0;
-  size_t padding = 0;
-  for (char c : text) {
-    if (c == '\r' || c == '\n') continue;
-    if (c == '=') {
-      ++padding;
-      continue;
-    }
-    int v = Base64Value(c);
-    if (v < 0 || padding > 0) {
-      return Status::InvalidArgument("illegal base64 data");
-    }
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xff);
-    }
-  }
-  // Leftover bits must be padding bits (6 bits: a lone character, never valid).
-  if (bits >= 6 || padding > 2) return Status::InvalidArgument("illegal base64 data");
-  return out;
-}
+Result<std::string> DecodeBase64(std::string_view text) { return Base64Decode(text); }
 
 std::string PodNamespace(const json& pod) {
   std::string ns = Str(Obj(pod, "metadata"), "namespace");

@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include "common/base64.h"
+
 namespace sluice::kube {
 namespace {
 
@@ -124,36 +126,7 @@ Result<Kubeconfig> ParseNode(const YAML::Node& root, const fs::path& source) {
 
 }  // namespace
 
-Result<std::string> DecodeBase64(std::string_view text) {
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char ch : text) {
-    int v;
-    if (ch >= 'A' && ch <= 'Z') {
-      v = ch - 'A';
-    } else if (ch >= 'a' && ch <= 'z') {
-      v = ch - 'a' + 26;
-    } else if (ch >= '0' && ch <= '9') {
-      v = ch - '0' + 52;
-    } else if (ch == '+') {
-      v = 62;
-    } else if (ch == '/') {
-      v = 63;
-    } else if (ch == '=' || ch == '\n' || ch == '\r' || ch == ' ' || ch == '\t') {
-      continue;
-    } else {
-      return Status::InvalidArgument("not valid base64");
-    }
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  return out;
-}
+Result<std::string> DecodeBase64(std::string_view text) { return Base64Decode(text); }
 
 std::vector<fs::path> KubeconfigPaths(const std::optional<std::string>& kubeconfig_env,
                                       const fs::path& home) {

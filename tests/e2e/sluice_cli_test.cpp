@@ -64,13 +64,14 @@ TEST(SluiceCliTest, UpTwiceIsHarmlessAndDownLeavesNoProcessBehind) {
   const std::string sluice = BinDir() + "/sluice";
   const std::string flags = " --state-dir " + state + " --bin-dir " + BinDir() +
                             " --apiserver-port " + std::to_string(NodeProcess::FreePort()) +
-                            " --node-port " + std::to_string(NodeProcess::FreePort());
+                            " --node-port " + std::to_string(NodeProcess::FreePort()) +
+                            " --operator-port " + std::to_string(NodeProcess::FreePort());
   CommandResult up = RunShell(sluice + " up --config " + config + flags);
   ASSERT_EQ(up.exit_code, 0) << up.output;
   EXPECT_NE(up.output.find("export KUBECONFIG=" + state + "/kubeconfig"), std::string::npos)
       << up.output;
   const std::vector<int> pids = PidsOf(state + "/run");
-  ASSERT_EQ(pids.size(), 2u) << up.output;  // apiserver and node (no operator binary yet).
+  ASSERT_EQ(pids.size(), 3u) << up.output;  // apiserver, node and operator.
 
   auto kubectl = [&](const std::string& args) {
     return RunShell("/usr/bin/kubectl --kubeconfig " + state + "/kubeconfig " + args);

@@ -245,3 +245,28 @@ TEST(ApiserverCustomResourceTest, CrdChecksAndAcceptedStatus) {
 
 }  // namespace
 }  // namespace sluice::apiserver
+
+namespace sluice::apiserver {
+namespace {
+
+TEST(ApiserverObjectRulesTest, SecretStringDataIsMergedIntoDataAndNotStored) {
+  const ResourceRegistry registry = ResourceRegistry::WithBuiltins();
+  const ResourceInfo& secrets = Find(registry, "", "v1", "secrets");
+  json secret = {{"metadata", {{"name", "creds"}}},
+                 {"data", {{"user", "YWxpY2U="}, {"token", "b2xk"}}},
+                 {"stringData", {{"token", "new"}, {"extra", "x"}}}};
+  Result<json> created = PrepareCreate(secrets, secret, "ml", kNow);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_FALSE(created->contains("stringData"));
+  EXPECT_EQ((*created)["data"], (json{{"user", "YWxpY2U="}, {"token", "bmV3"}, {"extra", "eA=="}}));
+
+  json update = *created;
+  update["stringData"] = {{"user", "bob"}};
+  Result<json> updated = PrepareUpdate(secrets, *created, update, WriteTarget::kMain);
+  ASSERT_TRUE(updated.ok()) << updated.status().ToString();
+  EXPECT_FALSE(updated->contains("stringData"));
+  EXPECT_EQ((*updated)["data"]["user"], "Ym9i");
+}
+
+}  // namespace
+}  // namespace sluice::apiserver

@@ -1,0 +1,210 @@
+#include "operator/controllers/dataflow_children.h"
+
+#include "operator/controllers/labels.h"
+
+namespace sluice::controllers {
+
+using nlohmann::json;
+
+namespace {
+
+std::string Name(const json& obj) { return obj.value("/metadata/name"_json_pointer, ""); }
+std::string Namespace(const json& obj) {
+  return obj.value("/metadata/namespace"_json_pointer, "default");
+}
+
+json Labels(const json& df) {
+  return StandardLabels("sluice-dataflow", Name(df), "dataflow", {{kDataflowLabel, Name(df)}});
+}
+
+json Meta(const json& df, const std::string& name, bool owned) {
+  json meta = {{"name", name}, {"namespace", Namespace(df)}, {"labels", Labels(df)}};
+  if (owned) meta["ownerReferences"] = json::array({ControllerRef(df)});
+  return meta;
+}
+
+// Where the pod's volumes are mounted (the node agent remaps these paths on the local cluster).
+constexpr char kConfigDir[] = "/etc/sluice/config";
+constexpr char kTokenDir[] = "/var/run/sluice/token";
+constexpr char kWalDir[] = "/var/lib/sluice/wal";
+constexpr char kDatasetDir[] = "/var/run/sluice/dataset";
+constexpr char kDatasetPvcDir[] = "/var/run/sluice/dataset-pvc";
+
+}  // namespace
+
+std::string DataflowConfigMapName(const std::string& df) { return df + "-config"; }
+std::string DataflowTokenSecretName(const std::string& df) { return df + "-token"; }
+std::string DataflowClaimName(const std::string& df) { return df + "-wal"; }
+std::string DataflowPodName(const std::string& df) { return df + "-dataflow"; }
+
+std::string DataflowEndpoint(const json& df) {
+  return "http://" + Name(df) + "." + Namespace(df) + ".svc:" + std::to_string(kDataflowPort);
+}
+
+json DesiredDataflowConfigMap(const json& df) {
+  // Only what sluice-dataflow reads: identity and spec (status and bookkeeping would change the
+  // hash, and so replace the pod, on every status write).
+  const json manifest = {{"apiVersion", df.value("apiVersion", "sluice.dev/v1alpha1")},
+                         {"kind", "Dataflow"},
+                         {"metadata", {{"name", Name(df)}, {"namespace", Namespace(df)}}},
+                         {"spec", df.value("spec", json::object())}};
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", Meta(df, DataflowConfigMapName(Name(df)), true)},
+          {"data", {{"dataflow.json", manifest.dump(2) + "\n"}}}};
+}
+
+json DesiredDataflowTokenSecret(const json& df, const std::string& token) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"metadata", Meta(df, DataflowTokenSecretName(Name(df)), true)},
+          {"type", "Opaque"},
+          {"stringData", {{"token", token}}}};
+}
+
+json DesiredDataflowClaim(const json& df) {
+  json spec = {
+      {"accessModes", json::array({"ReadWriteOnce"})},
+      {"resources",
+       {{"requests", {{"storage", df.value("/spec/storage/size"_json_pointer, json("1Gi"))}}}}}};
+  if (df.contains("/spec/storage/storageClassName"_json_pointer)) {
+    spec["storageClassName"] = df.at("/spec/storage/storageClassName"_json_pointer);
+  }
+  return {{"apiVersion", "v1"},
+          {"kind", "PersistentVolumeClaim"},
+          {"metadata", Meta(df, DataflowClaimName(Name(df)), false)},
+          {"spec", spec}};
+}
+
+json DesiredDataflowService(const json& df) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", Meta(df, Name(df), true)},
+          {"spec",
+           {{"selector", {{kDataflowLabel, Name(df)}, {kComponentLabel, "dataflow"}}},
+            {"ports", json::array({{{"name", "http"},
+                                    {"port", kDataflowPort},
+                                    {"targetPort", "http"},
+                                    {"protocol", "TCP"}}})}}}};
+}
+
+json DesiredDataflowPod(const json& df, const WorkerImages& images) {
+  const std::string name = Name(df);
+  json volumes = json::array({
+      {{"name", "config"}, {"configMap", {{"name", DataflowConfigMapName(name)}}}},
+      {{"name", "token"}, {"secret", {{"secretName", DataflowTokenSecretName(name)}}}},
+      {{"name", "wal"}, {"persistentVolumeClaim", {{"claimName", DataflowClaimName(name)}}}},
+  });
+  json mounts = json::array({
+      {{"name", "config"}, {"mountPath", kConfigDir}, {"readOnly", true}},
+      {{"name", "token"}, {"mountPath", kTokenDir}, {"readOnly", true}},
+      {{"name", "wal"}, {"mountPath", kWalDir}},
+  });
+  if (df.contains("/spec/dataset/configMap/name"_json_pointer)) {
+    volumes.push_back(
+        {{"name", "dataset"},
+         {"configMap", {{"name", df.at("/spec/dataset/configMap/name"_json_pointer)}}}});
+    mounts.push_back({{"name", "dataset"}, {"mountPath", kDatasetDir}, {"readOnly", true}});
+  }
+  if (df.contains("/spec/dataset/pvc/claimName"_json_pointer)) {
+    volumes.push_back(
+        {{"name", "dataset-pvc"},
+         {"persistentVolumeClaim",
+          {{"claimName", df.at("/spec/dataset/pvc/claimName"_json_pointer)}, {"readOnly", true}}}});
+    mounts.push_back({{"name", "dataset-pvc"}, {"mountPath", kDatasetPvcDir}, {"readOnly", true}});
+  }
+  const json args = json::array({
+      std::string("--dataflow-manifest=") + kConfigDir + "/dataflow.json",
+      "--dataflow-name=" + name,
+      std::string("--wal-dir=") + kWalDir,
+      std::string("--token-file=") + kTokenDir + "/token",
+      std::string("--dataset-mount-dir=") + kDatasetDir,
+      std::string("--dataset-pvc-mount-dir=") + kDatasetPvcDir,
+      // Bind the pod's own address: on the local cluster pods share a network namespace.
+      "--address=$(POD_IP)",
+      "--port=" + std::to_string(kDataflowPort),
+  });
+  json container = {
+      {"name", "dataflow"},
+      {"image", images.dataflow},
+      {"imagePullPolicy", images.pull_policy},
+      {"args", args},
+      {"env", json::array({{{"name", "POD_IP"},
+                            {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}}})},
+      {"ports",
+       json::array({{{"name", "http"}, {"containerPort", kDataflowPort}, {"protocol", "TCP"}}})},
+      {"readinessProbe",
+       {{"httpGet", {{"path", "/readyz"}, {"port", "http"}}},
+        {"periodSeconds", 2},
+        {"failureThreshold", 3}}},
+      {"livenessProbe",
+       {{"httpGet", {{"path", "/healthz"}, {"port", "http"}}},
+        {"periodSeconds", 10},
+        {"failureThreshold", 6}}},
+      {"resources",
+       {{"requests", {{"cpu", "500m"}, {"memory", "512Mi"}}}, {"limits", {{"memory", "4Gi"}}}}},
+      {"volumeMounts", mounts}};
+  json meta = Meta(df, DataflowPodName(name), true);
+  meta["annotations"] = {{kConfigHashAnnotation, JsonHash(DesiredDataflowConfigMap(df)["data"])}};
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", meta},
+          {"spec",
+           {{"containers", json::array({container})},
+            {"volumes", volumes},
+            {"restartPolicy", "Always"},
+            // Service links would put SLUICE_DATAFLOW_PORT=tcp://... into the environment, which
+            // the config loader reads as a flag value.
+            {"enableServiceLinks", false},
+            {"terminationGracePeriodSeconds", 30}}}};
+}
+
+json DataflowStatusFromWorker(const json& df, const json& worker, const json& previous,
+                              double seconds_since_previous) {
+  json status = json::object();
+  status["endpoint"] = DataflowEndpoint(df);
+  int64_t buffered = 0, accepted = 0, stale = 0;
+  json policies = json::array();
+  const json worker_policies = worker.value("policies", json::object());
+  for (const auto& [name, p] : worker_policies.items()) {
+    const int64_t b = p.value("buffered_samples", int64_t{0});
+    const int64_t a = p.value("accepted_samples", int64_t{0});
+    const int64_t s = p.value("stale_dropped_samples", int64_t{0});
+    buffered += b;
+    accepted += a;
+    stale += s;
+    policies.push_back({{"name", name},
+                        {"buffered", b},
+                        {"accepted", a},
+                        {"filtered", p.value("filtered_samples", int64_t{0})},
+                        {"staleDropped", s},
+                        {"servedBatches", p.value("served_batches", int64_t{0})},
+                        {"latestVersion", p.value("version", int64_t{0})}});
+  }
+  status["policies"] = policies;
+  status["buffered"] = buffered;
+  status["accepted"] = accepted;
+  status["staleDropped"] = stale;
+  status["promptsConsumed"] = worker.value("/prompts/consumed"_json_pointer, int64_t{0});
+  status["promptsTotal"] = worker.value("/prompts/total"_json_pointer, int64_t{0});
+  status["epoch"] = worker.value("epoch", int64_t{0});
+  double rate = previous.value("trajectoriesPerSecond", 0.0);
+  if (seconds_since_previous > 0 && previous.contains("accepted")) {
+    const int64_t before = previous.value("accepted", int64_t{0});
+    rate =
+        accepted >= before ? static_cast<double>(accepted - before) / seconds_since_previous : 0.0;
+  }
+  status["trajectoriesPerSecond"] = rate;
+  const json last =
+      worker.contains("/eval/last"_json_pointer) ? worker.at("/eval/last"_json_pointer) : json();
+  if (last.is_object() && last.contains("version") && last.contains("overall_mean_reward")) {
+    status["evaluation"] = {{"version", last["version"]},
+                            {"accuracy", last["overall_mean_reward"]},
+                            {"passAtK", last.value("overall_pass_at_k", 0.0)}};
+  } else if (previous.contains("evaluation")) {
+    status["evaluation"] = previous["evaluation"];
+  }
+  return status;
+}
+
+}  // namespace sluice::controllers

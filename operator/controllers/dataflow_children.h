@@ -1,0 +1,58 @@
+// The objects the operator runs a Dataflow with, as pure functions of the Dataflow (validated and
+// defaulted) and the operator's settings (docs/operator.md, "Dataflow"):
+//
+//   ConfigMap  <df>-config   dataflow.json: the Dataflow object, read by sluice-dataflow
+//                            --dataflow-manifest
+//   Secret     <df>-token    the experiment's bearer token (made once, never rewritten)
+//   PVC        <df>-wal      the write-ahead log; NOT owned, so deleting the Dataflow keeps it
+//   Service    <df>          port 8080 "http" -> the dataflow pod (<df>.<ns>.svc:8080)
+//   Pod        <df>-dataflow sluice-dataflow, restartPolicy Always, readiness /readyz,
+//                            liveness /healthz; annotated with the config hash so a spec change
+//                            replaces it
+//
+// Every child carries StandardLabels plus sluice.dev/dataflow=<df>; all but the PVC are
+// controlled by the Dataflow (ownerReferences), so kube's garbage collector deletes them with it.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace sluice::controllers {
+
+struct WorkerImages {
+  std::string dataflow = "sluice/dataflow:0.1.0";
+  std::string rollout = "sluice/rollout:0.1.0";
+  std::string trainer = "sluice/trainer:0.1.0";
+  std::string pull_policy = "IfNotPresent";
+};
+
+inline constexpr int kDataflowPort = 8080;
+// Annotation on the dataflow pod: JsonHash of its ConfigMap's data (a change replaces the pod).
+inline constexpr char kConfigHashAnnotation[] = "sluice.dev/config-hash";
+
+std::string DataflowConfigMapName(const std::string& dataflow);
+std::string DataflowTokenSecretName(const std::string& dataflow);
+std::string DataflowClaimName(const std::string& dataflow);
+std::string DataflowPodName(const std::string& dataflow);
+// "http://<df>.<ns>.svc:8080": where workers and trainers reach the dataflow.
+std::string DataflowEndpoint(const nlohmann::json& dataflow);
+
+nlohmann::json DesiredDataflowConfigMap(const nlohmann::json& dataflow);
+// `token`: the random token (hex) the caller generated; used only when the Secret is created.
+nlohmann::json DesiredDataflowTokenSecret(const nlohmann::json& dataflow, const std::string& token);
+nlohmann::json DesiredDataflowClaim(const nlohmann::json& dataflow);
+nlohmann::json DesiredDataflowService(const nlohmann::json& dataflow);
+nlohmann::json DesiredDataflowPod(const nlohmann::json& dataflow, const WorkerImages& images);
+
+// The Dataflow's status fields (besides conditions) from the worker's GET /v1/status reply:
+// endpoint, per-policy buffered/accepted/filtered/staleDropped/servedBatches/latestVersion,
+// totals, prompts consumed/total, epoch and the newest evaluation round. `previous` supplies
+// trajectoriesPerSecond's baseline: (accepted now - accepted then) / `seconds_since_previous`.
+nlohmann::json DataflowStatusFromWorker(const nlohmann::json& dataflow,
+                                        const nlohmann::json& worker_status,
+                                        const nlohmann::json& previous_status,
+                                        double seconds_since_previous);
+
+}  // namespace sluice::controllers

@@ -1,0 +1,273 @@
+#include "operator/controllers/dataflow_controller.h"
+
+#include <random>
+
+#include "common/http/bearer_token.h"
+#include "common/http/client.h"
+#include "common/openapi/field_error.h"
+#include "operator/api/meta.h"
+#include "operator/api/validation.h"
+#include "operator/kube/kubeconfig.h"
+
+namespace sluice::controllers {
+
+using nlohmann::json;
+
+namespace {
+
+const kube::GroupVersionResource kDataflows{"sluice.dev", "v1alpha1", "dataflows", true};
+const kube::GroupVersionResource kPods{"", "v1", "pods", true};
+const kube::GroupVersionResource kServices{"", "v1", "services", true};
+const kube::GroupVersionResource kConfigMaps{"", "v1", "configmaps", true};
+const kube::GroupVersionResource kSecrets{"", "v1", "secrets", true};
+const kube::GroupVersionResource kClaims{"", "v1", "persistentvolumeclaims", true};
+
+std::string Str(const json& obj, const char* pointer, const std::string& fallback = "") {
+  const json::json_pointer ptr(pointer);
+  return obj.contains(ptr) && obj.at(ptr).is_string() ? obj.at(ptr).get<std::string>() : fallback;
+}
+
+std::string RandomToken() {
+  std::random_device rd;
+  static const char* kHex = "0123456789abcdef";
+  std::string token;
+  for (int i = 0; i < 32; ++i) {
+    const unsigned v = rd() & 0xff;
+    token += kHex[v >> 4];
+    token += kHex[v & 15];
+  }
+  return token;
+}
+
+bool PodReady(const json& pod) {
+  for (const json& c : pod.value("/status/conditions"_json_pointer, json::array())) {
+    if (c.value("type", "") == "Ready") return c.value("status", "") == "True";
+  }
+  return false;
+}
+
+// Why a pod is not ready, in a few words (its phase, else the first waiting reason).
+std::string PodProblem(const json& pod) {
+  for (const json& s : pod.value("/status/containerStatuses"_json_pointer, json::array())) {
+    if (s.contains("/state/waiting/reason"_json_pointer)) {
+      std::string m = s.at("/state/waiting/reason"_json_pointer).get<std::string>();
+      if (s.contains("/state/waiting/message"_json_pointer)) {
+        m += ": " + s.at("/state/waiting/message"_json_pointer).get<std::string>();
+      }
+      return m;
+    }
+  }
+  const std::string msg = Str(pod, "/status/conditions/0/message");
+  return "phase " + Str(pod, "/status/phase", "Pending") + (msg.empty() ? "" : ": " + msg);
+}
+
+}  // namespace
+
+DataflowController::DataflowController(kube::DynamicClient& client, DataflowInformers informers,
+                                       kube::EventRecorder& events,
+                                       DataflowControllerOptions options)
+    : client_(client), informers_(informers), events_(events), options_(std::move(options)) {}
+
+Status DataflowController::EnsureChildren(const json& df, std::string* pod_state) {
+  const std::string ns = Str(df, "/metadata/namespace", "default");
+  const std::string name = Str(df, "/metadata/name");
+  auto cached = [&](kube::Informer* informer, const std::string& child) {
+    return informer->store().Get(ns + "/" + child);
+  };
+  auto create = [&](const kube::GroupVersionResource& gvr, const json& desired) -> Status {
+    Result<json> r = client_.Resource(gvr, ns).Create(desired);
+    if (r.ok() || r.status().code() == StatusCode::kAlreadyExists) return Status::Ok();
+    return r.status();
+  };
+  // Token and claim: created once, never rewritten (the token is shared by the experiment; a
+  // claim's size cannot shrink).
+  if (!cached(informers_.secrets, DataflowTokenSecretName(name))) {
+    SLUICE_RETURN_IF_ERROR(create(kSecrets, DesiredDataflowTokenSecret(df, RandomToken())));
+  }
+  if (!cached(informers_.claims, DataflowClaimName(name))) {
+    SLUICE_RETURN_IF_ERROR(create(kClaims, DesiredDataflowClaim(df)));
+  }
+  const json cm = DesiredDataflowConfigMap(df);
+  if (kube::ObjectPtr current = cached(informers_.config_maps, DataflowConfigMapName(name));
+      !current) {
+    SLUICE_RETURN_IF_ERROR(create(kConfigMaps, cm));
+  } else if (current->value("data", json()) != cm["data"]) {
+    json updated = *current;
+    updated["data"] = cm["data"];
+    Result<json> r = client_.Resource(kConfigMaps, ns).Update(updated);
+    if (!r.ok()) return r.status();
+  }
+  const json svc = DesiredDataflowService(df);
+  if (kube::ObjectPtr current = cached(informers_.services, name); !current) {
+    SLUICE_RETURN_IF_ERROR(create(kServices, svc));
+  } else if (current->value("/spec/selector"_json_pointer, json()) != svc["spec"]["selector"] ||
+             current->value("/spec/ports/0/port"_json_pointer, 0) != kDataflowPort) {
+    json updated = *current;
+    updated["spec"]["selector"] = svc["spec"]["selector"];
+    updated["spec"]["ports"] = svc["spec"]["ports"];
+    Result<json> r = client_.Resource(kServices, ns).Update(updated);
+    if (!r.ok()) return r.status();
+  }
+  const json pod = DesiredDataflowPod(df, options_.images);
+  kube::ObjectPtr current = cached(informers_.pods, DataflowPodName(name));
+  if (!current) {
+    SLUICE_RETURN_IF_ERROR(create(kPods, pod));
+    *pod_state = "Created";
+    return Status::Ok();
+  }
+  if (current->contains("/metadata/deletionTimestamp"_json_pointer)) {
+    *pod_state = "Terminating";
+    return Status::Ok();
+  }
+  const std::string want = pod["metadata"]["annotations"][kConfigHashAnnotation];
+  const std::string have = Str(*current, "/metadata/annotations/sluice.dev~1config-hash", "");
+  const std::string phase = Str(*current, "/status/phase");
+  if (want != have || phase == "Failed" || phase == "Succeeded") {
+    const std::string why = want != have ? "its spec changed" : "its pod ended (" + phase + ")";
+    kube::DeleteOptions options;
+    options.precondition_uid = Str(*current, "/metadata/uid");
+    Result<json> r = client_.Resource(kPods, ns).Delete(DataflowPodName(name), options);
+    if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
+    (void)events_.Record(df, kube::kEventNormal, "ReplacingPod",
+                         "Replacing pod " + DataflowPodName(name) + ": " + why);
+    *pod_state = "Replacing";
+    return Status::Ok();
+  }
+  *pod_state = PodReady(*current) ? "Ready" : PodProblem(*current);
+  return Status::Ok();
+}
+
+json DataflowController::CurrentStatus(const json& df, const std::string& pod_state) {
+  const std::string ns = Str(df, "/metadata/namespace", "default");
+  const std::string name = Str(df, "/metadata/name");
+  const std::string key = ns + "/" + name;
+  json status = df.value("status", json::object());
+  status.erase("conditions");
+  status["endpoint"] = DataflowEndpoint(df);
+  std::vector<api::Condition> conditions;
+  if (df.contains("/status/conditions"_json_pointer)) {
+    Result<std::vector<api::Condition>> old =
+        api::ConditionsFromJson(df.at("/status/conditions"_json_pointer), "status.conditions");
+    if (old.ok()) conditions = *old;
+  }
+  const int64_t generation = df.value("/metadata/generation"_json_pointer, int64_t{0});
+  const auto now = std::chrono::system_clock::now();
+  auto set = [&](const char* type, bool ok, const std::string& reason, const std::string& msg) {
+    api::SetCondition(conditions, {type, ok ? "True" : "False", reason, msg, generation, ""}, now);
+  };
+  if (pod_state != "Ready") {
+    set("Ready", false, "PodNotReady", "pod " + DataflowPodName(name) + ": " + pod_state);
+  } else {
+    // Ask the worker. Its address is the pod IP, so no DNS is needed (in a cluster or locally).
+    kube::ObjectPtr pod = informers_.pods->store().Get(ns + "/" + DataflowPodName(name));
+    kube::ObjectPtr secret =
+        informers_.secrets->store().Get(ns + "/" + DataflowTokenSecretName(name));
+    std::string error;
+    json worker;
+    if (!pod || !secret) {
+      error = "the pod or the token Secret is not in the cache yet";
+    } else {
+      Result<std::string> token =
+          kube::DecodeBase64(secret->value("/data/token"_json_pointer, std::string()));
+      http::ClientOptions options;
+      options.base_url =
+          "http://" + Str(*pod, "/status/podIP") + ":" + std::to_string(kDataflowPort);
+      options.connect_timeout = options_.worker_timeout;
+      options.read_timeout = options_.worker_timeout;
+      options.max_attempts = 1;
+      if (token.ok()) options.token = http::TokenSource::FromValue(*token);
+      Result<std::unique_ptr<http::Client>> client = http::Client::Create(options);
+      Result<http::Response> reply =
+          client.ok() ? (*client)->Get("/v1/status") : Result<http::Response>(client.status());
+      if (!reply.ok()) {
+        error = reply.status().ToString();
+      } else if (reply->status != 200) {
+        error = reply->ToStatus().ToString();
+      } else {
+        worker = json::parse(reply->body, nullptr, false);
+        if (!worker.is_object()) error = "GET /v1/status did not return a JSON object";
+      }
+    }
+    if (!error.empty()) {
+      set("Ready", true, "PodReady", "the dataflow pod is ready");
+      set("Degraded", true, "StatusUnavailable", "GET /v1/status: " + error);
+    } else {
+      Sample previous;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        previous = last_[key];
+      }
+      const auto t = std::chrono::steady_clock::now();
+      const double elapsed =
+          previous.status.is_object() ? std::chrono::duration<double>(t - previous.at).count() : 0;
+      json fresh = DataflowStatusFromWorker(
+          df, worker, previous.status.is_object() ? previous.status : status, elapsed);
+      for (auto& [k, v] : fresh.items()) status[k] = v;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        last_[key] = {fresh, t};
+      }
+      set("Ready", true, "DataflowReady", "serving at " + DataflowEndpoint(df));
+      const bool backpressure = worker.value("backpressure", false);
+      set("Backpressure", backpressure, backpressure ? "AdmissionFull" : "AdmissionOpen",
+          backpressure ? "buffered and leased work reached spec.buffer.capacity; leases wait" : "");
+      const size_t failed = worker.value("failed_tasks", json::array()).size();
+      set("Degraded", failed > 0, failed > 0 ? "TasksFailed" : "AsExpected",
+          failed > 0 ? std::to_string(failed) + " task(s) failed every attempt and were set aside"
+                     : "");
+    }
+  }
+  status["conditions"] = api::ToJson(conditions);
+  status["observedGeneration"] = generation;
+  return status;
+}
+
+Status DataflowController::WriteStatus(const json& df, json status) {
+  if (df.value("status", json::object()) == status) return Status::Ok();
+  const std::string patch = json{{"status", status}}.dump();
+  Result<json> r =
+      client_.Resource(kDataflows, Str(df, "/metadata/namespace", "default"))
+          .Patch(Str(df, "/metadata/name"), kube::PatchType::kMerge, patch, {}, "status");
+  return r.ok() || r.status().code() == StatusCode::kNotFound ? Status::Ok() : r.status();
+}
+
+Result<ReconcileResult> DataflowController::Reconcile(const std::string& key) {
+  kube::ObjectPtr cached = informers_.dataflows->store().Get(key);
+  if (!cached) {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_.erase(key);
+    return ReconcileResult{};  // Deleted: the garbage collector removes the owned children.
+  }
+  if (cached->contains("/metadata/deletionTimestamp"_json_pointer)) return ReconcileResult{};
+  json df = *cached;
+  json defaulted = df;
+  Status defaulting = api::DefaultObject(defaulted);
+  api::ValidationReport report;
+  if (defaulting.ok()) report = api::ValidateObject(defaulted);
+  if (!defaulting.ok() || !report.ok()) {
+    const std::string message =
+        defaulting.ok() ? openapi::Describe(report.errors) : defaulting.message();
+    json status = df.value("status", json::object());
+    std::vector<api::Condition> conditions;
+    if (status.contains("conditions")) {
+      Result<std::vector<api::Condition>> old =
+          api::ConditionsFromJson(status["conditions"], "status.conditions");
+      if (old.ok()) conditions = *old;
+    }
+    const int64_t generation = df.value("/metadata/generation"_json_pointer, int64_t{0});
+    const bool changed =
+        api::SetCondition(conditions, {"Ready", "False", "InvalidSpec", message, generation, ""},
+                          std::chrono::system_clock::now());
+    if (changed) (void)events_.Record(df, kube::kEventWarning, "InvalidSpec", message);
+    status["conditions"] = api::ToJson(conditions);
+    status["observedGeneration"] = generation;
+    SLUICE_RETURN_IF_ERROR(WriteStatus(df, status));
+    return ReconcileResult{};  // A spec change re-triggers the reconcile.
+  }
+  std::string pod_state;
+  SLUICE_RETURN_IF_ERROR(EnsureChildren(defaulted, &pod_state));
+  SLUICE_RETURN_IF_ERROR(WriteStatus(df, CurrentStatus(defaulted, pod_state)));
+  return ReconcileResult{options_.status_period};
+}
+
+}  // namespace sluice::controllers

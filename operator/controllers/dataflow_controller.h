@@ -1,0 +1,73 @@
+// The Dataflow controller: keeps each Dataflow's children (dataflow_children.h) in place and its
+// status current (docs/operator.md, "Dataflow").
+//
+// One reconcile: read the Dataflow from the cache; validate its spec (InvalidSpec: Ready=False
+// with the field messages, a Warning event, children untouched); create what is missing (the
+// token Secret once, the WAL claim once, never updated), update the ConfigMap and Service when
+// they differ, replace the pod when its config hash is stale or it ended; then ask the ready pod's
+// GET /v1/status (at its pod IP, with the experiment's token) and write status: the worker's
+// counters, `endpoint`, and conditions Ready (the pod serves), Backpressure (admission full) and
+// Degraded (the worker reports failed tasks or cannot be asked). It re-runs every
+// `status_period` to keep the counters fresh.
+//
+// Ownership: borrows the client, informers and recorder, which must outlive it.
+// Thread safety: Reconcile may run concurrently for different keys (the runner never runs one
+// key twice at once).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/status.h"
+#include "operator/controllers/controller.h"
+#include "operator/controllers/dataflow_children.h"
+#include "operator/kube/dynamic_client.h"
+#include "operator/kube/event_recorder.h"
+#include "operator/kube/informer.h"
+
+namespace sluice::controllers {
+
+struct DataflowControllerOptions {
+  WorkerImages images;
+  std::chrono::milliseconds status_period{5000};
+  std::chrono::milliseconds worker_timeout{3000};  // Of each GET /v1/status.
+};
+
+struct DataflowInformers {
+  kube::Informer* dataflows = nullptr;
+  kube::Informer* pods = nullptr;
+  kube::Informer* services = nullptr;
+  kube::Informer* config_maps = nullptr;
+  kube::Informer* secrets = nullptr;
+  kube::Informer* claims = nullptr;
+};
+
+class DataflowController {
+ public:
+  DataflowController(kube::DynamicClient& client, DataflowInformers informers,
+                     kube::EventRecorder& events, DataflowControllerOptions options);
+
+  Result<ReconcileResult> Reconcile(const std::string& key);
+
+ private:
+  Status EnsureChildren(const nlohmann::json& df, std::string* pod_state);
+  nlohmann::json CurrentStatus(const nlohmann::json& df, const std::string& pod_state);
+  Status WriteStatus(const nlohmann::json& df, nlohmann::json status);
+
+  kube::DynamicClient& client_;
+  DataflowInformers informers_;
+  kube::EventRecorder& events_;
+  DataflowControllerOptions options_;
+
+  struct Sample {
+    nlohmann::json status;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::mutex mu_;
+  std::map<std::string, Sample> last_;  // By key: the previous status, for rates.
+};
+
+}  // namespace sluice::controllers

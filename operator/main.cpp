@@ -1,0 +1,319 @@
+// sluice-operator: reconciles Sluice's custom resources into the pods, services and other objects
+// that run an experiment (docs/operator.md). Runs in a cluster (in-cluster config from the
+// service account) or against any kubeconfig, e.g. the local cluster's (`sluice up` starts it).
+//
+// With leader election (the default), replicas compete for a Lease and only the holder runs the
+// controllers; losing the lease exits the process (it restarts as a candidate), as
+// controller-runtime managers do. Metrics (controller_runtime_*, workqueue_*, sluice_*) are served
+// on --metrics-bind-address, /healthz and /readyz on --health-probe-bind-address.
+//
+// Exit status: 0 after a clean shutdown (SIGTERM), 1 for a runtime failure or lost leadership,
+// 2 for bad flags.
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "common/config/environment.h"
+#include "common/config/help.h"
+#include "common/config/parse.h"
+#include "common/http/server.h"
+#include "common/logging/level.h"
+#include "common/logging/logger.h"
+#include "common/metrics/registry.h"
+#include "common/process/signals.h"
+#include "operator/controllers/controller.h"
+#include "operator/controllers/dataflow_controller.h"
+#include "operator/controllers/labels.h"
+#include "operator/kube/event_recorder.h"
+#include "operator/kube/in_cluster.h"
+#include "operator/kube/informer.h"
+#include "operator/kube/kubeconfig.h"
+#include "operator/kube/leader_election.h"
+#include "operator/kube/rest_client.h"
+
+namespace sluice::op {
+namespace {
+
+constexpr const char* kProgram = "sluice-operator";
+
+config::Spec MakeSpec() {
+  using config::Option;
+  using std::chrono::seconds;
+  config::Spec spec("SLUICE_OPERATOR");
+  spec.Add(Option::String("kubeconfig", "",
+                          "Kubeconfig to use; empty: in-cluster config when running in a Pod, "
+                          "else $KUBECONFIG or ~/.kube/config."))
+      .Add(Option::String("context", "", "Kubeconfig context; empty: the current one."))
+      .Add(Option::String("namespace", "", "Namespace to watch; empty: all namespaces."))
+      .Add(Option::Bool("leader-elect", true,
+                        "Compete for a Lease so that only one replica reconciles."))
+      .Add(Option::String("leader-election-id", "sluice-operator", "Name of the Lease."))
+      .Add(Option::String("leader-election-namespace", "",
+                          "Namespace of the Lease; empty: the operator's own (in a Pod), else "
+                          "kube-system."))
+      .Add(Option::Duration("leader-election-lease-duration", seconds(15),
+                            "How long a lease is valid without renewal."))
+      .Add(Option::Duration("leader-election-renew-deadline", seconds(10),
+                            "How long the leader keeps trying to renew before giving up."))
+      .Add(Option::Duration("leader-election-retry-period", seconds(2),
+                            "How often candidates try to acquire and the leader renews."))
+      .Add(Option::String("metrics-bind-address", ":8080",
+                          "host:port of /metrics (\":8080\": every address)."))
+      .Add(Option::String("health-probe-bind-address", ":8081",
+                          "host:port of /healthz and /readyz."))
+      .Add(Option::Int("dataflow-concurrency", 4, "Dataflows reconciled at once.").Min(1).Max(64))
+      .Add(Option::Duration("resync-period", std::chrono::minutes(10),
+                            "How often every cached object is reconciled again."))
+      .Add(Option::Duration("status-period", seconds(5),
+                            "How often a running Dataflow's status is refreshed from its worker."))
+      .Add(Option::String("prometheus-url", "",
+                          "Prometheus HTTP API for RolloutPool autoscaling (spec.autoscaling)."))
+      .Add(Option::String("dataflow-image", "sluice/dataflow:0.1.0", "Image of sluice-dataflow."))
+      .Add(Option::String("rollout-image", "sluice/rollout:0.1.0", "Image of sluice-rollout."))
+      .Add(Option::String("trainer-image", "sluice/trainer:0.1.0", "Image of sluice-trainer."))
+      .Add(Option::Enum("image-pull-policy", {"Always", "IfNotPresent", "Never"}, "IfNotPresent",
+                        "imagePullPolicy of the worker containers."))
+      .Add(Option::Enum("log-level", {"debug", "info", "warn", "error"}, "info",
+                        "Minimum level of the JSON log lines on stderr."));
+  return spec;
+}
+
+// ":8080" -> ("0.0.0.0", 8080); "127.0.0.1:18080" -> as written.
+Result<std::pair<std::string, int>> HostPort(const std::string& text, const std::string& flag) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos) {
+    return Status::InvalidArgument("must be host:port or :port, got \"" + text + "\"", flag);
+  }
+  const std::string host = colon == 0 ? "0.0.0.0" : text.substr(0, colon);
+  const std::string port = text.substr(colon + 1);
+  if (port.empty() || port.find_first_not_of("0123456789") != std::string::npos ||
+      port.size() > 5 || std::stoi(port) > 65535) {
+    return Status::InvalidArgument("port must be 0..65535, got \"" + port + "\"", flag);
+  }
+  return std::make_pair(host, std::stoi(port));
+}
+
+std::string ReadFileOr(const std::string& path, const std::string& fallback) {
+  std::ifstream in(path);
+  std::string value;
+  if (in >> value) return value;
+  return fallback;
+}
+
+int Main(int argc, char** argv) {
+  const config::Spec spec = MakeSpec();
+  const config::Environment env = config::EnvironmentFromProcess();
+  Result<config::Config> cfg = config::Parse(spec, argc, argv, env);
+  if (!cfg.ok()) {
+    std::cerr << kProgram << ": " << cfg.status().message() << "\n";
+    return 2;
+  }
+  if (cfg->HelpRequested()) {
+    std::cout << config::HelpText(spec, kProgram,
+                                  "The Sluice operator: reconciles Policies, RolloutPools, "
+                                  "Dataflows and TrainerJobs. See docs/operator.md.");
+    return 0;
+  }
+  if (cfg->VersionRequested()) {
+    std::cout << kProgram << " 0.1.0\n";
+    return 0;
+  }
+  log::SetMinLevel(log::ParseLevel(cfg->GetString("log-level")).value());
+  Result<std::pair<std::string, int>> metrics_addr =
+      HostPort(cfg->GetString("metrics-bind-address"), "--metrics-bind-address");
+  Result<std::pair<std::string, int>> health_addr =
+      HostPort(cfg->GetString("health-probe-bind-address"), "--health-probe-bind-address");
+  for (const auto* r : {&metrics_addr, &health_addr}) {
+    if (!r->ok()) {
+      std::cerr << kProgram << ": " << r->status().field() << ": " << r->status().message() << "\n";
+      return 2;
+    }
+  }
+  CancellationSource stop;
+  if (Status s = InstallShutdownSignals(stop); !s.ok()) {
+    std::cerr << kProgram << ": " << s.ToString() << "\n";
+    return 1;
+  }
+  log::Logger logger("operator");
+  SystemClock clock;
+
+  // Where the API server is: a kubeconfig, or the service account when running in a Pod.
+  Result<kube::RestConfig> rest_config = Status::NotFound("no configuration");
+  const bool in_pod =
+      env.count("KUBERNETES_SERVICE_HOST") > 0 && cfg->GetString("kubeconfig").empty();
+  if (in_pod) {
+    rest_config = kube::InClusterConfig(
+        env.at("KUBERNETES_SERVICE_HOST"),
+        env.count("KUBERNETES_SERVICE_PORT") ? env.at("KUBERNETES_SERVICE_PORT") : "443");
+  } else {
+    std::vector<std::filesystem::path> paths;
+    if (!cfg->GetString("kubeconfig").empty()) {
+      paths.push_back(cfg->GetString("kubeconfig"));
+    } else if (env.count("KUBECONFIG")) {
+      paths.push_back(env.at("KUBECONFIG"));
+    } else if (env.count("HOME")) {
+      paths.push_back(std::filesystem::path(env.at("HOME")) / ".kube" / "config");
+    }
+    Result<kube::Kubeconfig> kubeconfig = kube::LoadKubeconfig(paths);
+    if (kubeconfig.ok()) {
+      kube::KubeconfigOverrides overrides;
+      overrides.context = cfg->GetString("context");
+      rest_config = kube::RestConfigFromKubeconfig(*kubeconfig, overrides, clock);
+    } else {
+      rest_config = kubeconfig.status();
+    }
+  }
+  if (!rest_config.ok()) {
+    std::cerr << kProgram << ": cannot reach the API server: " << rest_config.status().message()
+              << "\n";
+    return 2;
+  }
+  rest_config->user_agent = "sluice-operator/0.1.0";
+  rest_config->qps = 50;
+  rest_config->burst = 100;
+
+  metrics::Registry registry;
+  kube::RestClientOptions client_options;
+  client_options.registry = &registry;
+  Result<std::unique_ptr<kube::RestClient>> rest =
+      kube::RestClient::Create(*rest_config, client_options);
+  if (!rest.ok()) {
+    logger.Error("cannot create the API client", {{"error", rest.status().ToString()}});
+    return 1;
+  }
+  kube::DynamicClient client(**rest);
+
+  // Health and metrics endpoints.
+  std::atomic<bool> caches_synced{false};
+  http::ServerOptions metrics_options;
+  metrics_options.name = "metrics";
+  metrics_options.address = metrics_addr->first;
+  metrics_options.port = metrics_addr->second;
+  metrics_options.access_log = false;
+  metrics_options.metrics_require_auth = false;
+  http::Server metrics_server(metrics_options, &registry, logger);
+  http::ServerOptions health_options = metrics_options;
+  health_options.name = "health";
+  health_options.address = health_addr->first;
+  health_options.port = health_addr->second;
+  http::Server health_server(health_options, nullptr, logger);
+  health_server.AddReadinessCheck("informers-synced", [&]() -> Status {
+    // A candidate that is not leading is ready too (it serves as a standby).
+    return caches_synced.load() || cfg->GetBool("leader-elect")
+               ? Status::Ok()
+               : Status::Unavailable("caches are syncing");
+  });
+  for (http::Server* s : {&metrics_server, &health_server}) {
+    if (Status st = s->Start(); !st.ok()) {
+      logger.Error("cannot listen", {{"error", st.ToString()}});
+      return 1;
+    }
+  }
+
+  // Caches: the Sluice kinds, and only the operator's own children of the core kinds.
+  const std::string ns = cfg->GetString("namespace");
+  auto informer = [&](const kube::GroupVersionResource& gvr, bool managed_only) {
+    kube::InformerOptions options;
+    options.resync_period =
+        std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("resync-period"));
+    if (managed_only) options.reflector.selectors.label_selector = controllers::kManagedSelector;
+    return std::make_unique<kube::Informer>(client.Resource(gvr, ns), options);
+  };
+  auto dataflows = informer({"sluice.dev", "v1alpha1", "dataflows", true}, false);
+  auto pods = informer({"", "v1", "pods", true}, true);
+  auto services = informer({"", "v1", "services", true}, true);
+  auto config_maps = informer({"", "v1", "configmaps", true}, true);
+  auto secrets = informer({"", "v1", "secrets", true}, true);
+  auto claims = informer({"", "v1", "persistentvolumeclaims", true}, true);
+  std::vector<kube::Informer*> all = {dataflows.get(),   pods.get(),    services.get(),
+                                      config_maps.get(), secrets.get(), claims.get()};
+
+  kube::EventRecorderOptions event_options;
+  event_options.component = "sluice-operator";
+  kube::EventRecorder events(client, event_options);
+  controllers::DataflowControllerOptions df_options;
+  df_options.images.dataflow = cfg->GetString("dataflow-image");
+  df_options.images.rollout = cfg->GetString("rollout-image");
+  df_options.images.trainer = cfg->GetString("trainer-image");
+  df_options.images.pull_policy = cfg->GetString("image-pull-policy");
+  df_options.status_period =
+      std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("status-period"));
+  controllers::DataflowController dataflow_logic(
+      client,
+      {dataflows.get(), pods.get(), services.get(), config_maps.get(), secrets.get(), claims.get()},
+      events, df_options);
+
+  // What the leader runs: informers, then the controllers, until `leading` is cancelled.
+  auto run_controllers = [&](CancellationToken leading) {
+    std::vector<std::thread> threads;
+    for (kube::Informer* i : all) threads.emplace_back([i, leading] { i->Run(leading); });
+    controllers::ControllerOptions options;
+    options.name = "dataflow";
+    options.max_concurrent_reconciles = static_cast<int>(cfg->GetInt("dataflow-concurrency"));
+    options.registry = &registry;
+    controllers::Controller dataflow_controller(
+        options, *dataflows, [&](const std::string& key) { return dataflow_logic.Reconcile(key); });
+    for (kube::Informer* owned : {pods.get(), services.get(), config_maps.get(), secrets.get()}) {
+      dataflow_controller.WatchOwned(*owned, "Dataflow");
+    }
+    bool synced = true;
+    for (kube::Informer* i : all) synced = synced && i->WaitForSync(leading);
+    if (synced) {
+      caches_synced = true;
+      logger.Info("caches synced; reconciling", {{"namespace", ns.empty() ? "(all)" : ns}});
+      dataflow_controller.Run(leading);
+    }
+    for (std::thread& t : threads) t.join();
+  };
+
+  int exit_code = 0;
+  if (!cfg->GetBool("leader-elect")) {
+    run_controllers(stop.Token());
+  } else {
+    std::string lease_ns = cfg->GetString("leader-election-namespace");
+    if (lease_ns.empty()) {
+      lease_ns =
+          in_pod ? ReadFileOr(kube::InClusterPaths{}.namespace_file, "default") : "kube-system";
+    }
+    kube::LeaderElectionConfig le;
+    le.lease_name = cfg->GetString("leader-election-id");
+    char host[256] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    le.identity = kube::LeaderIdentity(env.count("POD_NAME") ? env.at("POD_NAME") : host);
+    le.lease_duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+        cfg->GetDuration("leader-election-lease-duration"));
+    le.renew_deadline = std::chrono::duration_cast<std::chrono::milliseconds>(
+        cfg->GetDuration("leader-election-renew-deadline"));
+    le.retry_period = std::chrono::duration_cast<std::chrono::milliseconds>(
+        cfg->GetDuration("leader-election-retry-period"));
+    le.registry = &registry;
+    std::atomic<bool> led{false};
+    le.on_started_leading = [&](CancellationToken leading) {
+      led = true;
+      logger.Info("became the leader", {{"identity", le.identity}});
+      run_controllers(leading);
+    };
+    le.on_new_leader = [&](const std::string& who) {
+      logger.Info("leader observed", {{"leader", who}});
+    };
+    kube::LeaderElector elector(
+        client.Resource({"coordination.k8s.io", "v1", "leases", true}, lease_ns), le, clock);
+    elector.Run(stop.Token());
+    if (!stop.IsCancelled() && led.load()) {
+      logger.Error("leader election lost; exiting so a fresh candidate can take over");
+      exit_code = 1;
+    }
+  }
+  logger.Info("shutting down");
+  metrics_server.Shutdown();
+  health_server.Shutdown();
+  return exit_code;
+}
+
+}  // namespace
+}  // namespace sluice::op
+
+int main(int argc, char** argv) { return sluice::op::Main(argc, argv); }

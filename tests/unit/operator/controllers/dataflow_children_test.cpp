@@ -1,0 +1,145 @@
+// The Dataflow controller's desired children and status mapping (pure functions).
+#include "operator/controllers/dataflow_children.h"
+
+#include <gtest/gtest.h>
+
+#include "operator/controllers/labels.h"
+
+namespace sluice::controllers {
+namespace {
+
+using nlohmann::json;
+
+json Dataflow() {
+  return json::parse(R"({
+    "apiVersion": "sluice.dev/v1alpha1", "kind": "Dataflow",
+    "metadata": {"name": "arith", "namespace": "rl", "uid": "u-1", "resourceVersion": "7",
+                 "generation": 2},
+    "spec": {"storage": {"size": "2Gi", "storageClassName": "fast"},
+             "dataset": {"configMap": {"name": "rows", "key": "train.jsonl"}}},
+    "status": {"buffered": 5}
+  })");
+}
+
+TEST(DataflowChildrenTest, ChildrenAreNamedLabelledAndOwned) {
+  const json df = Dataflow();
+  const json cm = DesiredDataflowConfigMap(df);
+  EXPECT_EQ(cm["metadata"]["name"], "arith-config");
+  EXPECT_EQ(cm["metadata"]["namespace"], "rl");
+  EXPECT_EQ(cm["metadata"]["labels"][kManagedByLabel], "sluice-operator");
+  EXPECT_EQ(cm["metadata"]["labels"][kPartOfLabel], "sluice");
+  EXPECT_EQ(cm["metadata"]["labels"][kInstanceLabel], "arith");
+  EXPECT_EQ(cm["metadata"]["labels"][kDataflowLabel], "arith");
+  const json owner = cm["metadata"]["ownerReferences"][0];
+  EXPECT_EQ(owner["kind"], "Dataflow");
+  EXPECT_EQ(owner["uid"], "u-1");
+  EXPECT_EQ(owner["controller"], true);
+  // The config is the object's identity and spec, not its status or bookkeeping.
+  const json manifest = json::parse(cm["data"]["dataflow.json"].get<std::string>());
+  EXPECT_EQ(manifest["spec"], df["spec"]);
+  EXPECT_FALSE(manifest.contains("status"));
+  EXPECT_FALSE(manifest["metadata"].contains("resourceVersion"));
+
+  const json claim = DesiredDataflowClaim(df);
+  EXPECT_EQ(claim["metadata"]["name"], "arith-wal");
+  EXPECT_FALSE(claim["metadata"].contains("ownerReferences"));  // Survives the Dataflow.
+  EXPECT_EQ(claim["spec"]["resources"]["requests"]["storage"], "2Gi");
+  EXPECT_EQ(claim["spec"]["storageClassName"], "fast");
+
+  const json secret = DesiredDataflowTokenSecret(df, "abc123");
+  EXPECT_EQ(secret["metadata"]["name"], "arith-token");
+  EXPECT_EQ(secret["stringData"]["token"], "abc123");
+
+  const json svc = DesiredDataflowService(df);
+  EXPECT_EQ(svc["metadata"]["name"], "arith");
+  EXPECT_EQ(svc["spec"]["selector"][kDataflowLabel], "arith");
+  EXPECT_EQ(svc["spec"]["ports"][0]["port"], kDataflowPort);
+  EXPECT_EQ(DataflowEndpoint(df), "http://arith.rl.svc:8080");
+}
+
+TEST(DataflowChildrenTest, PodRunsTheDataflowWithItsVolumesAndProbes) {
+  const json pod = DesiredDataflowPod(Dataflow(), WorkerImages{});
+  EXPECT_EQ(pod["metadata"]["name"], "arith-dataflow");
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "Always");
+  EXPECT_EQ(pod["spec"]["enableServiceLinks"], false);
+  const json c = pod["spec"]["containers"][0];
+  EXPECT_EQ(c["image"], "sluice/dataflow:0.1.0");
+  const std::vector<std::string> args = c["args"].get<std::vector<std::string>>();
+  auto has = [&](const std::string& a) {
+    return std::find(args.begin(), args.end(), a) != args.end();
+  };
+  EXPECT_TRUE(has("--dataflow-manifest=/etc/sluice/config/dataflow.json"));
+  EXPECT_TRUE(has("--dataflow-name=arith"));
+  EXPECT_TRUE(has("--wal-dir=/var/lib/sluice/wal"));
+  EXPECT_TRUE(has("--token-file=/var/run/sluice/token/token"));
+  EXPECT_TRUE(has("--address=$(POD_IP)"));
+  EXPECT_EQ(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"], "status.podIP");
+  EXPECT_EQ(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+  EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+  // The dataset ConfigMap is mounted where --dataset-mount-dir points.
+  bool dataset = false;
+  for (const json& v : pod["spec"]["volumes"]) {
+    if (v["name"] == "dataset") {
+      dataset = true;
+      EXPECT_EQ(v["configMap"]["name"], "rows");
+    }
+  }
+  EXPECT_TRUE(dataset);
+  // The config hash follows the spec, not the status.
+  json changed_status = Dataflow();
+  changed_status["status"]["buffered"] = 99;
+  EXPECT_EQ(
+      DesiredDataflowPod(changed_status, {})["metadata"]["annotations"][kConfigHashAnnotation],
+      pod["metadata"]["annotations"][kConfigHashAnnotation]);
+  json changed_spec = Dataflow();
+  changed_spec["spec"]["storage"]["size"] = "3Gi";
+  EXPECT_NE(DesiredDataflowPod(changed_spec, {})["metadata"]["annotations"][kConfigHashAnnotation],
+            pod["metadata"]["annotations"][kConfigHashAnnotation]);
+}
+
+TEST(DataflowChildrenTest, StatusComesFromTheWorkersReport) {
+  const json worker = json::parse(R"({
+    "policies": {
+      "actor": {"version": 4, "buffered_samples": 32, "accepted_samples": 200,
+                "filtered_samples": 8, "stale_dropped_samples": 3, "served_batches": 5},
+      "critic": {"version": 2, "buffered_samples": 8, "accepted_samples": 100,
+                 "filtered_samples": 0, "stale_dropped_samples": 1, "served_batches": 2}},
+    "prompts": {"consumed": 40, "total": 1000}, "epoch": 1,
+    "eval": {"last": {"version": 4, "overall_mean_reward": 0.625, "overall_pass_at_k": 0.75}}
+  })");
+  const json previous = {{"accepted", 240}};
+  const json status = DataflowStatusFromWorker(Dataflow(), worker, previous, 2.0);
+  EXPECT_EQ(status["buffered"], 40);
+  EXPECT_EQ(status["accepted"], 300);
+  EXPECT_EQ(status["staleDropped"], 4);
+  EXPECT_EQ(status["promptsConsumed"], 40);
+  EXPECT_EQ(status["promptsTotal"], 1000);
+  EXPECT_EQ(status["epoch"], 1);
+  EXPECT_DOUBLE_EQ(status["trajectoriesPerSecond"].get<double>(), 30.0);
+  EXPECT_EQ(status["endpoint"], "http://arith.rl.svc:8080");
+  ASSERT_EQ(status["policies"].size(), 2u);
+  EXPECT_EQ(status["policies"][0]["name"], "actor");
+  EXPECT_EQ(status["policies"][0]["latestVersion"], 4);
+  EXPECT_EQ(status["policies"][0]["filtered"], 8);
+  EXPECT_EQ(status["evaluation"]["version"], 4);
+  EXPECT_DOUBLE_EQ(status["evaluation"]["accuracy"].get<double>(), 0.625);
+  EXPECT_DOUBLE_EQ(status["evaluation"]["passAtK"].get<double>(), 0.75);
+
+  // No evaluation yet in this report: the previous one is kept.
+  json quiet = worker;
+  quiet.erase("eval");
+  const json kept = DataflowStatusFromWorker(Dataflow(), quiet, status, 1.0);
+  EXPECT_EQ(kept["evaluation"], status["evaluation"]);
+  EXPECT_DOUBLE_EQ(kept["trajectoriesPerSecond"].get<double>(), 0.0);
+}
+
+TEST(LabelsTest, JsonHashIsStableAndSensitive) {
+  const json a = {{"x", 1}, {"y", "z"}};
+  const json b = json::parse(R"({"y": "z", "x": 1})");
+  EXPECT_EQ(JsonHash(a), JsonHash(b));
+  EXPECT_EQ(JsonHash(a).size(), 10u);
+  EXPECT_NE(JsonHash(a), JsonHash(json{{"x", 2}, {"y", "z"}}));
+}
+
+}  // namespace
+}  // namespace sluice::controllers
