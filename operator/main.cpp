@@ -27,6 +27,7 @@
 #include "operator/controllers/controller.h"
 #include "operator/controllers/dataflow_controller.h"
 #include "operator/controllers/labels.h"
+#include "operator/controllers/rollout_pool_controller.h"
 #include "operator/kube/event_recorder.h"
 #include "operator/kube/in_cluster.h"
 #include "operator/kube/informer.h"
@@ -65,6 +66,9 @@ config::Spec MakeSpec() {
       .Add(Option::String("health-probe-bind-address", ":8081",
                           "host:port of /healthz and /readyz."))
       .Add(Option::Int("dataflow-concurrency", 4, "Dataflows reconciled at once.").Min(1).Max(64))
+      .Add(Option::Int("rolloutpool-concurrency", 4, "RolloutPools reconciled at once.")
+               .Min(1)
+               .Max(64))
       .Add(Option::Duration("resync-period", std::chrono::minutes(10),
                             "How often every cached object is reconciled again."))
       .Add(Option::Duration("status-period", seconds(5),
@@ -223,12 +227,13 @@ int Main(int argc, char** argv) {
     return std::make_unique<kube::Informer>(client.Resource(gvr, ns), options);
   };
   auto dataflows = informer({"sluice.dev", "v1alpha1", "dataflows", true}, false);
+  auto pools = informer({"sluice.dev", "v1alpha1", "rolloutpools", true}, false);
   auto pods = informer({"", "v1", "pods", true}, true);
   auto services = informer({"", "v1", "services", true}, true);
   auto config_maps = informer({"", "v1", "configmaps", true}, true);
   auto secrets = informer({"", "v1", "secrets", true}, true);
   auto claims = informer({"", "v1", "persistentvolumeclaims", true}, true);
-  std::vector<kube::Informer*> all = {dataflows.get(),   pods.get(),    services.get(),
+  std::vector<kube::Informer*> all = {dataflows.get(),   pools.get(),   pods.get(),  services.get(),
                                       config_maps.get(), secrets.get(), claims.get()};
 
   kube::EventRecorderOptions event_options;
@@ -246,6 +251,13 @@ int Main(int argc, char** argv) {
       {dataflows.get(), pods.get(), services.get(), config_maps.get(), secrets.get(), claims.get()},
       events, df_options);
 
+  controllers::RolloutPoolControllerOptions pool_options;
+  pool_options.images = df_options.images;
+  pool_options.prometheus_url = cfg->GetString("prometheus-url");
+  pool_options.status_period = df_options.status_period;
+  controllers::RolloutPoolController pool_logic(
+      client, {pools.get(), pods.get(), dataflows.get(), secrets.get()}, events, pool_options);
+
   // What the leader runs: informers, then the controllers, until `leading` is cancelled.
   auto run_controllers = [&](CancellationToken leading) {
     std::vector<std::thread> threads;
@@ -259,12 +271,30 @@ int Main(int argc, char** argv) {
     for (kube::Informer* owned : {pods.get(), services.get(), config_maps.get(), secrets.get()}) {
       dataflow_controller.WatchOwned(*owned, "Dataflow");
     }
+    options.name = "rolloutpool";
+    options.max_concurrent_reconciles = static_cast<int>(cfg->GetInt("rolloutpool-concurrency"));
+    controllers::Controller pool_controller(
+        options, *pools, [&](const std::string& key) { return pool_logic.Reconcile(key); });
+    pool_controller.WatchOwned(*pods, "RolloutPool");
+    pool_controller.Watch(*dataflows,
+                          [&](const nlohmann::json& df) { return pool_logic.PoolsOfDataflow(df); });
+    // The token Secret appears after the pool may have looked for it.
+    pool_controller.Watch(*secrets, [&](const nlohmann::json& secret) {
+      const std::string df = secret.value("/metadata/labels/sluice.dev~1dataflow"_json_pointer, "");
+      if (df.empty()) return std::vector<std::string>{};
+      nlohmann::json ref = {
+          {"metadata",
+           {{"name", df}, {"namespace", secret.value("/metadata/namespace"_json_pointer, "")}}}};
+      return pool_logic.PoolsOfDataflow(ref);
+    });
     bool synced = true;
     for (kube::Informer* i : all) synced = synced && i->WaitForSync(leading);
     if (synced) {
       caches_synced = true;
       logger.Info("caches synced; reconciling", {{"namespace", ns.empty() ? "(all)" : ns}});
+      std::thread pools_thread([&] { pool_controller.Run(leading); });
       dataflow_controller.Run(leading);
+      pools_thread.join();
     }
     for (std::thread& t : threads) t.join();
   };

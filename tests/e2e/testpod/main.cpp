@@ -11,6 +11,10 @@
 //                                                       run until SIGTERM, then exit after N ms
 //   write  --file F --text T                            append T to F, print F's content, sleep
 //   env                                                 print the environment and cwd, sleep
+//   worker --address A --port P [...]                   a stand-in rollout worker (also when
+//                                                       SLUICE_TESTPOD_MODE=worker, whatever the
+//                                                       args): /v1/status with in_flight from
+//                                                       $SLUICE_TESTPOD_IN_FLIGHT, POST /v1/drain
 #include <signal.h>
 #include <unistd.h>
 
@@ -136,17 +140,78 @@ int Fetch(const std::map<std::string, std::string>& f) {
   return 1;
 }
 
+// A stand-in for sluice-rollout, speaking the operator's worker contract: GET /v1/status ->
+// {in_flight, draining, drained, policies, tokens_per_second}; POST /v1/drain starts draining,
+// which finishes (drained) once the in-flight work would have: 300 ms later.
+int Worker(const std::map<std::string, std::string>& f) {
+  sluice::log::Logger logger("testpod");
+  sluice::http::ServerOptions options;
+  options.address = f.count("address") ? f.at("address") : "127.0.0.1";
+  options.port = static_cast<int>(Int(f, "port", 8080));
+  options.access_log = false;
+  options.shutdown_grace = std::chrono::milliseconds(200);
+  sluice::http::Server server(options, nullptr, logger);
+  const char* load = std::getenv("SLUICE_TESTPOD_IN_FLIGHT");
+  const int64_t in_flight = load ? std::atoll(load) : 0;
+  std::atomic<int64_t> drain_started_ms{0};
+  auto now_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  std::string policies = f.count("policies") ? f.at("policies") : "";
+  server.Get("/v1/status", [&](const httplib::Request&, httplib::Response& res) {
+    const int64_t started = drain_started_ms.load();
+    const bool draining = started != 0;
+    const bool drained = draining && now_ms() - started >= 300;
+    std::string list;
+    size_t start = 0;
+    while (start < policies.size()) {
+      size_t end = policies.find(',', start);
+      if (end == std::string::npos) end = policies.size();
+      list += std::string(list.empty() ? "" : ",") + "{\"name\":\"" +
+              policies.substr(start, end - start) + "\",\"version\":0}";
+      start = end + 1;
+    }
+    res.set_content("{\"in_flight\":" + std::to_string(drained ? 0 : in_flight) +
+                        ",\"draining\":" + (draining ? "true" : "false") +
+                        ",\"drained\":" + (drained ? "true" : "false") + ",\"policies\":[" + list +
+                        "],\"tokens_per_second\":100}",
+                    "application/json");
+  });
+  server.Post("/v1/drain", [&](const httplib::Request&, httplib::Response& res) {
+    int64_t expected = 0;
+    drain_started_ms.compare_exchange_strong(expected, now_ms());
+    Say("drain requested");
+    res.set_content("{\"draining\":true}", "application/json");
+  });
+  if (sluice::Status s = server.Start(); !s.ok()) {
+    std::cerr << "worker: " << s.ToString() << std::endl;
+    return 1;
+  }
+  Say("worker serving on " + options.address + ":" + std::to_string(server.port()));
+  WaitForTerm();
+  Say("got SIGTERM");
+  server.Shutdown();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   signal(SIGTERM, OnTerm);
+  if (const char* mode = std::getenv("SLUICE_TESTPOD_MODE");
+      mode != nullptr && std::string(mode) == "worker") {
+    return Worker(Flags(argc, argv, 1));
+  }
   if (argc < 2) {
-    std::cerr << "usage: sluice-testpod serve|fetch|crash|sleep|write|env [flags]\n";
+    std::cerr << "usage: sluice-testpod serve|fetch|crash|sleep|write|env|worker [flags]\n";
     return 2;
   }
   const std::string mode = argv[1];
   const auto f = Flags(argc, argv, 2);
   if (mode == "serve") return Serve(f);
+  if (mode == "worker") return Worker(f);
   if (mode == "fetch") return Fetch(f);
   if (mode == "crash") {
     Say("starting, will exit with " + std::to_string(Int(f, "code", 1)));

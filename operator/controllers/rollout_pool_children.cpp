@@ -1,0 +1,206 @@
+#include "operator/controllers/rollout_pool_children.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "operator/controllers/labels.h"
+
+namespace sluice::controllers {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxDnsLabel = 63;
+
+std::string Name(const json& obj) { return obj.value("/metadata/name"_json_pointer, ""); }
+std::string Namespace(const json& obj) {
+  return obj.value("/metadata/namespace"_json_pointer, "default");
+}
+
+// spec.policies, sorted and without duplicates (the CRD declares it a set).
+std::vector<std::string> Policies(const json& pool) {
+  std::vector<std::string> out;
+  const json policies = pool.value("/spec/policies"_json_pointer, json::array());
+  for (const json& p : policies) {
+    if (p.is_string()) out.push_back(p.get<std::string>());
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string Join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (const std::string& item : items) {
+    if (!out.empty()) out += sep;
+    out += item;
+  }
+  return out;
+}
+
+// A Kubernetes quantity as the string form the API server returns.
+json Quantity(const json& value) { return value.is_string() ? value : json(value.dump()); }
+
+// The node labels the replica must match: the template's, overridden by the region's.
+json NodeSelector(const json& pool, const json* region) {
+  json selector = pool.value("/spec/template/nodeSelector"_json_pointer, json::object());
+  if (region != nullptr && region->contains("nodeSelector")) {
+    for (const auto& [k, v] : (*region)["nodeSelector"].items()) selector[k] = v;
+  }
+  return selector;
+}
+
+json Resources(const json& pool) {
+  const json res = pool.value("/spec/template/resources"_json_pointer, json::object());
+  json amounts = json::object();
+  if (res.contains("cpu")) amounts["cpu"] = Quantity(res["cpu"]);
+  if (res.contains("memory")) amounts["memory"] = Quantity(res["memory"]);
+  const int64_t gpus = res.value("gpus", int64_t{0});
+  if (gpus > 0) {
+    amounts[res.value("gpuResourceName", std::string("nvidia.com/gpu"))] = std::to_string(gpus);
+  }
+  if (amounts.empty()) return json::object();
+  return {{"requests", amounts}, {"limits", amounts}};
+}
+
+// The sluice.dev/template-hash label of `obj`, or "".
+std::string TemplateHashOf(const json& obj) {
+  const json labels = obj.value("/metadata/labels"_json_pointer, json::object());
+  const auto it = labels.find(kTemplateHashLabel);
+  return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace
+
+std::string ReplicaPodName(const std::string& pool, const std::string& region, int index) {
+  const std::string prefix = region.empty() ? pool : pool + "-" + region;
+  const std::string suffix = "-" + std::to_string(index);
+  std::string clean = prefix;
+  for (char& c : clean) {
+    if (c >= 'A' && c <= 'Z') {
+      c = static_cast<char>(c - 'A' + 'a');
+    } else if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) {
+      c = '-';
+    }
+  }
+  if (clean == prefix && prefix.size() + suffix.size() <= kMaxDnsLabel) return prefix + suffix;
+  const std::string hash = JsonHash(json(prefix));
+  const size_t keep = kMaxDnsLabel - suffix.size() - 1 - hash.size();
+  clean = clean.substr(0, std::min(keep, clean.size()));
+  // A label starts and ends with an alphanumeric: drop the dashes truncation left at the edges.
+  const size_t first = clean.find_first_not_of('-');
+  clean = first == std::string::npos ? "" : clean.substr(first);
+  while (!clean.empty() && clean.back() == '-') clean.pop_back();
+  return (clean.empty() ? "" : clean + "-") + hash + suffix;
+}
+
+std::string PoolTemplateHash(const json& pool) {
+  const json spec = pool.value("spec", json::object());
+  return JsonHash({{"engine", spec.value("engine", json::object())},
+                   {"template", spec.value("template", json::object())},
+                   {"policies", Policies(pool)},
+                   {"dataflowRef", spec.value("dataflowRef", json::object())}});
+}
+
+json DesiredReplicaPod(const json& pool, const json* region, int index, const json& dataflow,
+                       const WorkerImages& images) {
+  const std::string pool_name = Name(pool);
+  const std::string region_name = region != nullptr ? region->value("name", "") : "";
+  const std::string dataflow_ref = pool.value("/spec/dataflowRef/name"_json_pointer, "");
+  const std::string dataflow_name = Name(dataflow).empty() ? dataflow_ref : Name(dataflow);
+  const std::vector<std::string> policies = Policies(pool);
+  const json engine = pool.value("/spec/engine"_json_pointer, json::object());
+  const json tmpl = pool.value("/spec/template"_json_pointer, json::object());
+
+  std::map<std::string, std::string> extra = {
+      {kPoolLabel, pool_name},
+      {kReplicaIndexLabel, std::to_string(index)},
+      {kTemplateHashLabel, PoolTemplateHash(pool)},
+      {kDataflowLabel, dataflow_ref},
+  };
+  if (!region_name.empty()) extra[kRegionLabel] = region_name;
+  if (policies.size() == 1) extra[kPolicyLabel] = policies.front();
+
+  json args = json::array({
+      "--dataflow-url=" + DataflowEndpoint(dataflow),
+      std::string("--token-file=") + kRolloutTokenDir + "/token",
+      "--policies=" + Join(policies, ","),
+      "--engine=" + engine.value("type", std::string("builtin")),
+      "--tensor-parallel-size=" + std::to_string(engine.value("tensorParallelSize", int64_t{1})),
+      "--max-batch-tokens=" + std::to_string(engine.value("maxBatchTokens", int64_t{8192})),
+      "--max-concurrent-sequences=" +
+          std::to_string(engine.value("maxConcurrentSequences", int64_t{64})),
+      "--kv-cache-fraction=" + json(engine.value("kvCacheFraction", 0.85)).dump(),
+      "--address=$(POD_IP)",
+      "--port=" + std::to_string(kRolloutPort),
+      "--region=$(SLUICE_REGION)",
+      "--replica=$(POD_NAME)",
+  });
+  for (const json& a : engine.value("args", json::array())) args.push_back(a);
+
+  json env = json::array({
+      {{"name", "POD_IP"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
+      {{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
+      {{"name", "SLUICE_REGION"}, {"value", region_name}},
+  });
+  for (const json& e : tmpl.value("env", json::array())) env.push_back(e);
+
+  const std::string image =
+      engine.contains("image") && engine["image"].is_string() && !engine["image"].empty()
+          ? engine["image"].get<std::string>()
+          : images.rollout;
+  const json container = {
+      {"name", "rollout"},
+      {"image", image},
+      {"imagePullPolicy", images.pull_policy},
+      {"args", args},
+      {"env", env},
+      {"ports",
+       json::array({{{"name", "http"}, {"containerPort", kRolloutPort}, {"protocol", "TCP"}}})},
+      {"readinessProbe",
+       {{"httpGet", {{"path", "/readyz"}, {"port", "http"}}},
+        {"periodSeconds", 2},
+        {"failureThreshold", 3}}},
+      {"livenessProbe",
+       {{"httpGet", {{"path", "/healthz"}, {"port", "http"}}},
+        {"periodSeconds", 10},
+        {"failureThreshold", 6}}},
+      {"resources", Resources(pool)},
+      {"volumeMounts",
+       json::array({{{"name", "token"}, {"mountPath", kRolloutTokenDir}, {"readOnly", true}}})}};
+
+  json spec = {
+      {"containers", json::array({container})},
+      {"volumes",
+       json::array({{{"name", "token"},
+                     {"secret", {{"secretName", DataflowTokenSecretName(dataflow_name)}}}}})},
+      {"restartPolicy", "Always"},
+      // Service links would put <SVC>_PORT=tcp://... variables into the worker's environment.
+      {"enableServiceLinks", false},
+      {"terminationGracePeriodSeconds",
+       pool.value("/spec/drain/gracePeriodSeconds"_json_pointer, int64_t{120}) +
+           kRolloutTerminationSlackSeconds}};
+  const json selector = NodeSelector(pool, region);
+  if (!selector.empty()) spec["nodeSelector"] = selector;
+  if (tmpl.contains("tolerations")) spec["tolerations"] = tmpl["tolerations"];
+  if (tmpl.contains("serviceAccountName")) spec["serviceAccountName"] = tmpl["serviceAccountName"];
+
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", ReplicaPodName(pool_name, region_name, index)},
+            {"namespace", Namespace(pool)},
+            {"labels", StandardLabels("sluice-rollout", pool_name, "rollout", extra)},
+            {"ownerReferences", json::array({ControllerRef(pool)})}}},
+          {"spec", spec}};
+}
+
+bool ReplicaPodMatches(const json& desired, const json& existing) {
+  const std::string want = TemplateHashOf(desired);
+  return !want.empty() && TemplateHashOf(existing) == want;
+}
+
+}  // namespace sluice::controllers

@@ -1,0 +1,88 @@
+// The replica Pods the operator runs a RolloutPool with, as pure functions of the RolloutPool
+// (validated and defaulted), its placement region, the referenced Dataflow and the operator's
+// settings (docs/operator.md, "RolloutPool"):
+//
+//   Pod  <pool>-<region>-<index>   one inference replica (sluice-rollout), restartPolicy Always;
+//        (<pool>-<index> without    readiness /readyz, liveness /healthz; labelled with the
+//         spec.placement)           template hash so a change of what it is made from rolls it
+//
+// Every replica carries StandardLabels("sluice-rollout", <pool>, "rollout") plus
+// sluice.dev/pool, sluice.dev/region (with placement), sluice.dev/replica-index,
+// sluice.dev/template-hash, sluice.dev/dataflow, and sluice.dev/policy when the pool hosts
+// exactly one Policy; it is controlled by the RolloutPool (ownerReferences).
+//
+// The template hash (PoolTemplateHash) covers spec.engine, spec.template, spec.policies (as a
+// set) and spec.dataflowRef: what a replica is made from. It leaves out spec.replicas,
+// spec.placement, spec.autoscaling, spec.drain and spec.updateStrategy, so scaling, re-placing
+// or retuning drain never rolls replicas. It also leaves out the operator's settings
+// (WorkerImages) and the region's nodeSelector: changing those affects new replicas only.
+//
+// The worker contract (sluice-rollout implements it):
+//
+//   args, in this order, then spec.engine.args appended verbatim:
+//     --dataflow-url=<DataflowEndpoint(dataflow)>   http://<df>.<ns>.svc:8080
+//     --token-file=/var/run/sluice/token/token      the Dataflow's bearer token (Secret
+//                                                   <df>-token, key "token", mounted read-only)
+//     --policies=<p1,p2,...>                        spec.policies, sorted, comma-separated
+//     --engine=<builtin|vllm|sglang>                spec.engine.type
+//     --tensor-parallel-size=N                      spec.engine.tensorParallelSize
+//     --max-batch-tokens=N                          spec.engine.maxBatchTokens
+//     --max-concurrent-sequences=N                  spec.engine.maxConcurrentSequences
+//     --kv-cache-fraction=F                         spec.engine.kvCacheFraction (shortest form,
+//                                                   e.g. 0.85)
+//     --address=$(POD_IP)                           bind the pod's own address
+//     --port=8080
+//     --region=$(SLUICE_REGION)                     the placement region; empty without one
+//     --replica=$(POD_NAME)                         the Pod's name
+//   env: POD_IP, POD_NAME (downward API), SLUICE_REGION, then spec.template.env verbatim.
+//   HTTP on port 8080 ("http"):
+//     GET  /healthz    200 while the process is alive, including while the model loads (the
+//                      liveness probe restarts the container after 60 s without an answer).
+//     GET  /readyz     200 once every hosted Policy is loaded and the replica takes work.
+//     GET  /v1/status  {"in_flight": int, "draining": bool, "drained": bool,
+//                       "policies": [{"name": str, "version": int}],
+//                       "tokens_per_second": double (average over the last minute)}
+//     POST /v1/drain   stop leasing new work, finish (or return) what is in flight, then report
+//                      drained: true. The Pod is deleted after spec.drain.gracePeriodSeconds at
+//                      the latest; terminationGracePeriodSeconds adds 30 s for SIGTERM.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "operator/controllers/dataflow_children.h"
+
+namespace sluice::controllers {
+
+inline constexpr int kRolloutPort = 8080;
+// Where the Dataflow's token Secret is mounted in a replica.
+inline constexpr char kRolloutTokenDir[] = "/var/run/sluice/token";
+// The grace a replica gets on top of spec.drain.gracePeriodSeconds once its Pod is deleted.
+inline constexpr int kRolloutTerminationSlackSeconds = 30;
+
+// "<pool>-<region>-<index>", or "<pool>-<index>" when `region` is empty (no spec.placement).
+// Always a valid DNS label: lower-cased, characters outside [a-z0-9-] become '-', and when that
+// changed anything or the name would exceed 63 characters, the name becomes
+// "<prefix truncated>-<10-hex hash of <pool>-<region>>-<index>" (at most 63 characters, the
+// index kept whole), so distinct (pool, region) pairs keep distinct names. `index` >= 0.
+std::string ReplicaPodName(const std::string& pool, const std::string& region, int index);
+
+// JsonHash of {spec.engine, spec.template, sorted spec.policies, spec.dataflowRef}: the value of
+// the sluice.dev/template-hash label of the pool's current replicas.
+std::string PoolTemplateHash(const nlohmann::json& pool);
+
+// The Pod of replica `index` of `pool` in `region` (the spec.placement.regions entry, or null
+// without placement). `dataflow` is the Dataflow spec.dataflowRef names (its name and namespace
+// give the endpoint and the token Secret).
+nlohmann::json DesiredReplicaPod(const nlohmann::json& pool, const nlohmann::json* region,
+                                 int index, const nlohmann::json& dataflow,
+                                 const WorkerImages& images);
+
+// Whether `existing` was built from the same template as `desired`: equal, non-empty
+// sluice.dev/template-hash labels. A replica that does not match is replaced by the rolling
+// update.
+bool ReplicaPodMatches(const nlohmann::json& desired, const nlohmann::json& existing);
+
+}  // namespace sluice::controllers

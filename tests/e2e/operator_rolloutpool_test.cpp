@@ -1,0 +1,146 @@
+// End-to-end: the RolloutPool controller on the local cluster, with sluice-testpod standing in
+// for the rollout worker (spec.engine.image sluice/testpod:dev in its worker mode: /v1/status
+// and /v1/drain). Replicas are placed over two regions by weight, scaling down drains before
+// deleting, and deleting the pool drains every replica through the sluice.dev/drain finalizer.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/e2e/apiserver_process.h"
+#include "tests/e2e/node_process.h"
+
+namespace sluice::e2e {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kManifest[] = R"(apiVersion: sluice.dev/v1alpha1
+kind: Dataflow
+metadata:
+  name: arith
+spec:
+  dataset:
+    builtin: {generator: arithmetic, count: 100}
+  workflow:
+    type: single-turn
+    roles: [{name: policy, policy: tiny}]
+  reward: {type: exact-match}
+  storage: {size: 64Mi}
+---
+apiVersion: sluice.dev/v1alpha1
+kind: RolloutPool
+metadata:
+  name: pool
+spec:
+  policies: [tiny]
+  dataflowRef: {name: arith}
+  engine: {type: builtin, image: "sluice/testpod:dev"}
+  template:
+    resources: {cpu: 1, memory: 1Gi}
+    env:
+      - {name: SLUICE_TESTPOD_MODE, value: worker}
+      - {name: SLUICE_TESTPOD_IN_FLIGHT, value: "3"}
+  replicas: 3
+  drain: {gracePeriodSeconds: 20}
+  placement:
+    strategy: Spread
+    regions:
+      - name: east
+        nodeSelector: {topology.kubernetes.io/region: local-us-east}
+        weight: 2
+      - name: west
+        nodeSelector: {topology.kubernetes.io/region: local-eu-west}
+        weight: 1
+)";
+
+TEST(OperatorRolloutPoolTest, PlacesReplicasByRegionDrainsOnScaleDownAndOnDelete) {
+  if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
+  char tmpl[] = "/tmp/sluice-pool-e2e-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string state = dir + "/state";
+  std::ofstream(dir + "/cluster.yaml") << kTestClusterConfig;
+  const std::string sluice = BinDir() + "/sluice";
+  CommandResult up = RunShell(sluice + " up --config " + dir + "/cluster.yaml --state-dir " +
+                              state + " --bin-dir " + BinDir() + " --apiserver-port " +
+                              std::to_string(NodeProcess::FreePort()) + " --node-port " +
+                              std::to_string(NodeProcess::FreePort()) + " --operator-port " +
+                              std::to_string(NodeProcess::FreePort()));
+  ASSERT_EQ(up.exit_code, 0) << up.output;
+  auto kubectl = [&](const std::string& args) {
+    return RunShell("/usr/bin/kubectl --kubeconfig " + state + "/kubeconfig " + args);
+  };
+  auto get = [&](const std::string& what) {
+    CommandResult r = kubectl("get " + what + " -o json");
+    return r.exit_code == 0 ? json::parse(r.output, nullptr, false) : json();
+  };
+  auto log_of = [&](const std::string& component) {
+    std::ifstream in(state + "/logs/" + component + ".log");
+    std::stringstream s;
+    s << in.rdbuf();
+    const std::string text = s.str();
+    return text.substr(text.size() > 4000 ? text.size() - 4000 : 0);
+  };
+  auto pool_pods = [&] { return get("pods -l sluice.dev/pool=pool"); };
+  std::ofstream(dir + "/manifest.yaml") << kManifest;
+  ASSERT_EQ(kubectl("apply -f " + dir + "/manifest.yaml").exit_code, 0);
+
+  // Three replicas, two in the east (weight 2), one in the west, all ready.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        json pool = get("rolloutpool pool");
+        return pool.is_object() && pool.value("/status/readyReplicas"_json_pointer, 0) == 3;
+      },
+      std::chrono::seconds(90)))
+      << kubectl("get rolloutpool pool -o yaml").output << kubectl("get pods -o wide").output
+      << log_of("operator");
+  json pods = pool_pods();
+  int east = 0, west = 0;
+  for (const json& p : pods["items"]) {
+    const std::string region = p.value("/metadata/labels/sluice.dev~1region"_json_pointer, "");
+    const std::string node = p.value("/spec/nodeName"_json_pointer, "");
+    if (region == "east") {
+      ++east;
+      EXPECT_TRUE(node == "east-gpu" || node == "east-cpu") << node;
+    } else if (region == "west") {
+      ++west;
+      EXPECT_TRUE(node == "west-gpu" || node == "west-cpu") << node;
+    }
+    EXPECT_EQ(p.value("/metadata/ownerReferences/0/kind"_json_pointer, ""), "RolloutPool");
+  }
+  EXPECT_EQ(east, 2);
+  EXPECT_EQ(west, 1);
+  json pool = get("rolloutpool pool");
+  EXPECT_EQ(pool.value("/status/replicas"_json_pointer, 0), 3);
+  EXPECT_NE(pool.value("/status/selector"_json_pointer, "").find("sluice.dev/pool=pool"),
+            std::string::npos);
+  EXPECT_EQ(
+      kubectl("get rolloutpool pool -o jsonpath='{.status.conditions[?(@.type==\"Available\")]"
+              ".status}'")
+          .output,
+      "True");
+
+  // Scale down to one through the scale subresource: the surplus replicas are drained first.
+  ASSERT_EQ(kubectl("scale rolloutpool pool --replicas=1").exit_code, 0);
+  ASSERT_TRUE(
+      WaitUntil([&] { return pool_pods()["items"].size() == 1u; }, std::chrono::seconds(60)))
+      << kubectl("get pods").output << log_of("operator");
+  CommandResult events = kubectl("get events --field-selector involvedObject.name=pool");
+  EXPECT_NE(events.output.find("DrainingReplica"), std::string::npos) << events.output;
+  ASSERT_TRUE(WaitUntil(
+      [&] { return get("rolloutpool pool").value("/status/replicas"_json_pointer, 0) == 1; }));
+
+  // Deleting the pool drains its last replica, then the finalizer lets it go.
+  ASSERT_EQ(kubectl("delete rolloutpool pool --wait=true --timeout=90s").exit_code, 0)
+      << log_of("operator");
+  EXPECT_TRUE(WaitUntil([&] { return pool_pods()["items"].empty(); }, std::chrono::seconds(60)));
+
+  CommandResult down = RunShell(sluice + " down --state-dir " + state);
+  EXPECT_EQ(down.exit_code, 0) << down.output;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sluice::e2e

@@ -1,0 +1,366 @@
+// The RolloutPool controller's replica Pods (pure functions).
+#include "operator/controllers/rollout_pool_children.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "operator/controllers/labels.h"
+
+namespace sluice::controllers {
+namespace {
+
+using nlohmann::json;
+
+json Pool() {
+  return json::parse(R"({
+    "apiVersion": "sluice.dev/v1alpha1", "kind": "RolloutPool",
+    "metadata": {"name": "gen", "namespace": "rl", "uid": "u-pool", "generation": 3},
+    "spec": {
+      "policies": ["actor"],
+      "dataflowRef": {"name": "arith"},
+      "engine": {"type": "vllm", "tensorParallelSize": 2, "maxBatchTokens": 16384,
+                 "maxConcurrentSequences": 128, "kvCacheFraction": 0.9,
+                 "args": ["--enforce-eager", "--seed=7"]},
+      "template": {
+        "resources": {"gpus": 2, "gpuResourceName": "amd.com/gpu", "cpu": 8, "memory": "64Gi"},
+        "nodeSelector": {"pool": "inference", "topology.kubernetes.io/region": "any"},
+        "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "env": [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "t"}}},
+                {"name": "LOG_LEVEL", "value": "debug"}],
+        "serviceAccountName": "rollout-sa"
+      },
+      "replicas": 4,
+      "placement": {"strategy": "Spread", "regions": [
+        {"name": "us-east", "weight": 1,
+         "nodeSelector": {"topology.kubernetes.io/region": "us-east-1",
+                          "nvidia.com/gpu.product": "H100"}},
+        {"name": "eu-west", "weight": 1}]},
+      "drain": {"gracePeriodSeconds": 90}
+    },
+    "status": {"replicas": 2}
+  })");
+}
+
+json Dataflow() {
+  return json::parse(R"({
+    "apiVersion": "sluice.dev/v1alpha1", "kind": "Dataflow",
+    "metadata": {"name": "arith", "namespace": "rl", "uid": "u-df"}
+  })");
+}
+
+std::vector<std::string> Strings(const json& array) {
+  return array.get<std::vector<std::string>>();
+}
+
+TEST(RolloutPoolChildrenTest, ReplicaPodNameJoinsPoolRegionAndIndex) {
+  EXPECT_EQ(ReplicaPodName("gen", "us-east", 0), "gen-us-east-0");
+  EXPECT_EQ(ReplicaPodName("gen", "us-east", 12), "gen-us-east-12");
+  EXPECT_EQ(ReplicaPodName("gen", "", 3), "gen-3");
+}
+
+TEST(RolloutPoolChildrenTest, ReplicaPodNameStaysAValidDnsLabel) {
+  const std::string pool(60, 'p');
+  const std::string a = ReplicaPodName(pool, "us-east", 7);
+  const std::string b = ReplicaPodName(pool, "us-west", 7);
+  EXPECT_EQ(a.size(), 63u);
+  EXPECT_EQ(a.substr(a.size() - 2), "-7");
+  EXPECT_EQ(a.substr(0, 50), std::string(50, 'p'));
+  EXPECT_NE(a, b);  // The hash keeps regions apart after truncation.
+  EXPECT_EQ(a, ReplicaPodName(pool, "us-east", 7));  // Stable.
+  const std::string hash = JsonHash(json(pool + "-us-east"));
+  EXPECT_EQ(a, std::string(50, 'p') + "-" + hash + "-7");
+  // A longer index is kept whole; the prefix gives way.
+  const std::string big = ReplicaPodName(pool, "us-east", 123456);
+  EXPECT_EQ(big.size(), 63u);
+  EXPECT_EQ(big.substr(big.size() - 7), "-123456");
+  // Exactly 63 characters needs no hash.
+  const std::string fits(61, 'f');
+  EXPECT_EQ(ReplicaPodName(fits, "", 1), fits + "-1");
+  EXPECT_EQ(ReplicaPodName(fits + "f", "", 1).size(), 63u);
+  EXPECT_NE(ReplicaPodName(fits + "f", "", 1), fits + "f-1");
+  // Upper case and dots are not allowed in a DNS label.
+  const std::string odd = ReplicaPodName("My.Pool", "us", 0);
+  EXPECT_EQ(odd, "my-pool-us-" + JsonHash(json("My.Pool-us")) + "-0");
+  // Truncation never leaves a dash before the hash.
+  const std::string dashed = std::string(49, 'd') + "-" + std::string(20, 'x');
+  const std::string dashy = ReplicaPodName(dashed, "r", 0);
+  EXPECT_EQ(dashy, std::string(49, 'd') + "-" + JsonHash(json(dashed + "-r")) + "-0");
+  for (const std::string& n : {a, b, big, odd, dashy}) {
+    EXPECT_LE(n.size(), 63u) << n;
+    EXPECT_EQ(n.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-"), std::string::npos) << n;
+    EXPECT_NE(n.front(), '-') << n;
+    EXPECT_NE(n.back(), '-') << n;
+  }
+}
+
+TEST(RolloutPoolChildrenTest, TemplateHashIgnoresScalingPlacementAndDrain) {
+  const json pool = Pool();
+  const std::string hash = PoolTemplateHash(pool);
+  EXPECT_EQ(hash.size(), 10u);
+  EXPECT_EQ(hash, JsonHash({{"engine", pool["spec"]["engine"]},
+                            {"template", pool["spec"]["template"]},
+                            {"policies", {"actor"}},
+                            {"dataflowRef", {{"name", "arith"}}}}));
+  json other = pool;
+  other["spec"]["replicas"] = 9;
+  other["spec"]["placement"]["regions"][0]["weight"] = 5;
+  other["spec"]["drain"]["gracePeriodSeconds"] = 10;
+  other["spec"]["autoscaling"] = {{"maxReplicas", 10}};
+  other["spec"]["updateStrategy"] = {{"maxUnavailable", 2}};
+  other["metadata"]["generation"] = 8;
+  other["status"]["replicas"] = 9;
+  EXPECT_EQ(PoolTemplateHash(other), hash);
+  // Policies are a set: order does not roll replicas.
+  json two = pool;
+  two["spec"]["policies"] = {"actor", "critic"};
+  json swapped = pool;
+  swapped["spec"]["policies"] = {"critic", "actor"};
+  EXPECT_EQ(PoolTemplateHash(two), PoolTemplateHash(swapped));
+  EXPECT_NE(PoolTemplateHash(two), hash);
+}
+
+TEST(RolloutPoolChildrenTest, TemplateHashFollowsWhatAReplicaIsMadeFrom) {
+  const std::string hash = PoolTemplateHash(Pool());
+  json engine = Pool();
+  engine["spec"]["engine"]["maxBatchTokens"] = 4096;
+  EXPECT_NE(PoolTemplateHash(engine), hash);
+  json image = Pool();
+  image["spec"]["engine"]["image"] = "vllm/vllm-openai:v0.6";
+  EXPECT_NE(PoolTemplateHash(image), hash);
+  json tmpl = Pool();
+  tmpl["spec"]["template"]["env"][1]["value"] = "info";
+  EXPECT_NE(PoolTemplateHash(tmpl), hash);
+  json df = Pool();
+  df["spec"]["dataflowRef"]["name"] = "other";
+  EXPECT_NE(PoolTemplateHash(df), hash);
+}
+
+TEST(RolloutPoolChildrenTest, PodIsNamedLabelledAndOwned) {
+  const json pool = Pool();
+  const json& region = pool["spec"]["placement"]["regions"][0];
+  const json pod = DesiredReplicaPod(pool, &region, 2, Dataflow(), WorkerImages{});
+  EXPECT_EQ(pod["apiVersion"], "v1");
+  EXPECT_EQ(pod["kind"], "Pod");
+  EXPECT_EQ(pod["metadata"]["name"], "gen-us-east-2");
+  EXPECT_EQ(pod["metadata"]["namespace"], "rl");
+  const json want_labels = {{"app.kubernetes.io/name", "sluice-rollout"},
+                            {"app.kubernetes.io/instance", "gen"},
+                            {"app.kubernetes.io/component", "rollout"},
+                            {"app.kubernetes.io/part-of", "sluice"},
+                            {"app.kubernetes.io/managed-by", "sluice-operator"},
+                            {"sluice.dev/pool", "gen"},
+                            {"sluice.dev/region", "us-east"},
+                            {"sluice.dev/replica-index", "2"},
+                            {"sluice.dev/template-hash", PoolTemplateHash(pool)},
+                            {"sluice.dev/dataflow", "arith"},
+                            {"sluice.dev/policy", "actor"}};
+  EXPECT_EQ(pod["metadata"]["labels"], want_labels);
+  ASSERT_EQ(pod["metadata"]["ownerReferences"].size(), 1u);
+  const json owner = pod["metadata"]["ownerReferences"][0];
+  EXPECT_EQ(owner["apiVersion"], "sluice.dev/v1alpha1");
+  EXPECT_EQ(owner["kind"], "RolloutPool");
+  EXPECT_EQ(owner["name"], "gen");
+  EXPECT_EQ(owner["uid"], "u-pool");
+  EXPECT_EQ(owner["controller"], true);
+  EXPECT_FALSE(pod["metadata"].contains("annotations"));
+}
+
+TEST(RolloutPoolChildrenTest, PodWithoutPlacementOrWithManyPolicies) {
+  json pool = Pool();
+  pool["spec"].erase("placement");
+  pool["spec"]["policies"] = {"critic", "actor"};
+  const json pod = DesiredReplicaPod(pool, nullptr, 0, Dataflow(), WorkerImages{});
+  EXPECT_EQ(pod["metadata"]["name"], "gen-0");
+  const json& labels = pod["metadata"]["labels"];
+  EXPECT_FALSE(labels.contains(kRegionLabel));
+  EXPECT_FALSE(labels.contains(kPolicyLabel));
+  EXPECT_EQ(labels[kReplicaIndexLabel], "0");
+  const json c = pod["spec"]["containers"][0];
+  EXPECT_EQ(c["args"][2], "--policies=actor,critic");
+  EXPECT_EQ(c["env"][2], json({{"name", "SLUICE_REGION"}, {"value", ""}}));
+  // Only the template's nodeSelector applies.
+  EXPECT_EQ(pod["spec"]["nodeSelector"],
+            json({{"pool", "inference"}, {"topology.kubernetes.io/region", "any"}}));
+}
+
+TEST(RolloutPoolChildrenTest, ArgsFollowTheWorkerContract) {
+  const json pool = Pool();
+  const json& region = pool["spec"]["placement"]["regions"][1];
+  const json pod = DesiredReplicaPod(pool, &region, 0, Dataflow(), WorkerImages{});
+  const json c = pod["spec"]["containers"][0];
+  const std::vector<std::string> want = {
+      "--dataflow-url=http://arith.rl.svc:8080",
+      "--token-file=/var/run/sluice/token/token",
+      "--policies=actor",
+      "--engine=vllm",
+      "--tensor-parallel-size=2",
+      "--max-batch-tokens=16384",
+      "--max-concurrent-sequences=128",
+      "--kv-cache-fraction=0.9",
+      "--address=$(POD_IP)",
+      "--port=8080",
+      "--region=$(SLUICE_REGION)",
+      "--replica=$(POD_NAME)",
+      "--enforce-eager",
+      "--seed=7",
+  };
+  EXPECT_EQ(Strings(c["args"]), want);
+  EXPECT_EQ(c["name"], "rollout");
+  EXPECT_EQ(c["image"], "sluice/rollout:0.1.0");
+  EXPECT_EQ(c["imagePullPolicy"], "IfNotPresent");
+}
+
+TEST(RolloutPoolChildrenTest, ArgsUseEngineDefaults) {
+  json pool = Pool();
+  pool["spec"]["engine"] = json::object();
+  pool["spec"]["policies"] = {"b", "a", "b"};
+  const json pod = DesiredReplicaPod(pool, nullptr, 1, Dataflow(), WorkerImages{});
+  const std::vector<std::string> args = Strings(pod["spec"]["containers"][0]["args"]);
+  ASSERT_EQ(args.size(), 12u);
+  EXPECT_EQ(args[2], "--policies=a,b");
+  EXPECT_EQ(args[3], "--engine=builtin");
+  EXPECT_EQ(args[4], "--tensor-parallel-size=1");
+  EXPECT_EQ(args[5], "--max-batch-tokens=8192");
+  EXPECT_EQ(args[6], "--max-concurrent-sequences=64");
+  EXPECT_EQ(args[7], "--kv-cache-fraction=0.85");
+}
+
+TEST(RolloutPoolChildrenTest, ImageComesFromTheEngineOrTheOperator) {
+  WorkerImages images;
+  images.rollout = "registry.local/rollout:9";
+  images.pull_policy = "Always";
+  json pool = Pool();
+  EXPECT_EQ(
+      DesiredReplicaPod(pool, nullptr, 0, Dataflow(), images)["spec"]["containers"][0]["image"],
+      "registry.local/rollout:9");
+  pool["spec"]["engine"]["image"] = "vllm/vllm-openai:v0.6";
+  const json c = DesiredReplicaPod(pool, nullptr, 0, Dataflow(), images)["spec"]["containers"][0];
+  EXPECT_EQ(c["image"], "vllm/vllm-openai:v0.6");
+  EXPECT_EQ(c["imagePullPolicy"], "Always");
+}
+
+TEST(RolloutPoolChildrenTest, EnvComesInContractOrderThenTheTemplates) {
+  const json pool = Pool();
+  const json& region = pool["spec"]["placement"]["regions"][0];
+  const json env = DesiredReplicaPod(pool, &region, 0, Dataflow(),
+                                     WorkerImages{})["spec"]["containers"][0]["env"];
+  const json want = json::parse(R"([
+    {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+    {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+    {"name": "SLUICE_REGION", "value": "us-east"},
+    {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "t"}}},
+    {"name": "LOG_LEVEL", "value": "debug"}
+  ])");
+  EXPECT_EQ(env, want);
+}
+
+TEST(RolloutPoolChildrenTest, ResourcesRequestEqualsLimitWithTheGpuResourceName) {
+  const json pod = DesiredReplicaPod(Pool(), nullptr, 0, Dataflow(), WorkerImages{});
+  const json want = {{"cpu", "8"}, {"memory", "64Gi"}, {"amd.com/gpu", "2"}};
+  const json res = pod["spec"]["containers"][0]["resources"];
+  EXPECT_EQ(res["requests"], want);
+  EXPECT_EQ(res["limits"], want);
+
+  json cpu_only = Pool();
+  cpu_only["spec"]["template"]["resources"] = {{"gpus", 0}, {"cpu", "500m"}};
+  const json cpu_res = DesiredReplicaPod(cpu_only, nullptr, 0, Dataflow(),
+                                         WorkerImages{})["spec"]["containers"][0]["resources"];
+  EXPECT_EQ(cpu_res["requests"], json({{"cpu", "500m"}}));
+  EXPECT_EQ(cpu_res["limits"], json({{"cpu", "500m"}}));
+
+  json default_name = Pool();
+  default_name["spec"]["template"]["resources"] = {{"gpus", 1}};
+  EXPECT_EQ(DesiredReplicaPod(default_name, nullptr, 0, Dataflow(),
+                              WorkerImages{})["spec"]["containers"][0]["resources"]["limits"],
+            json({{"nvidia.com/gpu", "1"}}));
+
+  json none = Pool();
+  none["spec"]["template"].erase("resources");
+  EXPECT_EQ(DesiredReplicaPod(none, nullptr, 0, Dataflow(),
+                              WorkerImages{})["spec"]["containers"][0]["resources"],
+            json::object());
+}
+
+TEST(RolloutPoolChildrenTest, NodeSelectorMergesTemplateAndRegionRegionWins) {
+  const json pool = Pool();
+  const json& us = pool["spec"]["placement"]["regions"][0];
+  EXPECT_EQ(DesiredReplicaPod(pool, &us, 0, Dataflow(), WorkerImages{})["spec"]["nodeSelector"],
+            json({{"pool", "inference"},
+                  {"topology.kubernetes.io/region", "us-east-1"},
+                  {"nvidia.com/gpu.product", "H100"}}));
+  // A region without a nodeSelector adds nothing.
+  const json& eu = pool["spec"]["placement"]["regions"][1];
+  EXPECT_EQ(DesiredReplicaPod(pool, &eu, 0, Dataflow(), WorkerImages{})["spec"]["nodeSelector"],
+            json({{"pool", "inference"}, {"topology.kubernetes.io/region", "any"}}));
+  // Neither: no nodeSelector at all.
+  json bare = Pool();
+  bare["spec"]["template"].erase("nodeSelector");
+  EXPECT_FALSE(
+      DesiredReplicaPod(bare, &eu, 0, Dataflow(), WorkerImages{})["spec"].contains("nodeSelector"));
+}
+
+TEST(RolloutPoolChildrenTest, PodSpecProbesVolumesAndTolerations) {
+  const json pool = Pool();
+  const json& region = pool["spec"]["placement"]["regions"][0];
+  const json spec = DesiredReplicaPod(pool, &region, 0, Dataflow(), WorkerImages{})["spec"];
+  EXPECT_EQ(spec["restartPolicy"], "Always");
+  EXPECT_EQ(spec["enableServiceLinks"], false);
+  EXPECT_EQ(spec["terminationGracePeriodSeconds"], 120);  // 90 + 30.
+  EXPECT_EQ(spec["serviceAccountName"], "rollout-sa");
+  EXPECT_EQ(spec["tolerations"],
+            json::parse(R"([{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}])"));
+  EXPECT_EQ(spec["volumes"],
+            json::parse(R"([{"name": "token", "secret": {"secretName": "arith-token"}}])"));
+  ASSERT_EQ(spec["containers"].size(), 1u);
+  const json c = spec["containers"][0];
+  EXPECT_EQ(c["volumeMounts"],
+            json::parse(
+                R"([{"name": "token", "mountPath": "/var/run/sluice/token", "readOnly": true}])"));
+  EXPECT_EQ(c["ports"],
+            json::parse(R"([{"name": "http", "containerPort": 8080, "protocol": "TCP"}])"));
+  EXPECT_EQ(c["readinessProbe"], json::parse(R"({"httpGet": {"path": "/readyz", "port": "http"},
+                                                 "periodSeconds": 2, "failureThreshold": 3})"));
+  EXPECT_EQ(c["livenessProbe"], json::parse(R"({"httpGet": {"path": "/healthz", "port": "http"},
+                                                "periodSeconds": 10, "failureThreshold": 6})"));
+
+  json defaults = Pool();
+  defaults["spec"].erase("drain");
+  defaults["spec"]["template"].erase("tolerations");
+  defaults["spec"]["template"].erase("serviceAccountName");
+  const json dspec = DesiredReplicaPod(defaults, nullptr, 0, Dataflow(), WorkerImages{})["spec"];
+  EXPECT_EQ(dspec["terminationGracePeriodSeconds"], 150);  // Default 120 + 30.
+  EXPECT_FALSE(dspec.contains("tolerations"));
+  EXPECT_FALSE(dspec.contains("serviceAccountName"));
+}
+
+TEST(RolloutPoolChildrenTest, MatchesComparesTheTemplateHash) {
+  const json pool = Pool();
+  const json& region = pool["spec"]["placement"]["regions"][0];
+  const json desired = DesiredReplicaPod(pool, &region, 0, Dataflow(), WorkerImages{});
+  json existing = desired;
+  existing["metadata"]["resourceVersion"] = "42";
+  existing["status"] = {{"phase", "Running"}};
+  existing["spec"]["nodeName"] = "node-1";
+  EXPECT_TRUE(ReplicaPodMatches(desired, existing));
+
+  // Scaling builds the same pods.
+  json scaled = pool;
+  scaled["spec"]["replicas"] = 10;
+  EXPECT_TRUE(ReplicaPodMatches(DesiredReplicaPod(scaled, &region, 0, Dataflow(), WorkerImages{}),
+                                existing));
+  // An engine change does not.
+  json changed = pool;
+  changed["spec"]["engine"]["kvCacheFraction"] = 0.5;
+  EXPECT_FALSE(ReplicaPodMatches(DesiredReplicaPod(changed, &region, 0, Dataflow(), WorkerImages{}),
+                                 existing));
+  // A pod without the label never matches.
+  json unlabelled = existing;
+  unlabelled["metadata"]["labels"].erase(kTemplateHashLabel);
+  EXPECT_FALSE(ReplicaPodMatches(desired, unlabelled));
+  EXPECT_FALSE(ReplicaPodMatches(unlabelled, unlabelled));
+}
+
+}  // namespace
+}  // namespace sluice::controllers
