@@ -27,7 +27,9 @@
 #include "operator/controllers/controller.h"
 #include "operator/controllers/dataflow_controller.h"
 #include "operator/controllers/labels.h"
+#include "operator/controllers/policy_controller.h"
 #include "operator/controllers/rollout_pool_controller.h"
+#include "operator/controllers/trainer_job_controller.h"
 #include "operator/kube/event_recorder.h"
 #include "operator/kube/in_cluster.h"
 #include "operator/kube/informer.h"
@@ -69,6 +71,13 @@ config::Spec MakeSpec() {
       .Add(Option::Int("rolloutpool-concurrency", 4, "RolloutPools reconciled at once.")
                .Min(1)
                .Max(64))
+      .Add(Option::Int("trainerjob-concurrency", 4, "TrainerJobs reconciled at once.")
+               .Min(1)
+               .Max(64))
+      .Add(Option::Int("policy-concurrency", 2, "Policies reconciled at once.").Min(1).Max(64))
+      .Add(Option::Duration("gang-scheduling-timeout", seconds(120),
+                            "A TrainerJob rank unschedulable this long makes the job "
+                            "Admitted=False/GangPending."))
       .Add(Option::Duration("resync-period", std::chrono::minutes(10),
                             "How often every cached object is reconciled again."))
       .Add(Option::Duration("status-period", seconds(5),
@@ -228,12 +237,15 @@ int Main(int argc, char** argv) {
   };
   auto dataflows = informer({"sluice.dev", "v1alpha1", "dataflows", true}, false);
   auto pools = informer({"sluice.dev", "v1alpha1", "rolloutpools", true}, false);
+  auto jobs = informer({"sluice.dev", "v1alpha1", "trainerjobs", true}, false);
+  auto policies = informer({"sluice.dev", "v1alpha1", "policies", true}, false);
   auto pods = informer({"", "v1", "pods", true}, true);
   auto services = informer({"", "v1", "services", true}, true);
   auto config_maps = informer({"", "v1", "configmaps", true}, true);
   auto secrets = informer({"", "v1", "secrets", true}, true);
   auto claims = informer({"", "v1", "persistentvolumeclaims", true}, true);
-  std::vector<kube::Informer*> all = {dataflows.get(),   pools.get(),   pods.get(),  services.get(),
+  std::vector<kube::Informer*> all = {dataflows.get(),   pools.get(),   jobs.get(),
+                                      policies.get(),    pods.get(),    services.get(),
                                       config_maps.get(), secrets.get(), claims.get()};
 
   kube::EventRecorderOptions event_options;
@@ -257,6 +269,18 @@ int Main(int argc, char** argv) {
   pool_options.status_period = df_options.status_period;
   controllers::RolloutPoolController pool_logic(
       client, {pools.get(), pods.get(), dataflows.get(), secrets.get()}, events, pool_options);
+
+  controllers::TrainerJobControllerOptions job_options;
+  job_options.images = df_options.images;
+  job_options.status_period = df_options.status_period;
+  job_options.gang_timeout =
+      std::chrono::duration_cast<std::chrono::seconds>(cfg->GetDuration("gang-scheduling-timeout"));
+  controllers::TrainerJobController job_logic(
+      client,
+      {jobs.get(), pods.get(), services.get(), config_maps.get(), policies.get(), dataflows.get()},
+      events, job_options);
+  controllers::PolicyController policy_logic(client, {policies.get(), jobs.get(), pools.get()},
+                                             events);
 
   // What the leader runs: informers, then the controllers, until `leading` is cancelled.
   auto run_controllers = [&](CancellationToken leading) {
@@ -287,14 +311,39 @@ int Main(int argc, char** argv) {
            {{"name", df}, {"namespace", secret.value("/metadata/namespace"_json_pointer, "")}}}};
       return pool_logic.PoolsOfDataflow(ref);
     });
+    options.name = "trainerjob";
+    options.max_concurrent_reconciles = static_cast<int>(cfg->GetInt("trainerjob-concurrency"));
+    controllers::Controller job_controller(
+        options, *jobs, [&](const std::string& key) { return job_logic.Reconcile(key); });
+    job_controller.WatchOwned(*pods, "TrainerJob");
+    job_controller.Watch(*policies, [&](const nlohmann::json& p) {
+      return job_logic.JobsReferencing(p, "policyRef");
+    });
+    job_controller.Watch(*dataflows, [&](const nlohmann::json& d) {
+      return job_logic.JobsReferencing(d, "dataflowRef");
+    });
+    options.name = "policy";
+    options.max_concurrent_reconciles = static_cast<int>(cfg->GetInt("policy-concurrency"));
+    controllers::Controller policy_controller(
+        options, *policies, [&](const std::string& key) { return policy_logic.Reconcile(key); });
+    policy_controller.Watch(*jobs, [](const nlohmann::json& j) {
+      return controllers::PolicyController::PoliciesOfJob(j);
+    });
+    policy_controller.Watch(*pools, [](const nlohmann::json& p) {
+      return controllers::PolicyController::PoliciesOfPool(p);
+    });
     bool synced = true;
     for (kube::Informer* i : all) synced = synced && i->WaitForSync(leading);
     if (synced) {
       caches_synced = true;
       logger.Info("caches synced; reconciling", {{"namespace", ns.empty() ? "(all)" : ns}});
       std::thread pools_thread([&] { pool_controller.Run(leading); });
+      std::thread jobs_thread([&] { job_controller.Run(leading); });
+      std::thread policies_thread([&] { policy_controller.Run(leading); });
       dataflow_controller.Run(leading);
       pools_thread.join();
+      jobs_thread.join();
+      policies_thread.join();
     }
     for (std::thread& t : threads) t.join();
   };

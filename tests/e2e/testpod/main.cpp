@@ -15,6 +15,11 @@
 //                                                       SLUICE_TESTPOD_MODE=worker, whatever the
 //                                                       args): /v1/status with in_flight from
 //                                                       $SLUICE_TESTPOD_IN_FLIGHT, POST /v1/drain
+//   trainer --address A --port P --steps N              a stand-in trainer rank (also with
+//                                                       SLUICE_TESTPOD_MODE=trainer): a step every
+//                                                       100 ms, /v1/status, exit 0 after N steps;
+//                                                       the rank $SLUICE_TESTPOD_FAIL_RANK exits 1
+//                                                       in attempt $SLUICE_TESTPOD_FAIL_ATTEMPT
 #include <signal.h>
 #include <unistd.h>
 
@@ -196,6 +201,56 @@ int Worker(const std::map<std::string, std::string>& f) {
   return 0;
 }
 
+// A stand-in for a sluice-trainer rank, speaking the operator's trainer contract: a step every
+// 100 ms (version = step), GET /v1/status, exit 0 after --steps. To test gang restarts, the rank
+// named by SLUICE_TESTPOD_FAIL_RANK exits 1 after 3 steps in attempt SLUICE_TESTPOD_FAIL_ATTEMPT.
+int Trainer(const std::map<std::string, std::string>& f) {
+  sluice::log::Logger logger("testpod");
+  sluice::http::ServerOptions options;
+  options.address = f.count("address") ? f.at("address") : "127.0.0.1";
+  options.port = static_cast<int>(Int(f, "port", 8080));
+  options.access_log = false;
+  options.shutdown_grace = std::chrono::milliseconds(200);
+  sluice::http::Server server(options, nullptr, logger);
+  const int64_t steps = Int(f, "steps", 10);
+  std::atomic<int64_t> step{0};
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  const bool fail = !env("SLUICE_TESTPOD_FAIL_RANK").empty() &&
+                    env("SLUICE_TESTPOD_FAIL_RANK") == env("RANK") &&
+                    env("SLUICE_TESTPOD_FAIL_ATTEMPT") == env("SLUICE_ATTEMPT");
+  server.Get("/v1/status", [&](const httplib::Request&, httplib::Response& res) {
+    const int64_t s = step.load();
+    res.set_content(std::string("{\"phase\":\"") + (s >= steps ? "Succeeded" : "Running") +
+                        "\",\"step\":" + std::to_string(s) + ",\"version\":" + std::to_string(s) +
+                        ",\"metrics\":{\"loss\":0.5,\"rewardMean\":" +
+                        std::to_string(static_cast<double>(s) / static_cast<double>(steps)) + "}}",
+                    "application/json");
+  });
+  if (sluice::Status s = server.Start(); !s.ok()) {
+    std::cerr << "trainer: " << s.ToString() << std::endl;
+    return 1;
+  }
+  Say("rank " + env("RANK") + " of " + env("WORLD_SIZE") + " (attempt " + env("SLUICE_ATTEMPT") +
+      "), master " + env("MASTER_ADDR") + ":" + env("MASTER_PORT"));
+  while (!g_term && step.load() < steps) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ++step;
+    if (fail && step.load() >= 3) {
+      Say("failing on purpose");
+      server.Shutdown();
+      return 1;
+    }
+  }
+  // Let the operator read the final status before exiting.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Say("done after " + std::to_string(step.load()) + " steps");
+  server.Shutdown();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -203,6 +258,10 @@ int main(int argc, char** argv) {
   if (const char* mode = std::getenv("SLUICE_TESTPOD_MODE");
       mode != nullptr && std::string(mode) == "worker") {
     return Worker(Flags(argc, argv, 1));
+  }
+  if (const char* mode = std::getenv("SLUICE_TESTPOD_MODE");
+      mode != nullptr && std::string(mode) == "trainer") {
+    return Trainer(Flags(argc, argv, 1));
   }
   if (argc < 2) {
     std::cerr << "usage: sluice-testpod serve|fetch|crash|sleep|write|env|worker [flags]\n";
@@ -212,6 +271,7 @@ int main(int argc, char** argv) {
   const auto f = Flags(argc, argv, 2);
   if (mode == "serve") return Serve(f);
   if (mode == "worker") return Worker(f);
+  if (mode == "trainer") return Trainer(f);
   if (mode == "fetch") return Fetch(f);
   if (mode == "crash") {
     Say("starting, will exit with " + std::to_string(Int(f, "code", 1)));

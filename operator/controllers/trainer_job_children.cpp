@@ -1,0 +1,242 @@
+#include "operator/controllers/trainer_job_children.h"
+
+#include <map>
+
+#include "operator/controllers/labels.h"
+
+namespace sluice::controllers {
+
+using nlohmann::json;
+
+namespace {
+
+std::string Name(const json& obj) { return obj.value("/metadata/name"_json_pointer, ""); }
+std::string Namespace(const json& obj) {
+  return obj.value("/metadata/namespace"_json_pointer, "default");
+}
+std::string PolicyName(const json& job) {
+  return job.value("/spec/policyRef/name"_json_pointer, "");
+}
+std::string DataflowName(const json& job) {
+  return job.value("/spec/dataflowRef/name"_json_pointer, "");
+}
+int64_t Replicas(const json& job) { return job.value("/spec/replicas"_json_pointer, int64_t{1}); }
+
+// A Kubernetes quantity as the string form the API server returns.
+json Quantity(const json& value) { return value.is_string() ? value : json(value.dump()); }
+
+json Labels(const json& job, std::map<std::string, std::string> extra = {}) {
+  extra[kTrainerJobLabel] = Name(job);
+  extra[kPolicyLabel] = PolicyName(job);
+  return StandardLabels("sluice-trainer", Name(job), "trainer", extra);
+}
+
+json Meta(const json& job, const std::string& name, const json& labels) {
+  return {{"name", name},
+          {"namespace", Namespace(job)},
+          {"labels", labels},
+          {"ownerReferences", json::array({ControllerRef(job)})}};
+}
+
+// {apiVersion, kind, metadata{name, namespace}, spec}: what the worker reads of an object (status
+// and bookkeeping would change the config hash on every status write).
+json Manifest(const json& obj, const char* kind) {
+  return {{"apiVersion", obj.value("apiVersion", "sluice.dev/v1alpha1")},
+          {"kind", kind},
+          {"metadata", {{"name", Name(obj)}, {"namespace", Namespace(obj)}}},
+          {"spec", obj.value("spec", json::object())}};
+}
+
+// The --checkpoint-dir value: the mount plus spec.checkpoint.pvc.path, without a trailing '/'.
+std::string CheckpointDir(const json& job) {
+  std::string dir = std::string(kTrainerCheckpointDir) +
+                    job.value("/spec/checkpoint/pvc/path"_json_pointer, std::string("/"));
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
+json FieldEnv(const char* name, const char* field) {
+  return {{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", field}}}}}};
+}
+json ValueEnv(const char* name, const std::string& value) {
+  return {{"name", name}, {"value", value}};
+}
+
+std::string LabelOf(const json& obj, const char* key) {
+  const json labels = obj.value("/metadata/labels"_json_pointer, json::object());
+  const auto it = labels.find(key);
+  return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace
+
+std::string RankPodName(const std::string& job, int rank) {
+  return job + "-" + std::to_string(rank);
+}
+std::string TrainerServiceName(const std::string& job) { return job; }
+std::string TrainerConfigMapName(const std::string& job) { return job + "-config"; }
+
+std::string MasterAddress(const json& job) {
+  return RankPodName(Name(job), 0) + "." + TrainerServiceName(Name(job)) + "." + Namespace(job) +
+         ".svc";
+}
+
+std::string WeightsUrl(const json& job, int64_t version) {
+  return "http://" + MasterAddress(job) + ":" + std::to_string(kTrainerPort) + "/v1/weights/" +
+         std::to_string(version);
+}
+
+json WorkerResources(const json& res) {
+  if (!res.is_object()) return json::object();
+  json amounts = json::object();
+  if (res.contains("cpu")) amounts["cpu"] = Quantity(res["cpu"]);
+  if (res.contains("memory")) amounts["memory"] = Quantity(res["memory"]);
+  const int64_t gpus = res.value("gpus", int64_t{0});
+  if (gpus > 0) {
+    amounts[res.value("gpuResourceName", std::string("nvidia.com/gpu"))] = std::to_string(gpus);
+  }
+  if (amounts.empty()) return json::object();
+  return {{"requests", amounts}, {"limits", amounts}};
+}
+
+std::string TrainerTemplateHash(const json& job, const json& policy) {
+  json spec = job.value("spec", json::object());
+  spec.erase("runPolicy");
+  return JsonHash({{"spec", spec}, {"policy", policy.value("spec", json::object())}});
+}
+
+json DesiredTrainerService(const json& job) {
+  const std::string name = Name(job);
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", Meta(job, TrainerServiceName(name), Labels(job))},
+          {"spec",
+           {{"clusterIP", "None"},
+            // Ranks resolve rank 0 while it rendezvouses, before it is ready.
+            {"publishNotReadyAddresses", true},
+            {"selector", {{kTrainerJobLabel, name}}},
+            {"ports", json::array({{{"name", "http"},
+                                    {"port", kTrainerPort},
+                                    {"targetPort", "http"},
+                                    {"protocol", "TCP"}},
+                                   {{"name", "rendezvous"},
+                                    {"port", kRendezvousPort},
+                                    {"targetPort", "rendezvous"},
+                                    {"protocol", "TCP"}}})}}}};
+}
+
+json DesiredTrainerConfigMap(const json& job, const json& policy) {
+  const json config = {{"trainerJob", Manifest(job, "TrainerJob")},
+                       {"policy", Manifest(policy, "Policy")}};
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", Meta(job, TrainerConfigMapName(Name(job)), Labels(job))},
+          {"data", {{"trainer.json", config.dump(2) + "\n"}}}};
+}
+
+json DesiredRankPod(const json& job, const json& policy, const json& dataflow, int rank,
+                    int attempt, const WorkerImages& images) {
+  const std::string name = Name(job);
+  const std::string dataflow_name = Name(dataflow).empty() ? DataflowName(job) : Name(dataflow);
+  const std::string replicas = std::to_string(Replicas(job));
+  const std::string rank_str = std::to_string(rank);
+  const json tmpl = job.value("/spec/template"_json_pointer, json::object());
+  const bool checkpoint = job.contains("/spec/checkpoint"_json_pointer) &&
+                          job.at("/spec/checkpoint"_json_pointer).is_object();
+
+  json env = json::array({
+      FieldEnv("POD_IP", "status.podIP"),
+      FieldEnv("POD_NAME", "metadata.name"),
+      ValueEnv("MASTER_ADDR", MasterAddress(job)),
+      ValueEnv("MASTER_PORT", std::to_string(kRendezvousPort)),
+      ValueEnv("WORLD_SIZE", replicas),
+      ValueEnv("RANK", rank_str),
+      ValueEnv("LOCAL_RANK", "0"),
+      ValueEnv("NNODES", replicas),
+      ValueEnv("NODE_RANK", rank_str),
+      ValueEnv("SLUICE_ATTEMPT", std::to_string(attempt)),
+  });
+  for (const json& e : tmpl.value("env", json::array())) env.push_back(e);
+
+  json args = json::array({
+      std::string("--config=") + kTrainerConfigDir + "/trainer.json",
+      "--dataflow-url=" + DataflowEndpoint(dataflow),
+      std::string("--token-file=") + kTrainerTokenDir + "/token",
+      "--address=$(POD_IP)",
+      "--port=" + std::to_string(kTrainerPort),
+      "--rank=$(RANK)",
+      "--world-size=$(WORLD_SIZE)",
+      "--master-addr=$(MASTER_ADDR)",
+      "--master-port=$(MASTER_PORT)",
+      "--steps=" + std::to_string(job.value("/spec/steps"_json_pointer, int64_t{0})),
+  });
+  if (checkpoint) args.push_back("--checkpoint-dir=" + CheckpointDir(job));
+
+  json volumes = json::array({
+      {{"name", "config"}, {"configMap", {{"name", TrainerConfigMapName(name)}}}},
+      {{"name", "token"}, {"secret", {{"secretName", DataflowTokenSecretName(dataflow_name)}}}},
+  });
+  json mounts = json::array({
+      {{"name", "config"}, {"mountPath", kTrainerConfigDir}, {"readOnly", true}},
+      {{"name", "token"}, {"mountPath", kTrainerTokenDir}, {"readOnly", true}},
+  });
+  if (checkpoint) {
+    volumes.push_back(
+        {{"name", "checkpoints"},
+         {"persistentVolumeClaim",
+          {{"claimName", job.value("/spec/checkpoint/pvc/claimName"_json_pointer, "")}}}});
+    mounts.push_back({{"name", "checkpoints"}, {"mountPath", kTrainerCheckpointDir}});
+  }
+
+  const json container = {
+      {"name", "trainer"},
+      {"image", images.trainer},
+      {"imagePullPolicy", images.pull_policy},
+      {"args", args},
+      {"env", env},
+      {"ports",
+       json::array(
+           {{{"name", "http"}, {"containerPort", kTrainerPort}, {"protocol", "TCP"}},
+            {{"name", "rendezvous"}, {"containerPort", kRendezvousPort}, {"protocol", "TCP"}}})},
+      {"readinessProbe",
+       {{"httpGet", {{"path", "/readyz"}, {"port", "http"}}},
+        {"periodSeconds", 2},
+        {"failureThreshold", 3}}},
+      {"livenessProbe",
+       {{"httpGet", {{"path", "/healthz"}, {"port", "http"}}},
+        {"periodSeconds", 10},
+        {"failureThreshold", 6}}},
+      {"resources", WorkerResources(tmpl.value("resources", json::object()))},
+      {"volumeMounts", mounts}};
+
+  json spec = {{"hostname", RankPodName(name, rank)},
+               {"subdomain", TrainerServiceName(name)},
+               {"containers", json::array({container})},
+               {"volumes", volumes},
+               // A failed rank fails the attempt: the operator replaces the whole gang.
+               {"restartPolicy", "Never"},
+               // Service links would put <SVC>_PORT=tcp://... variables into the environment.
+               {"enableServiceLinks", false},
+               {"terminationGracePeriodSeconds", kTrainerTerminationGracePeriodSeconds}};
+  if (tmpl.contains("nodeSelector") && !tmpl["nodeSelector"].empty()) {
+    spec["nodeSelector"] = tmpl["nodeSelector"];
+  }
+  if (tmpl.contains("tolerations")) spec["tolerations"] = tmpl["tolerations"];
+  if (tmpl.contains("serviceAccountName")) spec["serviceAccountName"] = tmpl["serviceAccountName"];
+
+  const json labels = Labels(job, {{kDataflowLabel, DataflowName(job)},
+                                   {kRankLabel, rank_str},
+                                   {kAttemptLabel, std::to_string(attempt)},
+                                   {kTemplateHashLabel, TrainerTemplateHash(job, policy)}});
+  json meta = Meta(job, RankPodName(name, rank), labels);
+  meta["annotations"] = {
+      {kConfigHashAnnotation, JsonHash(DesiredTrainerConfigMap(job, policy)["data"])}};
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}};
+}
+
+bool RankPodCurrent(const json& pod, int attempt, const std::string& template_hash) {
+  return !template_hash.empty() && LabelOf(pod, kTemplateHashLabel) == template_hash &&
+         LabelOf(pod, kAttemptLabel) == std::to_string(attempt);
+}
+
+}  // namespace sluice::controllers

@@ -1,0 +1,123 @@
+// The objects the operator runs a TrainerJob with, as pure functions of the TrainerJob (validated
+// and defaulted), the Policy spec.policyRef names, the Dataflow spec.dataflowRef names and the
+// operator's settings (docs/operator.md, "TrainerJob"):
+//
+//   Service    <job>           headless (clusterIP None, publishNotReadyAddresses), selecting the
+//                              job's rank Pods: gives each rank the stable DNS name
+//                              <job>-<rank>.<job>.<ns>.svc, so MASTER_ADDR (rank 0) resolves
+//                              before any rank is ready; ports 8080 "http", 29500 "rendezvous"
+//   ConfigMap  <job>-config    trainer.json: {"trainerJob": {apiVersion, kind, metadata{name,
+//                              namespace}, spec}, "policy": {the same for the Policy}}
+//   Pod        <job>-<rank>    one rank of the data-parallel gang (sluice-trainer), rank 0 ..
+//                              spec.replicas-1; restartPolicy Never: a failed rank fails the
+//                              attempt and the operator replaces the whole gang (attempt + 1)
+//
+// Every child carries StandardLabels("sluice-trainer", <job>, "trainer") plus
+// sluice.dev/trainer-job=<job> and sluice.dev/policy=<spec.policyRef.name>; rank Pods also carry
+// sluice.dev/dataflow, sluice.dev/rank, sluice.dev/attempt and sluice.dev/template-hash, and the
+// annotation sluice.dev/config-hash (JsonHash of the ConfigMap's data). All are controlled by the
+// TrainerJob (ownerReferences).
+//
+// The template hash (TrainerTemplateHash) covers the TrainerJob's spec without spec.runPolicy and
+// the Policy's spec: suspending, resuming or changing the backoff limit or deadlines never makes a
+// rank stale; any other spec change, or a change of the Policy's spec, does. It leaves out the
+// operator's settings (WorkerImages): changing those affects the next attempt only.
+//
+// The TRAINER WORKER CONTRACT (sluice-trainer implements it):
+//
+//   args, in this order:
+//     --config=/etc/sluice/config/trainer.json     the ConfigMap above, mounted read-only
+//     --dataflow-url=<DataflowEndpoint(dataflow)>  http://<df>.<ns>.svc:8080, where batches come
+//                                                  from
+//     --token-file=/var/run/sluice/token/token     the Dataflow's bearer token (Secret
+//                                                  <df>-token, key "token", mounted read-only)
+//     --address=$(POD_IP)                          bind the pod's own address
+//     --port=8080                                  the HTTP port below
+//     --rank=$(RANK)
+//     --world-size=$(WORLD_SIZE)
+//     --master-addr=$(MASTER_ADDR)                 rank 0: <job>-0.<job>.<ns>.svc
+//     --master-port=$(MASTER_PORT)                 29500, rank 0's rendezvous port
+//     --steps=N                                    spec.steps
+//     --checkpoint-dir=/var/lib/sluice/checkpoints<spec.checkpoint.pvc.path>
+//                                                  only with spec.checkpoint: the claim is mounted
+//                                                  at /var/lib/sluice/checkpoints (read-write);
+//                                                  path "/" gives the mount itself, other paths
+//                                                  lose their trailing '/'. The worker resumes
+//                                                  from the newest complete checkpoint there.
+//   env, in this order, then spec.template.env verbatim:
+//     POD_IP, POD_NAME (downward API), MASTER_ADDR, MASTER_PORT, WORLD_SIZE (spec.replicas),
+//     RANK, LOCAL_RANK ("0": one rank per Pod), NNODES (spec.replicas), NODE_RANK (= RANK),
+//     SLUICE_ATTEMPT (the gang attempt, 0 first; the worker may log it or seed with it).
+//   ports: 8080 "http", 29500 "rendezvous" (torch.distributed-style TCP store on rank 0).
+//   HTTP on port 8080 ("http"):
+//     GET /healthz         200 while the process is alive, including during rendezvous and model
+//                          load; 60 s without an answer kills the container, and with
+//                          restartPolicy Never that fails the Pod and so the attempt.
+//     GET /readyz          200 once the rank has joined the gang and loaded the model.
+//     GET /v1/status       {"phase": "Running"|"Succeeded"|"Failed", "step": int (optimizer
+//                          steps completed), "version": int (newest published weight version),
+//                          "metrics": {"loss", "rewardMean", "kl", "entropy", "tokensPerSecond",
+//                          "stalenessMean", "dataWaitFraction"} (of the last completed step;
+//                          numbers), "lastCheckpointStep": int (0 without one)}. Rank 0's answer
+//                          is the job's; the other ranks answer the same shape.
+//     GET /v1/weights/<v>  rank 0 only: the weights of version v (WeightsUrl), for rollout
+//                          workers, kept for the Policy's retention window.
+//   The process exits 0 after the last step (and its checkpoint, when configured); any other exit
+//   fails the attempt. SIGTERM (suspend, gang restart) gets terminationGracePeriodSeconds 60 to
+//   write a checkpoint and exit.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "operator/controllers/dataflow_children.h"
+
+namespace sluice::controllers {
+
+inline constexpr int kTrainerPort = 8080;
+inline constexpr int kRendezvousPort = 29500;
+// Label on the Service and the rank Pods: the TrainerJob they serve (the Service's selector).
+inline constexpr char kTrainerJobLabel[] = "sluice.dev/trainer-job";
+// Where a rank Pod's volumes are mounted.
+inline constexpr char kTrainerConfigDir[] = "/etc/sluice/config";
+inline constexpr char kTrainerTokenDir[] = "/var/run/sluice/token";
+inline constexpr char kTrainerCheckpointDir[] = "/var/lib/sluice/checkpoints";
+inline constexpr int kTrainerTerminationGracePeriodSeconds = 60;
+
+// "<job>-<rank>".
+std::string RankPodName(const std::string& job, int rank);
+// "<job>": the headless Service.
+std::string TrainerServiceName(const std::string& job);
+// "<job>-config".
+std::string TrainerConfigMapName(const std::string& job);
+
+// "<job>-0.<job>.<ns>.svc": rank 0's stable DNS name through the headless Service.
+std::string MasterAddress(const nlohmann::json& job);
+// "http://<job>-0.<job>.<ns>.svc:8080/v1/weights/<version>": where rollout workers download
+// weight version `version` (the Policy's status.weightsURL).
+std::string WeightsUrl(const nlohmann::json& job, int64_t version);
+
+// {"requests": r, "limits": r} with r = cpu, memory (Kubernetes quantities, integers written as
+// strings) and "<gpuResourceName>": "<gpus>" when gpus > 0, from a spec.template.resources
+// object; {} when it requests nothing.
+nlohmann::json WorkerResources(const nlohmann::json& resources);
+
+// JsonHash of {"spec": job spec without runPolicy, "policy": policy spec}: the value of the
+// sluice.dev/template-hash label of the job's current rank Pods.
+std::string TrainerTemplateHash(const nlohmann::json& job, const nlohmann::json& policy);
+
+nlohmann::json DesiredTrainerService(const nlohmann::json& job);
+nlohmann::json DesiredTrainerConfigMap(const nlohmann::json& job, const nlohmann::json& policy);
+// The Pod of rank `rank` (0 .. spec.replicas-1) of gang attempt `attempt` (0 first).
+nlohmann::json DesiredRankPod(const nlohmann::json& job, const nlohmann::json& policy,
+                              const nlohmann::json& dataflow, int rank, int attempt,
+                              const WorkerImages& images);
+
+// Whether `pod` belongs to gang attempt `attempt` and was built from `template_hash` (its
+// sluice.dev/attempt and sluice.dev/template-hash labels; an empty hash matches nothing).
+bool RankPodCurrent(const nlohmann::json& pod, int attempt, const std::string& template_hash);
+
+}  // namespace sluice::controllers

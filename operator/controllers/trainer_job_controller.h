@@ -1,0 +1,73 @@
+// The TrainerJob controller: a gang of rank pods that start together, restart together, and end
+// the job when rank 0 reports the last step (docs/operator.md, "TrainerJob").
+//
+// One reconcile: leave the job alone when spec.managedBy names another controller (Kueue's
+// MultiKueue dispatches it elsewhere); validate (InvalidSpec); find the Policy and Dataflow
+// (PolicyNotFound / DataflowNotFound, re-checked when they appear); keep the headless Service and
+// the config ConfigMap; then by phase:
+//   - suspended (runPolicy.suspend): delete the ranks, phase Suspended, condition Suspended;
+//   - finished: delete ranks still running; after ttlSecondsAfterFinished delete the job;
+//   - otherwise: the current attempt's ranks (label sluice.dev/attempt = status.restarts) are
+//     created together; a rank that failed, or vanished, restarts the whole gang (all ranks
+//     deleted, restarts + 1, event GangRestarted) until runPolicy.backoffLimit, then Failed with
+//     BackoffLimitExceeded; a rank pending unschedulable longer than the gang timeout gives
+//     Admitted=False/GangPending; activeDeadlineSeconds gives Failed/DeadlineExceeded; rank 0's
+//     GET /v1/status supplies step, version and lastMetrics, and its reaching spec.steps (or
+//     rank 0 exiting 0) completes the job: phase Succeeded, Complete=True.
+//
+// Ownership: borrows the client, informers and recorder. Thread safety: Reconcile may run
+// concurrently for different keys.
+#pragma once
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "operator/controllers/controller.h"
+#include "operator/controllers/dataflow_children.h"
+#include "operator/kube/dynamic_client.h"
+#include "operator/kube/event_recorder.h"
+#include "operator/kube/informer.h"
+
+namespace sluice::controllers {
+
+inline constexpr char kOperatorManagedBy[] = "sluice.dev/operator";
+
+struct TrainerJobControllerOptions {
+  WorkerImages images;
+  std::chrono::milliseconds status_period{5000};
+  std::chrono::milliseconds worker_timeout{2000};
+  // A rank Pending+Unschedulable this long makes the job Admitted=False/GangPending.
+  std::chrono::seconds gang_timeout{120};
+};
+
+struct TrainerJobInformers {
+  kube::Informer* jobs = nullptr;
+  kube::Informer* pods = nullptr;
+  kube::Informer* services = nullptr;
+  kube::Informer* config_maps = nullptr;
+  kube::Informer* policies = nullptr;
+  kube::Informer* dataflows = nullptr;
+};
+
+class TrainerJobController {
+ public:
+  TrainerJobController(kube::DynamicClient& client, TrainerJobInformers informers,
+                       kube::EventRecorder& events, TrainerJobControllerOptions options);
+
+  Result<ReconcileResult> Reconcile(const std::string& key);
+
+  // The jobs that reference a Policy or Dataflow (`field` "policyRef" or "dataflowRef").
+  std::vector<std::string> JobsReferencing(const nlohmann::json& object,
+                                           const std::string& field) const;
+
+ private:
+  kube::DynamicClient& client_;
+  TrainerJobInformers informers_;
+  kube::EventRecorder& events_;
+  TrainerJobControllerOptions options_;
+};
+
+}  // namespace sluice::controllers

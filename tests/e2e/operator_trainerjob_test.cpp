@@ -1,0 +1,165 @@
+// End-to-end: the TrainerJob and Policy controllers on the local cluster, with sluice-testpod
+// standing in for the trainer ranks (operator --trainer-image sluice/testpod:dev, trainer mode).
+// A two-rank gang starts together with MASTER_ADDR/RANK/WORLD_SIZE, restarts as a whole when
+// one rank fails, finishes when rank 0 completes its steps, and the Policy reports the version
+// the job published; a suspended job runs no pods.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/e2e/apiserver_process.h"
+#include "tests/e2e/node_process.h"
+
+namespace sluice::e2e {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kManifest[] = R"(apiVersion: sluice.dev/v1alpha1
+kind: Policy
+metadata:
+  name: tiny
+spec:
+  model:
+    source:
+      builtin: {layers: 2, hiddenSize: 64, heads: 4, kvHeads: 2, maxSequenceLength: 64, seed: 1}
+    dtype: float32
+---
+apiVersion: sluice.dev/v1alpha1
+kind: Dataflow
+metadata:
+  name: arith
+spec:
+  dataset:
+    builtin: {generator: arithmetic, count: 100}
+  workflow:
+    type: single-turn
+    roles: [{name: policy, policy: tiny}]
+  reward: {type: exact-match}
+  storage: {size: 64Mi}
+---
+apiVersion: sluice.dev/v1alpha1
+kind: TrainerJob
+metadata:
+  name: train
+spec:
+  policyRef: {name: tiny}
+  dataflowRef: {name: arith}
+  algorithm: {type: grpo}
+  optimizer: {lr: 0.001}
+  steps: 30
+  replicas: 2
+  runPolicy: {backoffLimit: 2}
+  template:
+    resources: {cpu: 1, memory: 1Gi}
+    env:
+      - {name: SLUICE_TESTPOD_MODE, value: trainer}
+      - {name: SLUICE_TESTPOD_FAIL_RANK, value: "1"}
+      - {name: SLUICE_TESTPOD_FAIL_ATTEMPT, value: "0"}
+---
+apiVersion: sluice.dev/v1alpha1
+kind: TrainerJob
+metadata:
+  name: parked
+spec:
+  policyRef: {name: tiny}
+  dataflowRef: {name: arith}
+  algorithm: {type: grpo}
+  optimizer: {lr: 0.001}
+  steps: 5
+  replicas: 1
+  runPolicy: {suspend: true}
+  template:
+    resources: {cpu: 1, memory: 1Gi}
+    env: [{name: SLUICE_TESTPOD_MODE, value: trainer}]
+)";
+
+TEST(OperatorTrainerJobTest, GangRunsRestartsOnRankFailureCompletesAndPublishes) {
+  if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
+  char tmpl[] = "/tmp/sluice-trainer-e2e-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string state = dir + "/state";
+  std::ofstream(dir + "/cluster.yaml") << kTestClusterConfig;
+  const std::string sluice = BinDir() + "/sluice";
+  // The operator inherits these from `sluice up`: its --trainer-image and --status-period (so it
+  // reads rank 0's progress while the short stand-in job runs).
+  CommandResult up =
+      RunShell("SLUICE_OPERATOR_TRAINER_IMAGE=sluice/testpod:dev " + sluice + " up --config " +
+               dir + "/cluster.yaml --state-dir " + state + " --bin-dir " + BinDir() +
+               " --apiserver-port " + std::to_string(NodeProcess::FreePort()) + " --node-port " +
+               std::to_string(NodeProcess::FreePort()) + " --operator-port " +
+               std::to_string(NodeProcess::FreePort()));
+  ASSERT_EQ(up.exit_code, 0) << up.output;
+  auto kubectl = [&](const std::string& args) {
+    return RunShell("/usr/bin/kubectl --kubeconfig " + state + "/kubeconfig " + args);
+  };
+  auto get = [&](const std::string& what) {
+    CommandResult r = kubectl("get " + what + " -o json");
+    return r.exit_code == 0 ? json::parse(r.output, nullptr, false) : json();
+  };
+  auto operator_log = [&] {
+    std::ifstream in(state + "/logs/operator.log");
+    std::stringstream s;
+    s << in.rdbuf();
+    const std::string text = s.str();
+    return text.substr(text.size() > 4000 ? text.size() - 4000 : 0);
+  };
+  std::ofstream(dir + "/manifest.yaml") << kManifest;
+  ASSERT_EQ(kubectl("apply -f " + dir + "/manifest.yaml").exit_code, 0);
+
+  // Both ranks start with the gang's environment.
+  ASSERT_TRUE(WaitUntil(
+      [&] { return kubectl("logs train-1").output.find("rank 1 of 2") != std::string::npos; },
+      std::chrono::seconds(60)))
+      << kubectl("get pods -o wide").output << operator_log();
+  EXPECT_NE(kubectl("logs train-0").output.find("master train-0.train.default.svc:29500"),
+            std::string::npos)
+      << kubectl("logs train-0").output;
+
+  // Rank 1 fails in attempt 0: the whole gang restarts once, then the job completes.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        json job = get("trainerjob train");
+        return job.is_object() && job.value("/status/phase"_json_pointer, "") == "Succeeded";
+      },
+      std::chrono::seconds(120)))
+      << kubectl("get trainerjob train -o yaml").output << kubectl("get pods").output
+      << operator_log();
+  json job = get("trainerjob train");
+  EXPECT_EQ(job.value("/status/restarts"_json_pointer, 0), 1);
+  EXPECT_EQ(job.value("/status/step"_json_pointer, 0), 30);
+  EXPECT_GT(job.value("/status/version"_json_pointer, 0), 0);
+  EXPECT_EQ(kubectl("get trainerjob train -o jsonpath='{.status.conditions[?(@.type==\"Complete\")]"
+                    ".status}'")
+                .output,
+            "True");
+  CommandResult events = kubectl("get events --field-selector involvedObject.name=train");
+  EXPECT_NE(events.output.find("GangRestarted"), std::string::npos) << events.output;
+  EXPECT_TRUE(
+      WaitUntil([&] { return get("pods -l sluice.dev/trainer-job=train")["items"].empty(); }));
+
+  // The Policy reports what the job published.
+  ASSERT_TRUE(WaitUntil([&] {
+    return get("policy tiny").value("/status/version"_json_pointer, 0) > 0;
+  })) << kubectl("get policy tiny -o yaml").output;
+  EXPECT_NE(get("policy tiny")
+                .value("/status/weightsURL"_json_pointer, "")
+                .find("http://train-0.train.default.svc:8080/v1/weights/"),
+            std::string::npos);
+
+  // The suspended job runs nothing.
+  ASSERT_TRUE(WaitUntil([&] {
+    return get("trainerjob parked").value("/status/phase"_json_pointer, "") == "Suspended";
+  }));
+  EXPECT_TRUE(get("pods -l sluice.dev/trainer-job=parked")["items"].empty());
+
+  CommandResult down = RunShell(sluice + " down --state-dir " + state);
+  EXPECT_EQ(down.exit_code, 0) << down.output;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sluice::e2e

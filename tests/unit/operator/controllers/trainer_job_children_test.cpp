@@ -1,0 +1,335 @@
+// The TrainerJob controller's children: headless Service, ConfigMap and rank Pods (pure
+// functions).
+#include "operator/controllers/trainer_job_children.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "operator/controllers/labels.h"
+
+namespace sluice::controllers {
+namespace {
+
+using nlohmann::json;
+
+json Job() {
+  return json::parse(R"({
+    "apiVersion": "sluice.dev/v1alpha1", "kind": "TrainerJob",
+    "metadata": {"name": "train", "namespace": "rl", "uid": "u-job", "generation": 2},
+    "spec": {
+      "policyRef": {"name": "actor"},
+      "dataflowRef": {"name": "arith"},
+      "managedBy": "sluice.dev/operator",
+      "algorithm": {"type": "grpo", "clipLow": 0.8, "clipHigh": 1.28},
+      "optimizer": {"type": "adamw", "lr": 1e-6, "warmupSteps": 10},
+      "steps": 500,
+      "microBatchTokens": 16384,
+      "replicas": 4,
+      "template": {
+        "resources": {"gpus": 8, "gpuResourceName": "nvidia.com/gpu", "cpu": 32,
+                      "memory": "512Gi"},
+        "nodeSelector": {"pool": "training"},
+        "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "env": [{"name": "NCCL_DEBUG", "value": "INFO"},
+                {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "t"}}}],
+        "serviceAccountName": "trainer-sa"
+      },
+      "runPolicy": {"suspend": false, "backoffLimit": 3}
+    },
+    "status": {"phase": "Running", "step": 12}
+  })");
+}
+
+json JobWithCheckpoint(const std::string& path) {
+  json job = Job();
+  job["spec"]["checkpoint"] = {
+      {"everySteps", 50}, {"keep", 3}, {"pvc", {{"claimName", "ckpt"}, {"path", path}}}};
+  return job;
+}
+
+json Policy() {
+  return json::parse(R"({
+    "apiVersion": "sluice.dev/v1alpha1", "kind": "Policy",
+    "metadata": {"name": "actor", "namespace": "rl", "uid": "u-pol", "resourceVersion": "77"},
+    "spec": {"model": {"source": {"path": "/models/qwen"}}, "weightSync": {"mode": "full"}},
+    "status": {"version": 9}
+  })");
+}
+
+json Dataflow() {
+  return json::parse(R"({
+    "apiVersion": "sluice.dev/v1alpha1", "kind": "Dataflow",
+    "metadata": {"name": "arith", "namespace": "rl", "uid": "u-df"}
+  })");
+}
+
+json Pod(const json& job, int rank = 1, int attempt = 2) {
+  return DesiredRankPod(job, Policy(), Dataflow(), rank, attempt, WorkerImages{});
+}
+
+std::vector<std::string> EnvNames(const json& container) {
+  std::vector<std::string> names;
+  for (const json& e : container["env"]) names.push_back(e["name"].get<std::string>());
+  return names;
+}
+
+std::string EnvValue(const json& container, const std::string& name) {
+  for (const json& e : container["env"]) {
+    if (e["name"] == name) return e.value("value", "");
+  }
+  return "<missing>";
+}
+
+TEST(TrainerJobChildrenTest, NamesAndAddresses) {
+  EXPECT_EQ(RankPodName("train", 0), "train-0");
+  EXPECT_EQ(RankPodName("train", 17), "train-17");
+  EXPECT_EQ(TrainerServiceName("train"), "train");
+  EXPECT_EQ(TrainerConfigMapName("train"), "train-config");
+  EXPECT_EQ(MasterAddress(Job()), "train-0.train.rl.svc");
+  EXPECT_EQ(WeightsUrl(Job(), 42), "http://train-0.train.rl.svc:8080/v1/weights/42");
+  EXPECT_EQ(WeightsUrl(Job(), 0), "http://train-0.train.rl.svc:8080/v1/weights/0");
+  json no_ns = Job();
+  no_ns["metadata"].erase("namespace");
+  EXPECT_EQ(MasterAddress(no_ns), "train-0.train.default.svc");
+}
+
+TEST(TrainerJobChildrenTest, ServiceIsHeadlessAndSelectsTheJobsRanks) {
+  const json svc = DesiredTrainerService(Job());
+  EXPECT_EQ(svc["apiVersion"], "v1");
+  EXPECT_EQ(svc["kind"], "Service");
+  EXPECT_EQ(svc["metadata"]["name"], "train");
+  EXPECT_EQ(svc["metadata"]["namespace"], "rl");
+  EXPECT_EQ(svc["metadata"]["labels"],
+            StandardLabels("sluice-trainer", "train", "trainer",
+                           {{kTrainerJobLabel, "train"}, {kPolicyLabel, "actor"}}));
+  EXPECT_EQ(svc["metadata"]["ownerReferences"], json::array({ControllerRef(Job())}));
+  EXPECT_EQ(svc["metadata"]["ownerReferences"][0]["uid"], "u-job");
+  EXPECT_EQ(svc["metadata"]["ownerReferences"][0]["kind"], "TrainerJob");
+  EXPECT_EQ(svc["spec"]["clusterIP"], "None");
+  EXPECT_EQ(svc["spec"]["publishNotReadyAddresses"], true);
+  EXPECT_EQ(svc["spec"]["selector"], json({{"sluice.dev/trainer-job", "train"}}));
+  EXPECT_EQ(svc["spec"]["ports"], json::parse(R"([
+    {"name": "http", "port": 8080, "targetPort": "http", "protocol": "TCP"},
+    {"name": "rendezvous", "port": 29500, "targetPort": "rendezvous", "protocol": "TCP"}])"));
+}
+
+TEST(TrainerJobChildrenTest, ConfigMapHoldsTheJobAndPolicySpecs) {
+  const json cm = DesiredTrainerConfigMap(Job(), Policy());
+  EXPECT_EQ(cm["kind"], "ConfigMap");
+  EXPECT_EQ(cm["metadata"]["name"], "train-config");
+  EXPECT_EQ(cm["metadata"]["namespace"], "rl");
+  EXPECT_EQ(cm["metadata"]["labels"][kTrainerJobLabel], "train");
+  EXPECT_EQ(cm["metadata"]["ownerReferences"], json::array({ControllerRef(Job())}));
+  const std::string text = cm["data"]["trainer.json"].get<std::string>();
+  EXPECT_EQ(text.back(), '\n');
+  EXPECT_NE(text.find("\n  \"policy\""), std::string::npos);  // Pretty-printed.
+  const json config = json::parse(text);
+  EXPECT_EQ(config["trainerJob"], json({{"apiVersion", "sluice.dev/v1alpha1"},
+                                        {"kind", "TrainerJob"},
+                                        {"metadata", {{"name", "train"}, {"namespace", "rl"}}},
+                                        {"spec", Job()["spec"]}}));
+  EXPECT_EQ(config["policy"], json({{"apiVersion", "sluice.dev/v1alpha1"},
+                                    {"kind", "Policy"},
+                                    {"metadata", {{"name", "actor"}, {"namespace", "rl"}}},
+                                    {"spec", Policy()["spec"]}}));
+  // Status and bookkeeping stay out, so status writes do not change the config hash.
+  json later = Job();
+  later["status"]["step"] = 400;
+  later["metadata"]["resourceVersion"] = "999";
+  json pol = Policy();
+  pol["status"]["version"] = 300;
+  EXPECT_EQ(DesiredTrainerConfigMap(later, pol)["data"], cm["data"]);
+}
+
+TEST(TrainerJobChildrenTest, RankPodIsNamedLabelledAndOwned) {
+  const json pod = Pod(Job(), 1, 2);
+  EXPECT_EQ(pod["apiVersion"], "v1");
+  EXPECT_EQ(pod["kind"], "Pod");
+  EXPECT_EQ(pod["metadata"]["name"], "train-1");
+  EXPECT_EQ(pod["metadata"]["namespace"], "rl");
+  EXPECT_EQ(pod["metadata"]["ownerReferences"], json::array({ControllerRef(Job())}));
+  const std::string hash = TrainerTemplateHash(Job(), Policy());
+  EXPECT_EQ(hash.size(), 10u);
+  EXPECT_EQ(pod["metadata"]["labels"], StandardLabels("sluice-trainer", "train", "trainer",
+                                                      {{"sluice.dev/trainer-job", "train"},
+                                                       {"sluice.dev/policy", "actor"},
+                                                       {"sluice.dev/dataflow", "arith"},
+                                                       {"sluice.dev/rank", "1"},
+                                                       {"sluice.dev/attempt", "2"},
+                                                       {"sluice.dev/template-hash", hash}}));
+  EXPECT_EQ(pod["metadata"]["annotations"],
+            json({{"sluice.dev/config-hash",
+                   JsonHash(DesiredTrainerConfigMap(Job(), Policy())["data"])}}));
+  // The Service's selector picks the Pod.
+  for (const auto& [k, v] : DesiredTrainerService(Job())["spec"]["selector"].items()) {
+    EXPECT_EQ(pod["metadata"]["labels"][k], v) << k;
+  }
+  EXPECT_EQ(pod["spec"]["hostname"], "train-1");
+  EXPECT_EQ(pod["spec"]["subdomain"], "train");
+  EXPECT_EQ(Pod(Job(), 0, 0)["spec"]["hostname"], "train-0");  // MasterAddress resolves to it.
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
+  EXPECT_EQ(pod["spec"]["enableServiceLinks"], false);
+  EXPECT_EQ(pod["spec"]["terminationGracePeriodSeconds"], 60);
+  EXPECT_EQ(pod["spec"]["nodeSelector"], json({{"pool", "training"}}));
+  EXPECT_EQ(pod["spec"]["tolerations"], Job()["spec"]["template"]["tolerations"]);
+  EXPECT_EQ(pod["spec"]["serviceAccountName"], "trainer-sa");
+}
+
+TEST(TrainerJobChildrenTest, RankPodEnvironmentInOrder) {
+  const json c = Pod(Job(), 3, 5)["spec"]["containers"][0];
+  EXPECT_EQ(c["name"], "trainer");
+  EXPECT_EQ(c["image"], "sluice/trainer:0.1.0");
+  EXPECT_EQ(c["imagePullPolicy"], "IfNotPresent");
+  EXPECT_EQ(EnvNames(c),
+            (std::vector<std::string>{"POD_IP", "POD_NAME", "MASTER_ADDR", "MASTER_PORT",
+                                      "WORLD_SIZE", "RANK", "LOCAL_RANK", "NNODES", "NODE_RANK",
+                                      "SLUICE_ATTEMPT", "NCCL_DEBUG", "HF_TOKEN"}));
+  EXPECT_EQ(c["env"][0], json::parse(R"({"name": "POD_IP",
+                                         "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})"));
+  EXPECT_EQ(c["env"][1], json::parse(R"({"name": "POD_NAME",
+                            "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}})"));
+  EXPECT_EQ(EnvValue(c, "MASTER_ADDR"), "train-0.train.rl.svc");
+  EXPECT_EQ(EnvValue(c, "MASTER_PORT"), "29500");
+  EXPECT_EQ(EnvValue(c, "WORLD_SIZE"), "4");
+  EXPECT_EQ(EnvValue(c, "RANK"), "3");
+  EXPECT_EQ(EnvValue(c, "LOCAL_RANK"), "0");
+  EXPECT_EQ(EnvValue(c, "NNODES"), "4");
+  EXPECT_EQ(EnvValue(c, "NODE_RANK"), "3");
+  EXPECT_EQ(EnvValue(c, "SLUICE_ATTEMPT"), "5");
+  EXPECT_EQ(c["env"][10], Job()["spec"]["template"]["env"][0]);  // Verbatim.
+  EXPECT_EQ(c["env"][11], Job()["spec"]["template"]["env"][1]);
+
+  WorkerImages images;
+  images.trainer = "registry/trainer:dev";
+  images.pull_policy = "Always";
+  const json custom = DesiredRankPod(Job(), Policy(), Dataflow(), 0, 0, images);
+  EXPECT_EQ(custom["spec"]["containers"][0]["image"], "registry/trainer:dev");
+  EXPECT_EQ(custom["spec"]["containers"][0]["imagePullPolicy"], "Always");
+}
+
+TEST(TrainerJobChildrenTest, RankPodArgsWithoutCheckpoint) {
+  const json pod = Pod(Job());
+  const json& c = pod["spec"]["containers"][0];
+  EXPECT_EQ(c["args"], json::array({"--config=/etc/sluice/config/trainer.json",
+                                    "--dataflow-url=http://arith.rl.svc:8080",
+                                    "--token-file=/var/run/sluice/token/token",
+                                    "--address=$(POD_IP)", "--port=8080", "--rank=$(RANK)",
+                                    "--world-size=$(WORLD_SIZE)", "--master-addr=$(MASTER_ADDR)",
+                                    "--master-port=$(MASTER_PORT)", "--steps=500"}));
+  EXPECT_EQ(pod["spec"]["volumes"], json::parse(R"([
+    {"name": "config", "configMap": {"name": "train-config"}},
+    {"name": "token", "secret": {"secretName": "arith-token"}}])"));
+  EXPECT_EQ(c["volumeMounts"], json::parse(R"([
+    {"name": "config", "mountPath": "/etc/sluice/config", "readOnly": true},
+    {"name": "token", "mountPath": "/var/run/sluice/token", "readOnly": true}])"));
+}
+
+TEST(TrainerJobChildrenTest, RankPodArgsAndVolumesWithCheckpoint) {
+  const json pod = Pod(JobWithCheckpoint("/runs/a"));
+  const json& c = pod["spec"]["containers"][0];
+  ASSERT_EQ(c["args"].size(), 11u);
+  EXPECT_EQ(c["args"][9], "--steps=500");
+  EXPECT_EQ(c["args"][10], "--checkpoint-dir=/var/lib/sluice/checkpoints/runs/a");
+  EXPECT_EQ(pod["spec"]["volumes"][2], json::parse(R"({"name": "checkpoints",
+                            "persistentVolumeClaim": {"claimName": "ckpt"}})"));
+  EXPECT_EQ(c["volumeMounts"][2],
+            json::parse(R"({"name": "checkpoints", "mountPath": "/var/lib/sluice/checkpoints"})"));
+  // The default path "/" is the mount itself; a trailing '/' is dropped.
+  EXPECT_EQ(Pod(JobWithCheckpoint("/"))["spec"]["containers"][0]["args"][10],
+            "--checkpoint-dir=/var/lib/sluice/checkpoints");
+  EXPECT_EQ(Pod(JobWithCheckpoint("/runs/b/"))["spec"]["containers"][0]["args"][10],
+            "--checkpoint-dir=/var/lib/sluice/checkpoints/runs/b");
+  json no_path = JobWithCheckpoint("/");
+  no_path["spec"]["checkpoint"]["pvc"].erase("path");
+  EXPECT_EQ(Pod(no_path)["spec"]["containers"][0]["args"][10],
+            "--checkpoint-dir=/var/lib/sluice/checkpoints");
+}
+
+TEST(TrainerJobChildrenTest, RankPodPortsProbesAndResources) {
+  const json c = Pod(Job())["spec"]["containers"][0];
+  EXPECT_EQ(c["ports"], json::parse(R"([
+    {"name": "http", "containerPort": 8080, "protocol": "TCP"},
+    {"name": "rendezvous", "containerPort": 29500, "protocol": "TCP"}])"));
+  EXPECT_EQ(c["readinessProbe"]["httpGet"], json({{"path", "/readyz"}, {"port", "http"}}));
+  EXPECT_EQ(c["readinessProbe"]["periodSeconds"], 2);
+  EXPECT_EQ(c["livenessProbe"]["httpGet"], json({{"path", "/healthz"}, {"port", "http"}}));
+  EXPECT_EQ(c["livenessProbe"]["periodSeconds"], 10);
+  EXPECT_EQ(c["livenessProbe"]["failureThreshold"], 6);
+  const json amounts = {{"cpu", "32"}, {"memory", "512Gi"}, {"nvidia.com/gpu", "8"}};
+  EXPECT_EQ(c["resources"], json({{"requests", amounts}, {"limits", amounts}}));
+
+  // A custom GPU resource name; CPU-only ranks request no GPUs; nothing requested gives {}.
+  EXPECT_EQ(WorkerResources({{"gpus", 2}, {"gpuResourceName", "amd.com/gpu"}, {"cpu", "500m"}}),
+            json({{"requests", {{"cpu", "500m"}, {"amd.com/gpu", "2"}}},
+                  {"limits", {{"cpu", "500m"}, {"amd.com/gpu", "2"}}}}));
+  EXPECT_EQ(WorkerResources({{"gpus", 0}, {"memory", "8Gi"}}),
+            json({{"requests", {{"memory", "8Gi"}}}, {"limits", {{"memory", "8Gi"}}}}));
+  EXPECT_EQ(WorkerResources({{"gpus", 0}}), json::object());
+  EXPECT_EQ(WorkerResources(json::object()), json::object());
+
+  json bare = Job();
+  bare["spec"].erase("template");
+  const json p = Pod(bare);
+  EXPECT_EQ(p["spec"]["containers"][0]["resources"], json::object());
+  EXPECT_FALSE(p["spec"].contains("nodeSelector"));
+  EXPECT_FALSE(p["spec"].contains("tolerations"));
+  EXPECT_FALSE(p["spec"].contains("serviceAccountName"));
+  EXPECT_EQ(EnvNames(p["spec"]["containers"][0]).size(), 10u);
+}
+
+TEST(TrainerJobChildrenTest, TemplateHashIgnoresRunPolicyAndFollowsTheSpecAndPolicy) {
+  const std::string base = TrainerTemplateHash(Job(), Policy());
+  EXPECT_EQ(base, TrainerTemplateHash(Job(), Policy()));  // Stable.
+
+  json suspended = Job();
+  suspended["spec"]["runPolicy"] = {
+      {"suspend", true}, {"backoffLimit", 7}, {"activeDeadlineSeconds", 3600}};
+  json no_run_policy = Job();
+  no_run_policy["spec"].erase("runPolicy");
+  json status_changed = Job();
+  status_changed["status"] = {{"phase", "Suspended"}, {"restarts", 2}};
+  json policy_status = Policy();
+  policy_status["status"]["version"] = 100;
+  for (const json& j : {suspended, no_run_policy, status_changed}) {
+    EXPECT_EQ(TrainerTemplateHash(j, Policy()), base);
+    EXPECT_EQ(Pod(j)["metadata"]["labels"][kTemplateHashLabel], base);
+  }
+  EXPECT_EQ(TrainerTemplateHash(Job(), policy_status), base);
+
+  json lr = Job();
+  lr["spec"]["optimizer"]["lr"] = 2e-6;
+  json replicas = Job();
+  replicas["spec"]["replicas"] = 8;
+  json policy_spec = Policy();
+  policy_spec["spec"]["weightSync"]["mode"] = "delta";
+  EXPECT_NE(TrainerTemplateHash(lr, Policy()), base);
+  EXPECT_NE(Pod(lr)["metadata"]["labels"][kTemplateHashLabel], base);
+  EXPECT_NE(TrainerTemplateHash(replicas, Policy()), base);
+  EXPECT_NE(TrainerTemplateHash(Job(), policy_spec), base);
+  EXPECT_NE(TrainerTemplateHash(JobWithCheckpoint("/"), Policy()), base);
+
+  // The rank and attempt are labels of their own, not part of the hash.
+  EXPECT_EQ(Pod(Job(), 0, 0)["metadata"]["labels"][kTemplateHashLabel], base);
+  EXPECT_EQ(Pod(Job(), 3, 9)["metadata"]["labels"][kTemplateHashLabel], base);
+}
+
+TEST(TrainerJobChildrenTest, RankPodCurrentNeedsTheAttemptAndTheTemplateHash) {
+  const std::string hash = TrainerTemplateHash(Job(), Policy());
+  const json pod = Pod(Job(), 1, 2);
+  EXPECT_TRUE(RankPodCurrent(pod, 2, hash));
+  EXPECT_FALSE(RankPodCurrent(pod, 1, hash));
+  EXPECT_FALSE(RankPodCurrent(pod, 3, hash));
+  json lr = Job();
+  lr["spec"]["optimizer"]["lr"] = 2e-6;
+  EXPECT_FALSE(RankPodCurrent(pod, 2, TrainerTemplateHash(lr, Policy())));
+  EXPECT_FALSE(RankPodCurrent(pod, 2, ""));
+  json unlabelled = pod;
+  unlabelled["metadata"].erase("labels");
+  EXPECT_FALSE(RankPodCurrent(unlabelled, 2, hash));
+  EXPECT_FALSE(RankPodCurrent(json::object(), 0, hash));
+}
+
+}  // namespace
+}  // namespace sluice::controllers
