@@ -359,6 +359,13 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
       }
       autoscale::ScaleDecision d =
           autoscale::Decide(spec, replicas_before, samples, state.history, now_s);
+      // Conditions need a reason even when the decision leaves one empty.
+      if (d.scaling_active_reason.empty()) {
+        d.scaling_active_reason = d.scaling_active ? "ValidMetricFound" : "FailedGetMetrics";
+      }
+      if (d.scaling_limited_reason.empty()) {
+        d.scaling_limited_reason = d.scaling_limited ? "ScalingLimited" : "DesiredWithinRange";
+      }
       state.scaling_conditions.clear();
       api::SetCondition(state.scaling_conditions,
                         {"ScalingActive", d.scaling_active ? "True" : "False",
