@@ -106,6 +106,13 @@ TEST(CommandLineTest, UpErrors) {
   EXPECT_EQ(ParseUp({"--apiserver-port", "70000"}, kEnv).status().message(),
             "flag --apiserver-port: 70000 is above the maximum 65535");
   EXPECT_EQ(ParseUp({"now"}, kEnv).status().message(), "unexpected argument \"now\"");
+  // The operator takes --operator-port and the next one; both must be free of the others.
+  EXPECT_EQ(ParseUp({"--operator-port", "19000"}, kEnv)->options->operator_port, 19000);
+  EXPECT_NE(ParseUp({"--operator-port", "10249"}, kEnv)
+                .status()
+                .message()
+                .find("--operator-port: 10249 and the next port must differ"),
+            std::string::npos);
   EXPECT_NE(ParseUp({"--node-port", "6443"}, kEnv).status().message().find("must differ"),
             std::string::npos);
   EXPECT_NE(ParseUp({"--prometheus", "--node-port", "9090"}, kEnv)

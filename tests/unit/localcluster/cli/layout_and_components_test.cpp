@@ -69,7 +69,12 @@ TEST(ComponentsTest, PlanInOrderWithFlags) {
 
   EXPECT_EQ(c[2].name, "operator");
   EXPECT_EQ(c[2].binary, "/b/sluice-operator");
-  EXPECT_EQ(c[2].args, (std::vector<std::string>{"--kubeconfig", "/s/kubeconfig"}));
+  // Loopback binds: pods own their 127.x addresses' ports.
+  EXPECT_EQ(c[2].args, (std::vector<std::string>{
+                           "--kubeconfig", "/s/kubeconfig", "--metrics-bind-address",
+                           "127.0.0.1:18080", "--health-probe-bind-address", "127.0.0.1:18081"}));
+  EXPECT_EQ(c[2].health.kind, HealthKind::kHttpGet);
+  EXPECT_EQ(c[2].health.base_url + c[2].health.path, "http://127.0.0.1:18081/readyz");
   EXPECT_TRUE(c[2].optional);
 }
 
@@ -106,7 +111,11 @@ TEST(ComponentsTest, KnownComponentsAndHealthFromCommandLine) {
   h = HealthFromCommandLine("prometheus", layout,
                             {"prometheus", "--web.listen-address=127.0.0.1:9999"});
   EXPECT_EQ(h.base_url + h.path, "http://127.0.0.1:9999/-/ready");
-  EXPECT_EQ(HealthFromCommandLine("operator", layout, {}).kind, HealthKind::kProcessAlive);
+  h = HealthFromCommandLine("operator", layout, {});
+  EXPECT_EQ(h.base_url + h.path, "http://127.0.0.1:18081/readyz");
+  h = HealthFromCommandLine("operator", layout,
+                            {"/b/sluice-operator", "--health-probe-bind-address", "127.0.0.1:7"});
+  EXPECT_EQ(h.base_url + h.path, "http://127.0.0.1:7/readyz");
 }
 
 TEST(PrometheusConfigTest, ScrapesApiServerOverHttpsWithTokenAndNodeOverHttp) {
