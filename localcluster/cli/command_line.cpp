@@ -105,6 +105,10 @@ CommandSpec UpSpec() {
       IntFlag("node-port", "N", 10250,
               "Port of the node agent (HTTP on 127.0.0.1: /readyz, /metrics, container logs).", 1,
               65535),
+      {"pod-ip-prefix", '\0', FlagType::kString, "127.N", "127.1",
+       "Pods get loopback addresses <prefix>.x.y; two clusters on one machine need different "
+       "prefixes.",
+       std::nullopt, std::nullopt},
       IntFlag("operator-port", "N", 18080,
               "Port of the operator's /metrics (HTTP on 127.0.0.1); its /healthz and /readyz are "
               "on N+1.",
@@ -260,6 +264,7 @@ Result<Parsed<UpOptions>> ParseUp(const std::vector<std::string>& args,
   o.apiserver_port = static_cast<int>(flags.GetInt("apiserver-port"));
   o.node_port = static_cast<int>(flags.GetInt("node-port"));
   o.operator_port = static_cast<int>(flags.GetInt("operator-port"));
+  o.pod_ip_prefix = flags.GetString("pod-ip-prefix");
   o.prometheus = flags.GetBool("prometheus");
   o.timeout = std::chrono::seconds(flags.GetInt("timeout"));
   for (int port : {o.apiserver_port, o.node_port}) {

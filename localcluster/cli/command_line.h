@@ -43,7 +43,8 @@ struct UpOptions {
   std::string bin_dir;           // "" : the directory of the sluice executable.
   int apiserver_port = 6443;
   int node_port = 10250;
-  int operator_port = 18080;  // Metrics; health on operator_port + 1.
+  int operator_port = 18080;            // Metrics; health on operator_port + 1.
+  std::string pod_ip_prefix = "127.1";  // sluice-node --pod-ip-prefix.
   bool prometheus = false;
   std::chrono::seconds timeout{60};
 };

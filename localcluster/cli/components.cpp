@@ -74,7 +74,8 @@ ComponentSpec NodeComponent(const ClusterPlan& plan) {
             "--cluster-config", plan.cluster_config,
             "--state-dir",      plan.layout.NodeDir(),
             "--port",           std::to_string(plan.node_port),
-            "--bin-dir",        plan.bin_dir};
+            "--bin-dir",        plan.bin_dir,
+            "--pod-ip-prefix",  plan.pod_ip_prefix};
   c.health = HttpHealth("http://127.0.0.1:" + std::to_string(plan.node_port), "/readyz");
   c.dirs = {plan.layout.NodeDir()};
   return c;

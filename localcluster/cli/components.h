@@ -72,6 +72,7 @@ struct ClusterPlan {
   int apiserver_port = 6443;
   int node_port = 10250;
   int operator_port = 18080;  // The operator's metrics; its health endpoints on the next port.
+  std::string pod_ip_prefix = "127.1";  // The node agent's pod addresses.
   bool prometheus = false;
   std::string prometheus_binary = "/usr/bin/prometheus";
 };

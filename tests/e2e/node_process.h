@@ -46,6 +46,10 @@ inline constexpr char kTestClusterConfig[] = R"(nodes:
     memory: 8Gi
 )";
 
+// The 127.N/16 a test's pods get: per process, since ctest runs tests in parallel and two
+// clusters handing out the same pod address would answer each other's requests.
+inline std::string TestPodIpPrefix() { return "127." + std::to_string(100 + getpid() % 150); }
+
 class NodeProcess {
  public:
   NodeProcess(std::string state_dir, std::string kubeconfig)
@@ -78,7 +82,7 @@ class NodeProcess {
                                      "--shutdown-grace",
                                      "2s",
                                      "--pod-ip-prefix",
-                                     "127." + std::to_string(100 + getpid() % 150),
+                                     TestPodIpPrefix(),
                                      "--log-level",
                                      "info"};
     args.insert(args.end(), extra.begin(), extra.end());

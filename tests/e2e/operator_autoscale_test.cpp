@@ -18,8 +18,7 @@
 #include "common/http/client.h"
 #include "common/http/server.h"
 #include "common/logging/logger.h"
-#include "tests/e2e/apiserver_process.h"
-#include "tests/e2e/node_process.h"
+#include "tests/e2e/sluice_session.h"
 
 extern char** environ;
 
@@ -28,20 +27,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kManifest[] = R"(apiVersion: sluice.dev/v1alpha1
-kind: Dataflow
-metadata:
-  name: arith
-spec:
-  dataset:
-    builtin: {generator: arithmetic, count: 100}
-  workflow:
-    type: single-turn
-    roles: [{name: policy, policy: tiny}]
-  reward: {type: exact-match}
-  storage: {size: 64Mi}
----
-apiVersion: sluice.dev/v1alpha1
+constexpr char kPool[] = R"(apiVersion: sluice.dev/v1alpha1
 kind: RolloutPool
 metadata:
   name: elastic
@@ -118,9 +104,7 @@ class Prometheus {
 TEST(OperatorAutoscaleTest, ReplicasFollowThePrometheusMetricWithAScaleDownWindow) {
   if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
   if (::access("/usr/bin/prometheus", X_OK) != 0) GTEST_SKIP() << "prometheus is not installed";
-  char tmpl[] = "/tmp/sluice-autoscale-e2e-XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
-  const std::string state = dir + "/state";
+  SluiceSession cluster;
 
   // The exporter: the gauge the pool scales on.
   std::atomic<int> pending{0};
@@ -135,34 +119,17 @@ TEST(OperatorAutoscaleTest, ReplicasFollowThePrometheusMetricWithAScaleDownWindo
   });
   ASSERT_TRUE(exporter.Start().ok());
   Prometheus prometheus;
-  ASSERT_TRUE(prometheus.Start(dir, exporter.port()));
-
-  std::ofstream(dir + "/cluster.yaml") << kTestClusterConfig;
-  const std::string sluice = BinDir() + "/sluice";
-  CommandResult up =
-      RunShell("SLUICE_OPERATOR_PROMETHEUS_URL=" + prometheus.Url() +
-               " SLUICE_OPERATOR_STATUS_PERIOD=500ms " + sluice + " up --config " + dir +
-               "/cluster.yaml --state-dir " + state + " --bin-dir " + BinDir() +
-               " --apiserver-port " + std::to_string(NodeProcess::FreePort()) + " --node-port " +
-               std::to_string(NodeProcess::FreePort()) + " --operator-port " +
-               std::to_string(NodeProcess::FreePort()));
-  ASSERT_EQ(up.exit_code, 0) << up.output;
-  auto kubectl = [&](const std::string& args) {
-    return RunShell("/usr/bin/kubectl --kubeconfig " + state + "/kubeconfig " + args);
-  };
+  ASSERT_TRUE(prometheus.Start(cluster.dir(), exporter.port()));
+  ASSERT_TRUE(cluster.Up("SLUICE_OPERATOR_PROMETHEUS_URL=" + prometheus.Url() +
+                         " SLUICE_OPERATOR_STATUS_PERIOD=500ms"))
+      << cluster.up().output;
+  auto kubectl = [&](const std::string& args) { return cluster.Kubectl(args); };
   auto replicas = [&] {
-    CommandResult r = kubectl("get rolloutpool elastic -o jsonpath={.spec.replicas}");
-    return r.exit_code == 0 && !r.output.empty() ? std::stoi(r.output) : -1;
+    const std::string r = cluster.JsonPath("rolloutpool elastic", "{.spec.replicas}");
+    return r.empty() ? -1 : std::stoi(r);
   };
-  auto operator_log = [&] {
-    std::ifstream in(state + "/logs/operator.log");
-    std::stringstream s;
-    s << in.rdbuf();
-    const std::string text = s.str();
-    return text.substr(text.size() > 3000 ? text.size() - 3000 : 0);
-  };
-  std::ofstream(dir + "/manifest.yaml") << kManifest;
-  ASSERT_EQ(kubectl("apply -f " + dir + "/manifest.yaml").exit_code, 0);
+  auto operator_log = [&] { return cluster.Log("operator"); };
+  ASSERT_EQ(cluster.Apply(std::string(kTestDataflowManifest) + "---\n" + kPool), 0);
 
   // 35 pending at 10 per replica: 4 replicas, at once.
   pending = 35;
@@ -187,29 +154,18 @@ TEST(OperatorAutoscaleTest, ReplicasFollowThePrometheusMetricWithAScaleDownWindo
                     "\"value\":\"sum(\"}]'")
                 .exit_code,
             0);
+  const std::string active = "{.status.conditions[?(@.type==\"ScalingActive\")]";
   ASSERT_TRUE(WaitUntil(
-      [&] {
-        return kubectl(
-                   "get rolloutpool elastic -o "
-                   "jsonpath='{.status.conditions[?(@.type==\"ScalingActive\")]"
-                   ".status}'")
-                   .output == "False";
-      },
+      [&] { return cluster.JsonPath("rolloutpool elastic", active + ".status}") == "False"; },
       std::chrono::seconds(30)))
       << kubectl("get rolloutpool elastic -o yaml").output;
-  EXPECT_NE(
-      kubectl(
-          "get rolloutpool elastic -o jsonpath='{.status.conditions[?(@.type==\"ScalingActive\")]"
-          ".message}'")
-          .output.find("parse error"),
-      std::string::npos);
+  EXPECT_NE(cluster.JsonPath("rolloutpool elastic", active + ".message}").find("parse error"),
+            std::string::npos);
   EXPECT_EQ(replicas(), 1);
 
-  CommandResult down = RunShell(sluice + " down --state-dir " + state);
-  EXPECT_EQ(down.exit_code, 0) << down.output;
+  EXPECT_EQ(cluster.Down().exit_code, 0);
   prometheus.Stop();
   exporter.Shutdown();
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

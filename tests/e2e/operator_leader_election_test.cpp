@@ -12,8 +12,7 @@
 #include <string>
 
 #include "common/http/client.h"
-#include "tests/e2e/apiserver_process.h"
-#include "tests/e2e/node_process.h"
+#include "tests/e2e/sluice_session.h"
 
 namespace sluice::e2e {
 namespace {
@@ -50,30 +49,17 @@ double Reconciles(int port) {
 
 TEST(OperatorLeaderElectionTest, OnlyTheLeaderReconcilesAndAStandbyTakesOver) {
   if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
-  char tmpl[] = "/tmp/sluice-leader-e2e-XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
-  const std::string state = dir + "/state";
-  std::ofstream(dir + "/cluster.yaml") << kTestClusterConfig;
-  const std::string sluice = BinDir() + "/sluice";
+  SluiceSession cluster;
   const std::string fast_lease =
       "SLUICE_OPERATOR_LEADER_ELECTION_LEASE_DURATION=4s "
       "SLUICE_OPERATOR_LEADER_ELECTION_RENEW_DEADLINE=3s "
-      "SLUICE_OPERATOR_LEADER_ELECTION_RETRY_PERIOD=500ms ";
-  const int first_port = NodeProcess::FreePort();
-  CommandResult up = RunShell(fast_lease + sluice + " up --config " + dir +
-                              "/cluster.yaml --state-dir " + state + " --bin-dir " + BinDir() +
-                              " --apiserver-port " + std::to_string(NodeProcess::FreePort()) +
-                              " --node-port " + std::to_string(NodeProcess::FreePort()) +
-                              " --operator-port " + std::to_string(first_port));
-  ASSERT_EQ(up.exit_code, 0) << up.output;
-  auto kubectl = [&](const std::string& args) {
-    return RunShell("/usr/bin/kubectl --kubeconfig " + state + "/kubeconfig " + args);
-  };
-  auto apply = [&](const std::string& yaml) {
-    const std::string file = dir + "/df-" + std::to_string(rand()) + ".yaml";
-    std::ofstream(file) << yaml;
-    return kubectl("apply -f " + file).exit_code;
-  };
+      "SLUICE_OPERATOR_LEADER_ELECTION_RETRY_PERIOD=500ms";
+  ASSERT_TRUE(cluster.Up(fast_lease)) << cluster.up().output;
+  const int first_port = cluster.operator_port();
+  const std::string dir = cluster.dir();
+  const std::string state = cluster.state();
+  auto kubectl = [&](const std::string& args) { return cluster.Kubectl(args); };
+  auto apply = [&](const std::string& yaml) { return cluster.Apply(yaml); };
   // The first operator (from sluice up) leads.
   ASSERT_EQ(apply(Dataflow("first")), 0);
   ASSERT_TRUE(WaitUntil([&] { return kubectl("get pod first-dataflow").exit_code == 0; }));
@@ -121,9 +107,7 @@ TEST(OperatorLeaderElectionTest, OnlyTheLeaderReconcilesAndAStandbyTakesOver) {
   int status = 0;
   ::waitpid(second, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  CommandResult down = RunShell(sluice + " down --state-dir " + state);
-  EXPECT_EQ(down.exit_code, 0) << down.output;
-  std::filesystem::remove_all(dir);
+  EXPECT_EQ(cluster.Down().exit_code, 0);
 }
 
 }  // namespace

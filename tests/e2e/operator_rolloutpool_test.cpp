@@ -9,28 +9,14 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "tests/e2e/apiserver_process.h"
-#include "tests/e2e/node_process.h"
+#include "tests/e2e/sluice_session.h"
 
 namespace sluice::e2e {
 namespace {
 
 using nlohmann::json;
 
-constexpr char kManifest[] = R"(apiVersion: sluice.dev/v1alpha1
-kind: Dataflow
-metadata:
-  name: arith
-spec:
-  dataset:
-    builtin: {generator: arithmetic, count: 100}
-  workflow:
-    type: single-turn
-    roles: [{name: policy, policy: tiny}]
-  reward: {type: exact-match}
-  storage: {size: 64Mi}
----
-apiVersion: sluice.dev/v1alpha1
+constexpr char kPool[] = R"(apiVersion: sluice.dev/v1alpha1
 kind: RolloutPool
 metadata:
   name: pool
@@ -58,34 +44,13 @@ spec:
 
 TEST(OperatorRolloutPoolTest, PlacesReplicasByRegionDrainsOnScaleDownAndOnDelete) {
   if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
-  char tmpl[] = "/tmp/sluice-pool-e2e-XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
-  const std::string state = dir + "/state";
-  std::ofstream(dir + "/cluster.yaml") << kTestClusterConfig;
-  const std::string sluice = BinDir() + "/sluice";
-  CommandResult up = RunShell(sluice + " up --config " + dir + "/cluster.yaml --state-dir " +
-                              state + " --bin-dir " + BinDir() + " --apiserver-port " +
-                              std::to_string(NodeProcess::FreePort()) + " --node-port " +
-                              std::to_string(NodeProcess::FreePort()) + " --operator-port " +
-                              std::to_string(NodeProcess::FreePort()));
-  ASSERT_EQ(up.exit_code, 0) << up.output;
-  auto kubectl = [&](const std::string& args) {
-    return RunShell("/usr/bin/kubectl --kubeconfig " + state + "/kubeconfig " + args);
-  };
-  auto get = [&](const std::string& what) {
-    CommandResult r = kubectl("get " + what + " -o json");
-    return r.exit_code == 0 ? json::parse(r.output, nullptr, false) : json();
-  };
-  auto log_of = [&](const std::string& component) {
-    std::ifstream in(state + "/logs/" + component + ".log");
-    std::stringstream s;
-    s << in.rdbuf();
-    const std::string text = s.str();
-    return text.substr(text.size() > 4000 ? text.size() - 4000 : 0);
-  };
+  SluiceSession cluster;
+  ASSERT_TRUE(cluster.Up()) << cluster.up().output;
+  auto kubectl = [&](const std::string& args) { return cluster.Kubectl(args); };
+  auto get = [&](const std::string& what) { return cluster.Get(what); };
+  auto log_of = [&](const std::string& component) { return cluster.Log(component); };
   auto pool_pods = [&] { return get("pods -l sluice.dev/pool=pool"); };
-  std::ofstream(dir + "/manifest.yaml") << kManifest;
-  ASSERT_EQ(kubectl("apply -f " + dir + "/manifest.yaml").exit_code, 0);
+  ASSERT_EQ(cluster.Apply(std::string(kTestDataflowManifest) + "---\n" + kPool), 0);
 
   // Three replicas, two in the east (weight 2), one in the west, all ready.
   ASSERT_TRUE(WaitUntil(
@@ -137,9 +102,7 @@ TEST(OperatorRolloutPoolTest, PlacesReplicasByRegionDrainsOnScaleDownAndOnDelete
       << log_of("operator");
   EXPECT_TRUE(WaitUntil([&] { return pool_pods()["items"].empty(); }, std::chrono::seconds(60)));
 
-  CommandResult down = RunShell(sluice + " down --state-dir " + state);
-  EXPECT_EQ(down.exit_code, 0) << down.output;
-  std::filesystem::remove_all(dir);
+  EXPECT_EQ(cluster.Down().exit_code, 0);
 }
 
 }  // namespace

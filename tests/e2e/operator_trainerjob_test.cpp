@@ -10,8 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "tests/e2e/apiserver_process.h"
-#include "tests/e2e/node_process.h"
+#include "tests/e2e/sluice_session.h"
 
 namespace sluice::e2e {
 namespace {
@@ -27,19 +26,6 @@ spec:
     source:
       builtin: {layers: 2, hiddenSize: 64, heads: 4, kvHeads: 2, maxSequenceLength: 64, seed: 1}
     dtype: float32
----
-apiVersion: sluice.dev/v1alpha1
-kind: Dataflow
-metadata:
-  name: arith
-spec:
-  dataset:
-    builtin: {generator: arithmetic, count: 100}
-  workflow:
-    type: single-turn
-    roles: [{name: policy, policy: tiny}]
-  reward: {type: exact-match}
-  storage: {size: 64Mi}
 ---
 apiVersion: sluice.dev/v1alpha1
 kind: TrainerJob
@@ -79,36 +65,16 @@ spec:
 
 TEST(OperatorTrainerJobTest, GangRunsRestartsOnRankFailureCompletesAndPublishes) {
   if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
-  char tmpl[] = "/tmp/sluice-trainer-e2e-XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
-  const std::string state = dir + "/state";
-  std::ofstream(dir + "/cluster.yaml") << kTestClusterConfig;
-  const std::string sluice = BinDir() + "/sluice";
+  SluiceSession cluster;
   // The operator inherits these from `sluice up`: its --trainer-image and --status-period (so it
   // reads rank 0's progress while the short stand-in job runs).
-  CommandResult up =
-      RunShell("SLUICE_OPERATOR_TRAINER_IMAGE=sluice/testpod:dev " + sluice + " up --config " +
-               dir + "/cluster.yaml --state-dir " + state + " --bin-dir " + BinDir() +
-               " --apiserver-port " + std::to_string(NodeProcess::FreePort()) + " --node-port " +
-               std::to_string(NodeProcess::FreePort()) + " --operator-port " +
-               std::to_string(NodeProcess::FreePort()));
-  ASSERT_EQ(up.exit_code, 0) << up.output;
-  auto kubectl = [&](const std::string& args) {
-    return RunShell("/usr/bin/kubectl --kubeconfig " + state + "/kubeconfig " + args);
-  };
-  auto get = [&](const std::string& what) {
-    CommandResult r = kubectl("get " + what + " -o json");
-    return r.exit_code == 0 ? json::parse(r.output, nullptr, false) : json();
-  };
-  auto operator_log = [&] {
-    std::ifstream in(state + "/logs/operator.log");
-    std::stringstream s;
-    s << in.rdbuf();
-    const std::string text = s.str();
-    return text.substr(text.size() > 4000 ? text.size() - 4000 : 0);
-  };
-  std::ofstream(dir + "/manifest.yaml") << kManifest;
-  ASSERT_EQ(kubectl("apply -f " + dir + "/manifest.yaml").exit_code, 0);
+  ASSERT_TRUE(cluster.Up(
+      "SLUICE_OPERATOR_TRAINER_IMAGE=sluice/testpod:dev SLUICE_OPERATOR_STATUS_PERIOD=300ms"))
+      << cluster.up().output;
+  auto kubectl = [&](const std::string& args) { return cluster.Kubectl(args); };
+  auto get = [&](const std::string& what) { return cluster.Get(what); };
+  auto operator_log = [&] { return cluster.Log("operator"); };
+  ASSERT_EQ(cluster.Apply(std::string(kManifest) + "---\n" + kTestDataflowManifest), 0);
 
   // Both ranks start with the gang's environment.
   ASSERT_TRUE(WaitUntil(
@@ -156,9 +122,7 @@ TEST(OperatorTrainerJobTest, GangRunsRestartsOnRankFailureCompletesAndPublishes)
   }));
   EXPECT_TRUE(get("pods -l sluice.dev/trainer-job=parked")["items"].empty());
 
-  CommandResult down = RunShell(sluice + " down --state-dir " + state);
-  EXPECT_EQ(down.exit_code, 0) << down.output;
-  std::filesystem::remove_all(dir);
+  EXPECT_EQ(cluster.Down().exit_code, 0);
 }
 
 }  // namespace

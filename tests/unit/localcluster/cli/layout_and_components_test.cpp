@@ -60,9 +60,10 @@ TEST(ComponentsTest, PlanInOrderWithFlags) {
 
   EXPECT_EQ(c[1].name, "node");
   EXPECT_EQ(c[1].binary, "/b/sluice-node");
-  EXPECT_EQ(c[1].args, (std::vector<std::string>{"--kubeconfig", "/s/kubeconfig",
-                                                 "--cluster-config", "/c.yaml", "--state-dir",
-                                                 "/s/node", "--port", "11250", "--bin-dir", "/b"}));
+  EXPECT_EQ(c[1].args,
+            (std::vector<std::string>{"--kubeconfig", "/s/kubeconfig", "--cluster-config",
+                                      "/c.yaml", "--state-dir", "/s/node", "--port", "11250",
+                                      "--bin-dir", "/b", "--pod-ip-prefix", "127.1"}));
   EXPECT_EQ(c[1].health.kind, HealthKind::kHttpGet);
   EXPECT_EQ(c[1].health.base_url + c[1].health.path, "http://127.0.0.1:11250/readyz");
   EXPECT_FALSE(c[1].optional);

@@ -1,0 +1,109 @@
+// Test helper: a whole local cluster brought up with the real `sluice up` (apiserver, node agent,
+// operator) in a temporary directory, with kubectl against it, for the operator's end-to-end
+// tests. Ports are picked free; `env` passes settings to the components (e.g.
+// SLUICE_OPERATOR_TRAINER_IMAGE=...), which inherit the environment of `sluice up`.
+#pragma once
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "tests/e2e/apiserver_process.h"
+#include "tests/e2e/node_process.h"
+
+namespace sluice::e2e {
+
+// A small Dataflow named "arith" (built-in arithmetic rows) most operator tests need.
+inline constexpr char kTestDataflowManifest[] = R"(apiVersion: sluice.dev/v1alpha1
+kind: Dataflow
+metadata:
+  name: arith
+spec:
+  dataset:
+    builtin: {generator: arithmetic, count: 100}
+  workflow:
+    type: single-turn
+    roles: [{name: policy, policy: tiny}]
+  reward: {type: exact-match}
+  storage: {size: 64Mi}
+)";
+
+class SluiceSession {
+ public:
+  SluiceSession() {
+    char tmpl[] = "/tmp/sluice-e2e-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    state_ = dir_ + "/state";
+    std::ofstream(dir_ + "/cluster.yaml") << kTestClusterConfig;
+  }
+  ~SluiceSession() {
+    Down();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  SluiceSession(const SluiceSession&) = delete;
+  SluiceSession& operator=(const SluiceSession&) = delete;
+
+  // Runs `sluice up`; the result (and its output, for failure messages) is kept in up().
+  bool Up(const std::string& env = "") {
+    operator_port_ = NodeProcess::FreePort();
+    up_ = RunShell(env + " " + BinDir() + "/sluice up --config " + dir_ + "/cluster.yaml" +
+                   " --state-dir " + state_ + " --bin-dir " + BinDir() + " --apiserver-port " +
+                   std::to_string(NodeProcess::FreePort()) + " --node-port " +
+                   std::to_string(NodeProcess::FreePort()) + " --operator-port " +
+                   std::to_string(operator_port_) + " --pod-ip-prefix " + TestPodIpPrefix());
+    running_ = up_.exit_code == 0;
+    return running_;
+  }
+  CommandResult Down() {
+    if (!running_) return {0, ""};
+    running_ = false;
+    return RunShell(BinDir() + "/sluice down --state-dir " + state_);
+  }
+
+  CommandResult Kubectl(const std::string& args) const {
+    return RunShell("/usr/bin/kubectl --kubeconfig " + state_ + "/kubeconfig " + args);
+  }
+  // `kubectl get WHAT -o json`, parsed; null when it fails.
+  nlohmann::json Get(const std::string& what) const {
+    CommandResult r = Kubectl("get " + what + " -o json");
+    return r.exit_code == 0 ? nlohmann::json::parse(r.output, nullptr, false) : nlohmann::json();
+  }
+  // A jsonpath of one object (`kubectl get WHAT -o jsonpath='PATH'`).
+  std::string JsonPath(const std::string& what, const std::string& path) const {
+    return Kubectl("get " + what + " -o jsonpath='" + path + "'").output;
+  }
+  // `kubectl apply` of YAML text; the exit code.
+  int Apply(const std::string& yaml) {
+    const std::string file = dir_ + "/manifest-" + std::to_string(++applied_) + ".yaml";
+    std::ofstream(file) << yaml;
+    return Kubectl("apply -f " + file).exit_code;
+  }
+  // The end of a component's log (apiserver, node, operator).
+  std::string Log(const std::string& component, size_t max_bytes = 4000) const {
+    std::ifstream in(state_ + "/logs/" + component + ".log");
+    std::stringstream s;
+    s << in.rdbuf();
+    const std::string text = s.str();
+    return text.substr(text.size() > max_bytes ? text.size() - max_bytes : 0);
+  }
+
+  const CommandResult& up() const { return up_; }
+  const std::string& dir() const { return dir_; }
+  const std::string& state() const { return state_; }
+  int operator_port() const { return operator_port_; }
+
+ private:
+  std::string dir_, state_;
+  CommandResult up_;
+  bool running_ = false;
+  int operator_port_ = 0;
+  int applied_ = 0;
+};
+
+}  // namespace sluice::e2e
