@@ -139,6 +139,23 @@ class NodeProcess {
     return r.ok() && r->status == 200;
   }
 
+  // A port N such that N and N + 1 are both free now (sluice up --operator-port uses both).
+  static int FreePortPair() {
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      const int port = FreePort();
+      if (port >= 65535) continue;
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      addr.sin_port = htons(static_cast<uint16_t>(port + 1));
+      const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+      ::close(fd);
+      if (free) return port;
+    }
+    return FreePort();
+  }
+
   // A port free now (bound to port 0, then released).
   static int FreePort() {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

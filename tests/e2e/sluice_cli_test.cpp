@@ -65,7 +65,7 @@ TEST(SluiceCliTest, UpTwiceIsHarmlessAndDownLeavesNoProcessBehind) {
   const std::string flags = " --state-dir " + state + " --bin-dir " + BinDir() +
                             " --apiserver-port " + std::to_string(NodeProcess::FreePort()) +
                             " --node-port " + std::to_string(NodeProcess::FreePort()) +
-                            " --operator-port " + std::to_string(NodeProcess::FreePort()) +
+                            " --operator-port " + std::to_string(NodeProcess::FreePortPair()) +
                             " --pod-ip-prefix " + TestPodIpPrefix();
   CommandResult up = RunShell(sluice + " up --config " + config + flags);
   ASSERT_EQ(up.exit_code, 0) << up.output;

@@ -51,7 +51,7 @@ class SluiceSession {
 
   // Runs `sluice up`; the result (and its output, for failure messages) is kept in up().
   bool Up(const std::string& env = "") {
-    operator_port_ = NodeProcess::FreePort();
+    operator_port_ = NodeProcess::FreePortPair();
     up_ = RunShell(env + " " + BinDir() + "/sluice up --config " + dir_ + "/cluster.yaml" +
                    " --state-dir " + state_ + " --bin-dir " + BinDir() + " --apiserver-port " +
                    std::to_string(NodeProcess::FreePort()) + " --node-port " +
