@@ -70,6 +70,21 @@ int64_t Int(const std::map<std::string, std::string>& f, const std::string& k, i
   return it == f.end() ? d : std::stoll(it->second);
 }
 
+// Every serving mode: --address (default 127.0.0.1) and --port (8080), quiet, quick to stop.
+sluice::http::ServerOptions ServerOptionsFrom(const std::map<std::string, std::string>& f) {
+  sluice::http::ServerOptions options;
+  options.address = f.count("address") ? f.at("address") : "127.0.0.1";
+  options.port = static_cast<int>(Int(f, "port", 8080));
+  options.access_log = false;
+  options.shutdown_grace = std::chrono::milliseconds(200);
+  return options;
+}
+
+const sluice::log::Logger& Logger() {
+  static const sluice::log::Logger logger("testpod");
+  return logger;
+}
+
 void Say(const std::string& line) {
   std::cout << line << std::endl;  // endl: flush, so the log has it at once.
 }
@@ -79,13 +94,8 @@ void WaitForTerm() {
 }
 
 int Serve(const std::map<std::string, std::string>& f) {
-  sluice::log::Logger logger("testpod");
-  sluice::http::ServerOptions options;
-  options.address = f.count("address") ? f.at("address") : "127.0.0.1";
-  options.port = static_cast<int>(Int(f, "port", 8080));
-  options.access_log = false;
-  options.shutdown_grace = std::chrono::milliseconds(200);
-  sluice::http::Server server(options, nullptr, logger);
+  const sluice::http::ServerOptions options = ServerOptionsFrom(f);
+  sluice::http::Server server(options, nullptr, Logger());
   const auto start = std::chrono::steady_clock::now();
   const auto ready_after = std::chrono::milliseconds(Int(f, "ready-after-ms", 0));
   const char* host = std::getenv("HOSTNAME");
@@ -149,13 +159,8 @@ int Fetch(const std::map<std::string, std::string>& f) {
 // {in_flight, draining, drained, policies, tokens_per_second}; POST /v1/drain starts draining,
 // which finishes (drained) once the in-flight work would have: 300 ms later.
 int Worker(const std::map<std::string, std::string>& f) {
-  sluice::log::Logger logger("testpod");
-  sluice::http::ServerOptions options;
-  options.address = f.count("address") ? f.at("address") : "127.0.0.1";
-  options.port = static_cast<int>(Int(f, "port", 8080));
-  options.access_log = false;
-  options.shutdown_grace = std::chrono::milliseconds(200);
-  sluice::http::Server server(options, nullptr, logger);
+  const sluice::http::ServerOptions options = ServerOptionsFrom(f);
+  sluice::http::Server server(options, nullptr, Logger());
   const char* load = std::getenv("SLUICE_TESTPOD_IN_FLIGHT");
   const int64_t in_flight = load ? std::atoll(load) : 0;
   std::atomic<int64_t> drain_started_ms{0};
@@ -205,13 +210,8 @@ int Worker(const std::map<std::string, std::string>& f) {
 // 100 ms (version = step), GET /v1/status, exit 0 after --steps. To test gang restarts, the rank
 // named by SLUICE_TESTPOD_FAIL_RANK exits 1 after 3 steps in attempt SLUICE_TESTPOD_FAIL_ATTEMPT.
 int Trainer(const std::map<std::string, std::string>& f) {
-  sluice::log::Logger logger("testpod");
-  sluice::http::ServerOptions options;
-  options.address = f.count("address") ? f.at("address") : "127.0.0.1";
-  options.port = static_cast<int>(Int(f, "port", 8080));
-  options.access_log = false;
-  options.shutdown_grace = std::chrono::milliseconds(200);
-  sluice::http::Server server(options, nullptr, logger);
+  const sluice::http::ServerOptions options = ServerOptionsFrom(f);
+  sluice::http::Server server(options, nullptr, Logger());
   const int64_t steps = Int(f, "steps", 10);
   std::atomic<int64_t> step{0};
   auto env = [](const char* name) {

@@ -28,29 +28,15 @@
 #include "localcluster/cli/progress_log.h"
 #include "localcluster/cli/run_command.h"
 #include "localcluster/cli/stop_component.h"
+#include "tests/unit/localcluster/cli/apiserver_test_support.h"
 
 namespace sluice::cli {
 namespace {
 
-using nlohmann::json;
+using testing_support::FindBinDir;
+using testing_support::FreePort;
 
-std::string FindBinDir() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("SLUICE_BIN_DIR")) candidates.push_back(env);
-  if (Result<std::string> self = SelfExecutableDir(); self.ok()) {
-    candidates.push_back(*self + "/../bin");
-  }
-  if (const char* src = std::getenv("SLUICE_SOURCE_DIR")) {
-    candidates.push_back(std::string(src) + "/build/bin");
-  }
-  candidates.push_back(CurrentDirectory() + "/build/bin");
-  for (const std::string& dir : candidates) {
-    if (IsExecutableFile(dir + "/sluice-apiserver")) {
-      return std::filesystem::weakly_canonical(dir).string();
-    }
-  }
-  return "";
-}
+using nlohmann::json;
 
 std::string FindExample(const std::string& name) {
   std::vector<std::string> candidates;
@@ -65,20 +51,6 @@ std::string FindExample(const std::string& name) {
     if (std::filesystem::exists(path)) return std::filesystem::weakly_canonical(path).string();
   }
   return "";
-}
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
 }
 
 std::string ReadFile(const std::string& path) {
