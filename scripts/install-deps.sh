@@ -10,6 +10,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3 googletest libgtest-dev libgmock-dev
   libpcre2-dev    # tokenizer pre-tokenizer regexes (\p{L}-style classes)
   libtorch-dev
+  libgloo-dev     # headers c10d's Gloo process group includes (the CPU data-parallel trainer)
   libopenblas0-pthread  # libtorch's BLAS: replaces the netlib reference (5x to 8x faster matmuls)
   prometheus      # promtool (exposition checks) and the real server (autoscaling tests)
   clang-format

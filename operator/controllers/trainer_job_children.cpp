@@ -125,9 +125,12 @@ json DesiredTrainerService(const json& job) {
                                     {"protocol", "TCP"}}})}}}};
 }
 
-json DesiredTrainerConfigMap(const json& job, const json& policy) {
+json DesiredTrainerConfigMap(const json& job, const json& policy, const json& dataflow) {
+  // The Dataflow rides along for what the trainer reads from it: spec.batch.minibatches and
+  // spec.sampling.maxNewTokens (DAPO's overlong shaping).
   const json config = {{"trainerJob", Manifest(job, "TrainerJob")},
-                       {"policy", Manifest(policy, "Policy")}};
+                       {"policy", Manifest(policy, "Policy")},
+                       {"dataflow", Manifest(dataflow, "Dataflow")}};
   return {{"apiVersion", "v1"},
           {"kind", "ConfigMap"},
           {"metadata", Meta(job, TrainerConfigMapName(Name(job)), Labels(job))},
@@ -230,7 +233,7 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
                                    {kTemplateHashLabel, TrainerTemplateHash(job, policy)}});
   json meta = Meta(job, RankPodName(name, rank), labels);
   meta["annotations"] = {
-      {kConfigHashAnnotation, JsonHash(DesiredTrainerConfigMap(job, policy)["data"])}};
+      {kConfigHashAnnotation, JsonHash(DesiredTrainerConfigMap(job, policy, dataflow)["data"])}};
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}};
 }
 

@@ -7,7 +7,8 @@
 //                              <job>-<rank>.<job>.<ns>.svc, so MASTER_ADDR (rank 0) resolves
 //                              before any rank is ready; ports 8080 "http", 29500 "rendezvous"
 //   ConfigMap  <job>-config    trainer.json: {"trainerJob": {apiVersion, kind, metadata{name,
-//                              namespace}, spec}, "policy": {the same for the Policy}}
+//                              namespace}, spec}, "policy": {the same for the Policy},
+//                              "dataflow": {the same for the Dataflow}}
 //   Pod        <job>-<rank>    one rank of the data-parallel gang (sluice-trainer), rank 0 ..
 //                              spec.replicas-1; restartPolicy Never: a failed rank fails the
 //                              attempt and the operator replaces the whole gang (attempt + 1)
@@ -110,7 +111,8 @@ nlohmann::json WorkerResources(const nlohmann::json& resources);
 std::string TrainerTemplateHash(const nlohmann::json& job, const nlohmann::json& policy);
 
 nlohmann::json DesiredTrainerService(const nlohmann::json& job);
-nlohmann::json DesiredTrainerConfigMap(const nlohmann::json& job, const nlohmann::json& policy);
+nlohmann::json DesiredTrainerConfigMap(const nlohmann::json& job, const nlohmann::json& policy,
+                                       const nlohmann::json& dataflow);
 // The Pod of rank `rank` (0 .. spec.replicas-1) of gang attempt `attempt` (0 first).
 nlohmann::json DesiredRankPod(const nlohmann::json& job, const nlohmann::json& policy,
                               const nlohmann::json& dataflow, int rank, int attempt,

@@ -208,8 +208,8 @@ Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) 
   };
   SLUICE_RETURN_IF_ERROR(
       ensure(kServices, informers_.services, DesiredTrainerService(job), "spec"));
-  SLUICE_RETURN_IF_ERROR(
-      ensure(kConfigMaps, informers_.config_maps, DesiredTrainerConfigMap(job, *policy), "data"));
+  SLUICE_RETURN_IF_ERROR(ensure(kConfigMaps, informers_.config_maps,
+                                DesiredTrainerConfigMap(job, *policy, *dataflow), "data"));
 
   const int64_t replicas = job.value("/spec/replicas"_json_pointer, int64_t{1});
   const int64_t restarts = status.value("restarts", int64_t{0});

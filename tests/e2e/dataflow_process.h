@@ -65,6 +65,7 @@ class DataflowProcess {
       if (std::regex_search(log, m, port_re)) {
         http::ClientOptions co;
         co.base_url = "http://127.0.0.1:" + std::string(m[1]);
+        base_url_ = co.base_url;
         co.max_attempts = 1;
         if (!token_.empty()) co.token = http::TokenSource::FromValue(token_);
         client_ = std::move(http::Client::Create(co)).value();
@@ -102,6 +103,8 @@ class DataflowProcess {
   }
 
   http::Client& client() { return *client_; }
+  // "http://127.0.0.1:<port>" of the current start.
+  const std::string& base_url() const { return base_url_; }
   int exit_status() const { return exit_status_; }
   // The current (latest) start's log.
   std::string LogPath() const { return dir_ + "/dataflow-" + std::to_string(starts_) + ".log"; }
@@ -115,6 +118,7 @@ class DataflowProcess {
  private:
   std::string dir_;
   std::string token_;
+  std::string base_url_;
   pid_t pid_ = -1;
   int exit_status_ = -1;
   int starts_ = 0;

@@ -3,6 +3,36 @@
 
 namespace sluice::api {
 
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecAlgorithmAdvantage* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "gamma", path, &out->gamma));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "lambda", path, &out->lambda));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "normalization", path, &out->normalization));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const TrainerJobSpecAlgorithmAdvantage& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "gamma", v.gamma);
+  WriteField(j, "lambda", v.lambda);
+  WriteField(j, "normalization", v.normalization);
+  return j;
+}
+
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecAlgorithmCritic* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "lr", path, &out->lr));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "valueClip", path, &out->value_clip));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const TrainerJobSpecAlgorithmCritic& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "lr", v.lr);
+  WriteField(j, "valueClip", v.value_clip);
+  return j;
+}
+
 Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecAlgorithmImportanceCorrection* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
   SLUICE_RETURN_IF_ERROR(ReadField(j, "cap", path, &out->cap));
@@ -33,12 +63,16 @@ nlohmann::json ToJson(const TrainerJobSpecAlgorithmOverlong& v) {
 
 Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecAlgorithm* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "advantage", path, &out->advantage));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "clipHigh", path, &out->clip_high));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "clipLow", path, &out->clip_low));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "critic", path, &out->critic));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "dualClip", path, &out->dual_clip));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "entropyCoef", path, &out->entropy_coef));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "importanceCorrection", path, &out->importance_correction));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "klCoef", path, &out->kl_coef));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "klEstimator", path, &out->kl_estimator));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "klPenalty", path, &out->kl_penalty));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "lossAggregation", path, &out->loss_aggregation));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "m2poThreshold", path, &out->m2po_threshold));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "overlong", path, &out->overlong));
@@ -48,12 +82,16 @@ Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecAl
 
 nlohmann::json ToJson(const TrainerJobSpecAlgorithm& v) {
   nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "advantage", v.advantage);
   WriteField(j, "clipHigh", v.clip_high);
   WriteField(j, "clipLow", v.clip_low);
+  WriteField(j, "critic", v.critic);
+  WriteField(j, "dualClip", v.dual_clip);
   WriteField(j, "entropyCoef", v.entropy_coef);
   WriteField(j, "importanceCorrection", v.importance_correction);
   WriteField(j, "klCoef", v.kl_coef);
   WriteField(j, "klEstimator", v.kl_estimator);
+  WriteField(j, "klPenalty", v.kl_penalty);
   WriteField(j, "lossAggregation", v.loss_aggregation);
   WriteField(j, "m2poThreshold", v.m2po_threshold);
   WriteField(j, "overlong", v.overlong);

@@ -19,6 +19,36 @@ namespace sluice::api {
 inline constexpr std::string_view kTrainerJobKind = "TrainerJob";
 inline constexpr std::string_view kTrainerJobPlural = "trainerjobs";
 
+// How rewards become per-token advantages.
+struct TrainerJobSpecAlgorithmAdvantage {
+  // GAE discount over generated tokens.
+  double gamma = 1.0;
+  // GAE lambda; with gamma 1, lambda 1 and no critic every generated token gets the sequence's
+  // advantage.
+  double lambda = 1.0;
+  // group: (r - group mean) / group std (GRPO); mean-only: r - group mean; leave-one-out: r - mean
+  // of the other samples of the group (RLOO); batch: (A - batch mean) / batch std over generated
+  // tokens; none: raw returns. Unset: batch for ppo, group otherwise.
+  std::optional<std::string> normalization;
+
+  friend bool operator==(const TrainerJobSpecAlgorithmAdvantage&, const TrainerJobSpecAlgorithmAdvantage&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecAlgorithmAdvantage* out);
+nlohmann::json ToJson(const TrainerJobSpecAlgorithmAdvantage& v);
+
+// The learned value model of ppo: the policy's architecture with a scalar head, trained with its
+// own AdamW. Only with type ppo, which uses the defaults when it is unset.
+struct TrainerJobSpecAlgorithmCritic {
+  // Learning rate of the critic.
+  double lr = 1e-05;
+  // Clip range of the value update around the old value estimate.
+  double value_clip = 0.2;
+
+  friend bool operator==(const TrainerJobSpecAlgorithmCritic&, const TrainerJobSpecAlgorithmCritic&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecAlgorithmCritic* out);
+nlohmann::json ToJson(const TrainerJobSpecAlgorithmCritic& v);
+
 // Correction for the mismatch between the rollout engine's and the trainer's probabilities of the
 // same tokens.
 struct TrainerJobSpecAlgorithmImportanceCorrection {
@@ -47,11 +77,19 @@ nlohmann::json ToJson(const TrainerJobSpecAlgorithmOverlong& v);
 
 // The training objective.
 struct TrainerJobSpecAlgorithm {
+  // How rewards become per-token advantages.
+  TrainerJobSpecAlgorithmAdvantage advantage;
   // Upper bound of the clipped importance ratio (1 + epsilon_high; DAPO clip-higher uses e.g.
   // 1.28).
   double clip_high = 1.2;
   // Lower bound of the clipped importance ratio (1 - epsilon_low).
   double clip_low = 0.8;
+  // The learned value model of ppo: the policy's architecture with a scalar head, trained with its
+  // own AdamW. Only with type ppo, which uses the defaults when it is unset.
+  std::optional<TrainerJobSpecAlgorithmCritic> critic;
+  // Dual clip: the loss of a token with negative advantage is at most dualClip x |advantage|.
+  // Unset: off.
+  std::optional<double> dual_clip;
   // Weight of the entropy bonus; 0 disables it.
   double entropy_coef = 0;
   // Correction for the mismatch between the rollout engine's and the trainer's probabilities of the
@@ -61,6 +99,9 @@ struct TrainerJobSpecAlgorithm {
   double kl_coef = 0;
   // KL estimator: k1 log-ratio, k2 half squared log-ratio, k3 the non-negative estimator.
   std::string kl_estimator = "k3";
+  // Where the KL to the reference weights enters (with klCoef > 0): loss adds klCoef x KL to the
+  // loss; reward subtracts klCoef x KL from each token's reward before advantages.
+  std::string kl_penalty = "loss";
   // How token losses become the batch loss: token-mean over all tokens; seq-mean-token-sum or
   // seq-mean-token-mean per sequence first.
   std::string loss_aggregation = "token-mean";
@@ -294,7 +335,8 @@ struct TrainerJobSpec {
   int64_t replicas = 1;
   // Lifecycle of the job.
   TrainerJobSpecRunPolicy run_policy;
-  // Optimizer steps to run; the job Succeeds after the last one.
+  // Training steps to run (one batch and one published weight version each); the job Succeeds after
+  // the last one.
   int64_t steps = 0;
   // How the operator builds each rank Pod.
   TrainerJobSpecTemplate template_;

@@ -116,7 +116,7 @@ TEST(TrainerJobChildrenTest, ServiceIsHeadlessAndSelectsTheJobsRanks) {
 }
 
 TEST(TrainerJobChildrenTest, ConfigMapHoldsTheJobAndPolicySpecs) {
-  const json cm = DesiredTrainerConfigMap(Job(), Policy());
+  const json cm = DesiredTrainerConfigMap(Job(), Policy(), Dataflow());
   EXPECT_EQ(cm["kind"], "ConfigMap");
   EXPECT_EQ(cm["metadata"]["name"], "train-config");
   EXPECT_EQ(cm["metadata"]["namespace"], "rl");
@@ -134,13 +134,16 @@ TEST(TrainerJobChildrenTest, ConfigMapHoldsTheJobAndPolicySpecs) {
                                     {"kind", "Policy"},
                                     {"metadata", {{"name", "actor"}, {"namespace", "rl"}}},
                                     {"spec", Policy()["spec"]}}));
+  EXPECT_EQ(config["dataflow"]["kind"], "Dataflow");
+  EXPECT_EQ(config["dataflow"]["metadata"]["name"], Dataflow()["metadata"]["name"]);
+  EXPECT_EQ(config["dataflow"]["spec"], Dataflow().value("spec", json::object()));
   // Status and bookkeeping stay out, so status writes do not change the config hash.
   json later = Job();
   later["status"]["step"] = 400;
   later["metadata"]["resourceVersion"] = "999";
   json pol = Policy();
   pol["status"]["version"] = 300;
-  EXPECT_EQ(DesiredTrainerConfigMap(later, pol)["data"], cm["data"]);
+  EXPECT_EQ(DesiredTrainerConfigMap(later, pol, Dataflow())["data"], cm["data"]);
 }
 
 TEST(TrainerJobChildrenTest, RankPodIsNamedLabelledAndOwned) {
@@ -161,7 +164,7 @@ TEST(TrainerJobChildrenTest, RankPodIsNamedLabelledAndOwned) {
                                                        {"sluice.dev/template-hash", hash}}));
   EXPECT_EQ(pod["metadata"]["annotations"],
             json({{"sluice.dev/config-hash",
-                   JsonHash(DesiredTrainerConfigMap(Job(), Policy())["data"])}}));
+                   JsonHash(DesiredTrainerConfigMap(Job(), Policy(), Dataflow())["data"])}}));
   // The Service's selector picks the Pod.
   for (const auto& [k, v] : DesiredTrainerService(Job())["spec"]["selector"].items()) {
     EXPECT_EQ(pod["metadata"]["labels"][k], v) << k;

@@ -1,0 +1,92 @@
+#include "workers/trainer/trainer_settings.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace sluice::trainer {
+namespace {
+
+using nlohmann::json;
+
+json Config() {
+  return json::parse(R"({
+    "trainerJob": {"apiVersion": "sluice.dev/v1alpha1", "kind": "TrainerJob",
+                   "metadata": {"name": "train", "namespace": "rl"},
+                   "spec": {"policyRef": {"name": "actor"}, "dataflowRef": {"name": "arith"},
+                            "steps": 20, "algorithm": {"type": "dapo", "clipHigh": 1.28,
+                            "overlong": {"bufferTokens": 16}}}},
+    "policy": {"apiVersion": "sluice.dev/v1alpha1", "kind": "Policy",
+               "metadata": {"name": "actor", "namespace": "rl"},
+               "spec": {"model": {"source": {"builtin": {"layers": 3, "seed": 7}}}}},
+    "dataflow": {"apiVersion": "sluice.dev/v1alpha1", "kind": "Dataflow",
+                 "metadata": {"name": "arith", "namespace": "rl"},
+                 "spec": {"dataset": {"builtin": {}},
+                          "workflow": {"type": "single-turn", "roles": [{"name": "solver", "policy": "actor"}]},
+                          "sampling": {"maxNewTokens": 64},
+                          "batch": {"groupsPerBatch": 8, "minibatches": 2,
+                                    "perPolicy": [{"policy": "actor", "minibatches": 4}]}}}
+  })");
+}
+
+TEST(TrainerSettingsTest, ParsesAndDefaultsTheThreeObjects) {
+  Result<TrainerSettings> s = ParseTrainerConfig(Config().dump());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->job, "train");
+  EXPECT_EQ(s->nspace, "rl");
+  EXPECT_EQ(s->policy, "actor");
+  EXPECT_EQ(s->dataflow, "arith");
+  EXPECT_EQ(s->spec.steps, 20);
+  EXPECT_EQ(s->spec.algorithm.type, "dapo");
+  EXPECT_DOUBLE_EQ(s->spec.algorithm.clip_high, 1.28);
+  EXPECT_DOUBLE_EQ(s->spec.algorithm.clip_low, 0.8);         // Defaulted.
+  EXPECT_EQ(s->spec.micro_batch_tokens, 16384);              // Defaulted.
+  EXPECT_DOUBLE_EQ(s->spec.algorithm.advantage.gamma, 1.0);  // Defaulted.
+  EXPECT_EQ(s->minibatches, 4);                              // perPolicy wins.
+  EXPECT_EQ(s->max_new_tokens, 64);
+  EXPECT_EQ(s->model.builtin_uri,
+            "builtin:tiny?layers=3&d=64&heads=4&kv_heads=2&ff=256&max_pos=512&seed=7&vocab=char");
+}
+
+TEST(TrainerSettingsTest, ErrorsNameTheField) {
+  json c = Config();
+  c["trainerJob"]["spec"]["steps"] = 0;
+  Result<TrainerSettings> s = ParseTrainerConfig(c.dump());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().field(), "trainerJob.spec.steps") << s.status().ToString();
+
+  c = Config();
+  c["trainerJob"]["spec"]["algorithm"]["critic"] = {{"lr", 1e-5}};
+  s = ParseTrainerConfig(c.dump());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().field(), "trainerJob.spec.algorithm.critic") << s.status().ToString();
+
+  c = Config();
+  c.erase("dataflow");
+  s = ParseTrainerConfig(c.dump());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().field(), "dataflow");
+
+  c = Config();
+  c["trainerJob"]["spec"]["policyRef"]["name"] = "critic";
+  s = ParseTrainerConfig(c.dump());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().field(), "trainerJob.spec.policyRef.name");
+
+  EXPECT_EQ(ParseTrainerConfig("[1]").status().field(), "trainer.json");
+}
+
+TEST(TrainerSettingsTest, ResolvesModelSources) {
+  api::PolicySpecModelSource src;
+  src.path = "/models/qwen3";
+  EXPECT_EQ(ResolveModelSource(src)->directory, "/models/qwen3");
+  src = {};
+  src.pvc = api::PolicySpecModelSourcePvc{"models", "/qwen3/"};
+  EXPECT_EQ(ResolveModelSource(src)->directory, "/var/lib/sluice/model/qwen3");
+  src = {};
+  src.uri = "hf://Qwen/Qwen3-0.6B";
+  EXPECT_EQ(ResolveModelSource(src).status().field(), "spec.model.source.uri");
+}
+
+}  // namespace
+}  // namespace sluice::trainer

@@ -1,0 +1,425 @@
+// sluice-trainer: one rank of the data-parallel gang that trains one Policy from the batches of
+// one Dataflow (docs/trainer.md). It implements the trainer worker contract of
+// operator/controllers/trainer_job_children.h: flags, /healthz, /readyz, GET /v1/status, and on
+// rank 0 the weights routes (GET /v1/weights/...).
+//
+// Loop (every rank runs the same steps in lock-step):
+//   rank 0 long-polls GET /v1/batches/{policy} and broadcasts the batch frame to the other ranks
+//   (an empty frame means stop); every rank trains on it (PolicyTrainer::Step); rank 0 then
+//   acknowledges the batch, publishes the new version to its WeightStore, announces it to the
+//   dataflow (POST /v1/policies/{policy}/versions) and writes a checkpoint every
+//   spec.checkpoint.everySteps steps and after the last one. The process exits 0 after
+//   --steps steps.
+//
+// SIGTERM stops between steps: the batch in hand (if any) is not acknowledged, so the dataflow
+// serves it again after its ack timeout; nothing accepted is lost.
+//
+// Exit status: 0 after the last step (or a clean stop), 1 for a runtime failure (a rank died, the
+// dataflow is unreachable for longer than --dataflow-timeout), 2 for bad flags or config.
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "common/config/help.h"
+#include "common/config/parse.h"
+#include "common/http/bearer_token.h"
+#include "common/http/client.h"
+#include "common/http/hosts_file.h"
+#include "common/http/json_body.h"
+#include "common/http/server.h"
+#include "common/logging/level.h"
+#include "common/logging/logger.h"
+#include "common/metrics/registry.h"
+#include "common/process/signals.h"
+#include "workers/dataflow/dataflow_client.h"
+#include "workers/model/nn/decoder_model.h"
+#include "workers/trainer/checkpoint_directory.h"
+#include "workers/trainer/torch/communicator.h"
+#include "workers/trainer/torch/policy_trainer.h"
+#include "workers/trainer/trainer_settings.h"
+#include "workers/trainer/trainer_status.h"
+#include "workers/weights/weight_routes.h"
+#include "workers/weights/weight_store.h"
+
+namespace sluice::trainer {
+namespace {
+
+constexpr const char* kProgram = "sluice-trainer";
+using Clock = std::chrono::steady_clock;
+
+config::Spec MakeSpec() {
+  using config::Option;
+  using std::chrono::seconds;
+  config::Spec spec("SLUICE_TRAINER");
+  spec.Add(Option::String("dataflow-url", "", "Base URL of the dataflow.").Required())
+      .Add(Option::String("token-file", "",
+                          "Bearer token for the dataflow and for this rank's own /v1 routes; "
+                          "empty: none (development only)."))
+      .Add(Option::String("address", "0.0.0.0", "Address to listen on (the pod's IP)."))
+      .Add(Option::Int("port", 8080, "HTTP port; 0 picks a free one.").Min(0).Max(65535))
+      .Add(Option::String("advertise-address", "",
+                          "Host in the weights URL announced to the dataflow; empty: --address "
+                          "(or 127.0.0.1 when that is 0.0.0.0)."))
+      .Add(Option::Int("rank", 0, "This rank, 0 .. world-size - 1.").Min(0))
+      .Add(Option::Int("world-size", 1, "Ranks in the gang.").Min(1).Max(4096))
+      .Add(Option::String("master-addr", "127.0.0.1",
+                          "Rank 0's host (a name is looked up in $SLUICE_HOSTS_FILE first)."))
+      .Add(Option::Int("master-port", 29500, "Rank 0's rendezvous port.").Min(1).Max(65535))
+      .Add(Option::Int("steps", 0, "Training steps; 0: the TrainerJob's spec.steps.").Min(0))
+      .Add(Option::String("checkpoint-dir", "",
+                          "Directory of checkpoints (resume from the newest); empty: none."))
+      .Add(Option::Int("groups-per-batch", 0,
+                       "Groups per batch asked of the dataflow; 0: the dataflow's setting.")
+               .Min(0))
+      .Add(Option::Duration("batch-wait", seconds(10), "Long-poll wait of each batch request."))
+      .Add(Option::Duration("collective-timeout", seconds(120),
+                            "Rendezvous and collective timeout: a rank silent this long fails "
+                            "the gang."))
+      .Add(Option::Duration("dataflow-timeout", seconds(600),
+                            "Give up when the dataflow is unreachable this long."))
+      .Add(Option::Int("threads", 0, "Intra-op CPU threads for libtorch; 0: its default.").Min(0))
+      .Add(Option::Duration("shutdown-grace", seconds(5), "HTTP shutdown grace."))
+      .Add(Option::Enum("log-level", {"debug", "info", "warn", "error"}, "info",
+                        "Minimum level of the JSON log lines on stderr."));
+  return spec;
+}
+
+// MASTER_ADDR as an IP: the pod hosts file ($SLUICE_HOSTS_FILE) knows the headless Service's
+// names on the local cluster; the system resolver (inside c10d) handles everything else.
+std::string ResolveHost(const std::string& host) {
+  if (const char* file = std::getenv("SLUICE_HOSTS_FILE"); file != nullptr && *file != '\0') {
+    http::HostsFileResolver resolver(file);
+    if (std::optional<std::string> ip = resolver.Lookup(host)) return *ip;
+  }
+  return host;
+}
+
+std::shared_ptr<http::HostsFileResolver> HostsResolver() {
+  if (const char* file = std::getenv("SLUICE_HOSTS_FILE"); file != nullptr && *file != '\0') {
+    return std::make_shared<http::HostsFileResolver>(file);
+  }
+  return nullptr;
+}
+
+Result<model::DecoderModel> LoadModel(const ModelSource& source) {
+  if (!source.builtin_uri.empty()) return model::DecoderModel::FromBuiltin(source.builtin_uri);
+  return model::DecoderModel::LoadHf(source.directory);
+}
+
+// The published form of the weights: HF names in the Policy's dtype.
+Status Publish(const model::DecoderModel& m, int64_t version, const std::string& dtype,
+               weights::WeightStore& store) {
+  const torch::Dtype target = dtype == "float32"   ? torch::kFloat32
+                              : dtype == "float16" ? torch::kFloat16
+                                                   : torch::kBFloat16;
+  const model::DType wire = dtype == "float32"   ? model::DType::kF32
+                            : dtype == "float16" ? model::DType::kF16
+                                                 : model::DType::kBF16;
+  std::vector<torch::Tensor> keep;
+  std::vector<model::TensorView> views;
+  for (const auto& [name, t] : m.NamedParameters()) {
+    torch::Tensor c = t.detach().to(target).contiguous();
+    keep.push_back(c);
+    model::TensorView v;
+    v.name = name;
+    v.dtype = wire;
+    v.shape = c.sizes().vec();
+    v.data = std::span<const std::byte>(static_cast<const std::byte*>(c.data_ptr()),
+                                        static_cast<size_t>(c.nbytes()));
+    views.push_back(std::move(v));
+  }
+  return store.Publish(views, version);
+}
+
+// The worker contract names trainer.json with --config, which the config library reserves for a
+// flags file: take it (--config=PATH or --config PATH) out of argv before parsing.
+std::string TakeTrainerConfig(int& argc, char** argv) {
+  std::string path = "/etc/sluice/config/trainer.json";
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--config=", 0) == 0) {
+      path = arg.substr(9);
+    } else if (arg == "--config" && i + 1 < argc) {
+      path = argv[++i];
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  argc = out;
+  return path;
+}
+
+int Main(int argc, char** argv) {
+  const config::Spec spec = MakeSpec();
+  const std::string trainer_config = TakeTrainerConfig(argc, argv);
+  Result<config::Config> cfg = config::Parse(spec, argc, argv, config::EnvironmentFromProcess());
+  if (!cfg.ok()) {
+    std::cerr << kProgram << ": " << cfg.status().message() << "\n";
+    return 2;
+  }
+  if (cfg->HelpRequested()) {
+    std::cout << config::HelpText(
+        spec, kProgram,
+        "One rank of a Sluice trainer: trains a Policy on batches from its Dataflow (GRPO, PPO, "
+        "DAPO, GSPO, M2PO, SFT) and, on rank 0, publishes every new weight version. "
+        "--config=PATH names trainer.json (the TrainerJob, its Policy and its Dataflow; default "
+        "/etc/sluice/config/trainer.json). docs/trainer.md.");
+    return 0;
+  }
+  if (cfg->VersionRequested()) {
+    std::cout << kProgram << " 0.1.0\n";
+    return 0;
+  }
+  log::SetMinLevel(log::ParseLevel(cfg->GetString("log-level")).value());
+  CancellationSource stop;
+  if (Status s = InstallShutdownSignals(stop); !s.ok()) {
+    std::cerr << kProgram << ": " << s.ToString() << "\n";
+    return 1;
+  }
+  const int rank = static_cast<int>(cfg->GetInt("rank"));
+  const int world = static_cast<int>(cfg->GetInt("world-size"));
+  if (rank >= world) {
+    std::cerr << kProgram << ": flag --rank: " << rank << " is not below --world-size " << world
+              << "\n";
+    return 2;
+  }
+  log::Logger logger("trainer");
+  Result<TrainerSettings> settings = LoadTrainerConfigFile(trainer_config);
+  if (!settings.ok()) {
+    std::cerr << kProgram << ": flag --config: " << settings.status().ToString() << "\n";
+    return 2;
+  }
+  const int64_t steps = cfg->GetInt("steps") > 0 ? cfg->GetInt("steps") : settings->spec.steps;
+  if (cfg->GetInt("threads") > 0) torch::set_num_threads(static_cast<int>(cfg->GetInt("threads")));
+
+  std::shared_ptr<http::TokenSource> token;
+  if (const std::string& file = cfg->GetString("token-file"); !file.empty()) {
+    Result<std::shared_ptr<http::TokenSource>> source = http::TokenSource::FromFile(file);
+    if (!source.ok()) {
+      std::cerr << kProgram << ": flag --token-file: " << source.status().message() << "\n";
+      return 2;
+    }
+    token = *source;
+  }
+
+  // HTTP first, so /healthz answers during rendezvous and model load.
+  metrics::Registry registry;
+  TrainerStatusBoard board(&registry, settings->policy, rank);
+  weights::WeightStore store(
+      static_cast<size_t>(std::max<int64_t>(settings->policy_spec.weight_sync.keep_versions, 1)));
+  weights::WeightRoutes weight_routes(store, &registry);
+  http::ServerOptions options;
+  options.name = "trainer";
+  options.address = cfg->GetString("address");
+  options.port = static_cast<int>(cfg->GetInt("port"));
+  options.auth = token;
+  options.shutdown_grace =
+      std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("shutdown-grace"));
+  options.write_timeout = std::chrono::milliseconds(120000);  // Large weight downloads.
+  http::Server server(options, &registry, logger);
+  server.AddReadinessCheck("gang", [&board]() {
+    return board.ready() ? Status::Ok() : Status::Unavailable("joining the gang, loading");
+  });
+  server.Get("/v1/status", [&board](const httplib::Request&, httplib::Response& res) {
+    http::ReplyJson(res, board.StatusJson());
+  });
+  if (rank == 0) weight_routes.Register(server);
+  if (Status s = server.Start(); !s.ok()) {
+    std::cerr << kProgram << ": " << s.ToString() << "\n";
+    return 1;
+  }
+  logger.Info("listening", {{"url", server.BaseUrl()}, {"rank", rank}, {"world_size", world}});
+
+  auto fail = [&](const std::string& what, const Status& st) {
+    board.SetPhase("Failed");
+    logger.Error(what, {{"error", st.ToString()}});
+    server.Shutdown();
+    return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
+  };
+
+  // Rendezvous.
+  GlooOptions gloo;
+  gloo.rank = rank;
+  gloo.world_size = world;
+  gloo.master_addr = ResolveHost(cfg->GetString("master-addr"));
+  gloo.master_port = static_cast<int>(cfg->GetInt("master-port"));
+  gloo.bind_address =
+      cfg->GetString("address") == "0.0.0.0" ? "127.0.0.1" : cfg->GetString("address");
+  gloo.timeout =
+      std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("collective-timeout"));
+  Result<std::unique_ptr<Communicator>> comm = ConnectGloo(gloo);
+  if (!comm.ok()) return fail("rendezvous failed", comm.status());
+
+  const ModelSource source = settings->model;
+  Result<std::unique_ptr<PolicyTrainer>> trainer = PolicyTrainer::Create(
+      *settings, [&source] { return LoadModel(source); }, comm->get());
+  if (!trainer.ok()) return fail("cannot build the trainer", trainer.status());
+  PolicyTrainer& t = **trainer;
+
+  // Resume from the newest complete checkpoint.
+  const std::string checkpoint_dir = cfg->GetString("checkpoint-dir");
+  const bool checkpoints = !checkpoint_dir.empty() && settings->spec.checkpoint.has_value();
+  if (!checkpoint_dir.empty()) {
+    Result<std::vector<int64_t>> held = ListCheckpoints(checkpoint_dir);
+    if (!held.ok()) return fail("cannot list checkpoints", held.status());
+    if (!held->empty()) {
+      const std::string path = checkpoint_dir + "/" + CheckpointName(held->back());
+      if (Status s = t.LoadState(path); !s.ok()) return fail("cannot resume", s);
+      board.RecordCheckpoint(held->back());
+      logger.Info("resumed", {{"checkpoint", path}, {"step", t.step()}});
+    }
+  }
+  board.SetStart(t.step(), t.version());
+
+  // Rank 0: the dataflow and the weights it announces.
+  http::ClientOptions client_options;
+  client_options.base_url = cfg->GetString("dataflow-url");
+  client_options.token = token;
+  client_options.resolver = HostsResolver();
+  client_options.read_timeout = std::chrono::milliseconds(
+      std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("batch-wait")) +
+      std::chrono::milliseconds(30000));
+  Result<std::unique_ptr<http::Client>> http_client = http::Client::Create(client_options);
+  if (!http_client.ok()) return fail("flag --dataflow-url", http_client.status());
+  dataflow::DataflowClient dataflow(std::shared_ptr<http::Client>(std::move(*http_client)));
+  std::string advertise = cfg->GetString("advertise-address");
+  if (advertise.empty()) advertise = gloo.bind_address;
+  const std::string weights_base =
+      "http://" + advertise + ":" + std::to_string(server.port()) + "/v1/weights/";
+  const std::string& dtype = settings->policy_spec.model.dtype;
+  auto publish_and_announce = [&](double* publish_seconds) -> Status {
+    const Clock::time_point p0 = Clock::now();
+    SLUICE_RETURN_IF_ERROR(Publish(t.model(), t.version(), dtype, store));
+    if (publish_seconds)
+      *publish_seconds = std::chrono::duration<double>(Clock::now() - p0).count();
+    if (t.version() < 1) return Status::Ok();  // The dataflow counts versions from 1.
+    dataflow::VersionAnnouncement a;
+    a.number = t.version();
+    a.url = weights_base + std::to_string(t.version());
+    Result<std::string> digest = store.Digest(t.version());
+    if (digest.ok()) a.digest = *digest;
+    for (const weights::VersionInfo& v : store.Versions()) {
+      if (v.version == t.version() && v.delta_from) a.delta_base = *v.delta_from;
+    }
+    return dataflow.Announce(settings->policy, a);
+  };
+  if (rank == 0) {
+    if (Status s = publish_and_announce(nullptr); !s.ok()) return fail("publishing failed", s);
+  }
+  board.SetPhase("Running");
+  board.SetReady(true);
+  logger.Info("training", {{"policy", settings->policy},
+                           {"steps", steps},
+                           {"from_step", t.step()},
+                           {"algorithm", settings->spec.algorithm.type}});
+
+  const auto wait =
+      std::chrono::duration_cast<std::chrono::seconds>(cfg->GetDuration("batch-wait"));
+  const auto dataflow_timeout = cfg->GetDuration("dataflow-timeout");
+  const int64_t groups = cfg->GetInt("groups-per-batch");
+  while (t.step() < steps) {
+    // Rank 0 takes a batch (or decides to stop) and hands the frame to everyone.
+    std::string frame;
+    const Clock::time_point wait_start = Clock::now();
+    if (rank == 0) {
+      Clock::time_point last_ok = Clock::now();
+      while (!stop.Token().IsCancelled()) {
+        Result<std::optional<std::string>> got =
+            dataflow.TakeBatchFrame(settings->policy, groups, wait, stop.Token());
+        if (got.ok() && got->has_value()) {
+          frame = std::move(**got);
+          break;
+        }
+        if (got.ok()) {
+          last_ok = Clock::now();
+          continue;
+        }
+        if (Clock::now() - last_ok > dataflow_timeout) {
+          return fail("the dataflow is unreachable", got.status());
+        }
+        logger.Warn("batch request failed; retrying", {{"error", got.status().ToString()}});
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
+    }
+    const double waited = std::chrono::duration<double>(Clock::now() - wait_start).count();
+    board.RecordDataWait(waited);
+    if (Status s = (*comm)->Broadcast(frame, 0); !s.ok()) return fail("broadcast failed", s);
+    if (frame.empty()) break;  // Stopping.
+    Result<dataflow::Batch> batch = dataflow::DecodeBatch(frame);
+    if (!batch.ok()) return fail("undecodable batch", batch.status());
+    Result<StepReport> report = t.Step(*batch);
+    if (!report.ok()) return fail("training step failed", report.status());
+
+    StepFigures f;
+    f.step = report->step;
+    f.version = report->version;
+    f.loss = report->loss;
+    f.value_loss = report->value_loss;
+    f.reward_mean = report->reward_mean;
+    f.kl = report->kl;
+    f.entropy = report->entropy;
+    f.clip_fraction = report->clip_fraction;
+    f.grad_norm = report->grad_norm;
+    f.learning_rate = report->learning_rate;
+    f.tokens_per_second = report->tokens_per_second;
+    f.staleness_mean = report->staleness_mean;
+    f.staleness_max = report->staleness_max;
+    f.step_seconds = report->seconds;
+    f.tokens = report->tokens;
+    f.data_wait_fraction = waited / std::max(waited + report->seconds, 1e-9);
+    if (rank == 0) {
+      if (Status s = dataflow.Ack(batch->batch_id); !s.ok()) {
+        // Not fatal: the dataflow re-serves the batch after its ack timeout.
+        logger.Warn("ack failed", {{"batch", batch->batch_id}, {"error", s.ToString()}});
+      }
+      if (Status s = publish_and_announce(&f.publish_seconds); !s.ok()) {
+        return fail("publishing failed", s);
+      }
+      for (const weights::VersionInfo& v : store.Versions()) {
+        if (v.version == t.version() && v.delta_from) {
+          f.delta_bytes = static_cast<double>(v.delta_stats.bytes);
+          f.delta_density = v.delta_stats.density();
+        }
+      }
+    }
+    board.RecordStep(f);
+    logger.Info("step", {{"step", f.step},
+                         {"loss", f.loss},
+                         {"reward_mean", f.reward_mean},
+                         {"entropy", f.entropy},
+                         {"clip_fraction", f.clip_fraction},
+                         {"grad_norm", f.grad_norm},
+                         {"tokens_per_second", f.tokens_per_second},
+                         {"data_wait_fraction", f.data_wait_fraction}});
+    if (rank == 0 && checkpoints) {
+      const api::TrainerJobSpecCheckpoint& c = *settings->spec.checkpoint;
+      if (t.step() % c.every_steps == 0 || t.step() == steps) {
+        Result<std::string> tmp = BeginCheckpoint(checkpoint_dir, t.step());
+        Status s = tmp.ok() ? t.SaveState(*tmp) : tmp.status();
+        if (s.ok()) s = CommitCheckpoint(checkpoint_dir, t.step(), static_cast<int>(c.keep));
+        if (!s.ok()) return fail("checkpoint failed", s);
+        board.RecordCheckpoint(t.step());
+        logger.Info("checkpoint", {{"step", t.step()}, {"dir", checkpoint_dir}});
+      }
+    }
+  }
+  const bool finished = t.step() >= steps;
+  board.SetPhase(finished ? "Succeeded" : "Running");
+  logger.Info(finished ? "finished" : "stopped", {{"step", t.step()}, {"version", t.version()}});
+  server.Shutdown();
+  return 0;
+}
+
+}  // namespace
+}  // namespace sluice::trainer
+
+int main(int argc, char** argv) { return sluice::trainer::Main(argc, argv); }

@@ -1,0 +1,126 @@
+#include "workers/trainer/trainer_settings.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <utility>
+
+#include "operator/api/validation.h"
+
+namespace sluice::trainer {
+namespace {
+
+using nlohmann::json;
+
+// Defaults and validates config[key] (an object of `kind`), prefixing error fields with key.
+Status DefaultMember(json& config, const char* key, const char* kind) {
+  if (!config.contains(key) || !config[key].is_object()) {
+    return Status::InvalidArgument(std::string("missing the ") + kind + " object", key);
+  }
+  json& object = config[key];
+  if (object.value("kind", std::string(kind)) != kind) {
+    return Status::InvalidArgument(std::string("must be a ") + kind, std::string(key) + ".kind");
+  }
+  object["kind"] = kind;
+  if (!object.contains("apiVersion")) object["apiVersion"] = "sluice.dev/v1alpha1";
+  Status st = api::DefaultAndValidate(object);
+  if (!st.ok()) {
+    return Status::InvalidArgument(st.message(),
+                                   std::string(key) + (st.field().empty() ? "" : ".") + st.field());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ModelSource> ResolveModelSource(const api::PolicySpecModelSource& source) {
+  ModelSource out;
+  if (source.builtin) {
+    const api::PolicySpecModelSourceBuiltin& b = *source.builtin;
+    out.builtin_uri = "builtin:tiny?layers=" + std::to_string(b.layers) +
+                      "&d=" + std::to_string(b.hidden_size) + "&heads=" + std::to_string(b.heads) +
+                      "&kv_heads=" + std::to_string(b.kv_heads) +
+                      "&ff=" + std::to_string(b.intermediate_size) +
+                      "&max_pos=" + std::to_string(b.max_sequence_length) +
+                      "&seed=" + std::to_string(b.seed) + "&vocab=char";
+    return out;
+  }
+  if (source.path) {
+    out.directory = *source.path;
+    return out;
+  }
+  if (source.pvc) {
+    std::string dir(kPolicyModelMount);
+    if (source.pvc->path != "/") dir += source.pvc->path;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    out.directory = dir;
+    return out;
+  }
+  if (source.uri) {
+    return Status::InvalidArgument(
+        "downloading a model is not supported by the workers yet; use path or pvc",
+        "spec.model.source.uri");
+  }
+  return Status::InvalidArgument("must set one of builtin, path, pvc and uri", "spec.model.source");
+}
+
+Result<TrainerSettings> ParseTrainerConfig(std::string_view text) {
+  json config = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded() || !config.is_object()) {
+    return Status::InvalidArgument("not a JSON object", "trainer.json");
+  }
+  SLUICE_RETURN_IF_ERROR(DefaultMember(config, "trainerJob", "TrainerJob"));
+  SLUICE_RETURN_IF_ERROR(DefaultMember(config, "policy", "Policy"));
+  SLUICE_RETURN_IF_ERROR(DefaultMember(config, "dataflow", "Dataflow"));
+  Result<api::TrainerJob> job = api::TrainerJobFromJson(config["trainerJob"]);
+  if (!job.ok()) return job.status().WithContext("trainerJob");
+  Result<api::Policy> policy = api::PolicyFromJson(config["policy"]);
+  if (!policy.ok()) return policy.status().WithContext("policy");
+  Result<api::Dataflow> dataflow = api::DataflowFromJson(config["dataflow"]);
+  if (!dataflow.ok()) return dataflow.status().WithContext("dataflow");
+
+  TrainerSettings s;
+  s.job = job->metadata.name;
+  s.nspace = job->metadata.namespace_.empty() ? "default" : job->metadata.namespace_;
+  s.policy = policy->metadata.name;
+  s.dataflow = dataflow->metadata.name;
+  if (job->spec.policy_ref.name != s.policy) {
+    return Status::InvalidArgument("names Policy '" + job->spec.policy_ref.name +
+                                       "' but the config holds Policy '" + s.policy + "'",
+                                   "trainerJob.spec.policyRef.name");
+  }
+  if (job->spec.dataflow_ref.name != s.dataflow) {
+    return Status::InvalidArgument("names Dataflow '" + job->spec.dataflow_ref.name +
+                                       "' but the config holds Dataflow '" + s.dataflow + "'",
+                                   "trainerJob.spec.dataflowRef.name");
+  }
+  s.spec = std::move(job->spec);
+  s.policy_spec = std::move(policy->spec);
+  Result<ModelSource> model = ResolveModelSource(s.policy_spec.model.source);
+  if (!model.ok()) {
+    return Status(model.status().code(), model.status().message(),
+                  "policy." + model.status().field());
+  }
+  s.model = std::move(*model);
+  const api::DataflowSpec& df = dataflow->spec;
+  s.minibatches = df.batch.minibatches;
+  if (df.batch.per_policy) {
+    for (const auto& item : *df.batch.per_policy) {
+      if (item.policy == s.policy && item.minibatches) s.minibatches = *item.minibatches;
+    }
+  }
+  s.max_new_tokens = df.sampling.max_new_tokens;
+  return s;
+}
+
+Result<TrainerSettings> LoadTrainerConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(path + ": cannot open the trainer config");
+  std::stringstream text;
+  text << in.rdbuf();
+  Result<TrainerSettings> s = ParseTrainerConfig(text.str());
+  if (!s.ok()) return s.status().WithContext(path);
+  return s;
+}
+
+}  // namespace sluice::trainer

@@ -1,0 +1,59 @@
+// TrainerSettings: what one sluice-trainer rank needs to know about its job, read from the
+// trainer.json the operator mounts (docs/operator.md, "TrainerJob"): the TrainerJob, its Policy
+// and its Dataflow, each as {apiVersion, kind, metadata{name, namespace}, spec}. Specs are
+// defaulted and validated against the CRD schemas exactly as the API server would, so a hand-made
+// file gets the same field-naming errors as kubectl apply.
+//
+// Thread safety: plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "operator/api/generated/dataflow_types.h"
+#include "operator/api/generated/policy_types.h"
+#include "operator/api/generated/trainer_job_types.h"
+
+namespace sluice::trainer {
+
+// Where the Policy's initial weights come from, resolved to something a process can open.
+struct ModelSource {
+  std::string builtin_uri;  // "builtin:tiny?layers=..." (ParseBuiltinModel); or
+  std::string directory;    // an HF model directory.
+};
+
+// The mount point of a Policy's spec.model.source.pvc claim inside worker Pods; the model
+// directory is this plus the claim's path.
+inline constexpr std::string_view kPolicyModelMount = "/var/lib/sluice/model";
+
+// Maps spec.model.source onto a ModelSource. builtin becomes the equivalent builtin:tiny URI
+// (char vocabulary, llama family, max_pos = maxSequenceLength); path is used as it is; pvc is
+// kPolicyModelMount + its path. uri is InvalidArgument (naming the field): workers do not download
+// models yet.
+Result<ModelSource> ResolveModelSource(const api::PolicySpecModelSource& source);
+
+struct TrainerSettings {
+  std::string job;       // TrainerJob metadata.name.
+  std::string nspace;    // Its namespace.
+  std::string policy;    // The Policy's name: the dataflow's policy id (/v1/batches/{policy}).
+  std::string dataflow;  // The Dataflow's name.
+  api::TrainerJobSpec spec;
+  api::PolicySpec policy_spec;
+  ModelSource model;
+  // From the Dataflow: optimizer updates per batch (spec.batch.perPolicy[policy].minibatches,
+  // else spec.batch.minibatches), and the completion limit (spec.sampling.maxNewTokens, tokens)
+  // that DAPO's overlong shaping measures against.
+  int64_t minibatches = 1;
+  int64_t max_new_tokens = 512;
+};
+
+// Parses trainer.json text. InvalidArgument naming the field ("trainerJob.spec.steps", ...) for
+// a missing object, a schema violation or an unsupported model source.
+Result<TrainerSettings> ParseTrainerConfig(std::string_view text);
+// Reads and parses the file; errors carry the path.
+Result<TrainerSettings> LoadTrainerConfigFile(const std::string& path);
+
+}  // namespace sluice::trainer
