@@ -208,8 +208,8 @@ int RunExperiment(const RunOptions& options, const std::function<bool()>& interr
     if (applied->role == ExperimentRole::kTrainerJob ||
         applied->role == ExperimentRole::kDataflow ||
         applied->role == ExperimentRole::kRolloutPool) {
-      json placeholder = {{"metadata", {{"name", applied->name}}}};
-      followed.push_back({*applied, std::move(placeholder), ""});
+      json not_read_yet = {{"metadata", {{"name", applied->name}}}};
+      followed.push_back({*applied, std::move(not_read_yet), ""});
     }
   }
   out << std::flush;
