@@ -29,6 +29,9 @@ Result<nlohmann::json> ParseJsonText(std::string_view text, std::string_view wha
   } catch (const nlohmann::json::parse_error& e) {
     return Status::InvalidArgument(std::string(what) + " is not valid JSON: syntax error at byte " +
                                    std::to_string(e.byte) + ": " + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // Not a syntax error but a value nlohmann cannot hold, e.g. 1e999 (out_of_range.406).
+    return Status::InvalidArgument(std::string(what) + " is not valid JSON: " + e.what());
   }
 }
 

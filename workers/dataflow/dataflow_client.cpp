@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "common/http/json_body.h"
+
 namespace sluice::dataflow {
 
 Result<std::optional<std::string>> DataflowClient::TakeBatchFrame(const std::string& policy,
@@ -56,6 +58,97 @@ Status DataflowClient::Announce(const std::string& policy, const VersionAnnounce
   if (!res.ok()) return res.status();
   if (res->status == 409) return Status::Ok();
   return res->ToStatus().WithContext("POST /v1/policies/" + policy + "/versions");
+}
+
+Result<LeaseAnswer> DataflowClient::Lease(const LeaseQuery& query,
+                                          const CancellationToken& cancel) {
+  nlohmann::json body = {{"worker_id", query.worker_id}, {"pool", query.pool},
+                         {"region", query.region},       {"hosted_policies", query.hosted_policies},
+                         {"capacity", query.capacity},   {"wait", query.wait.count()}};
+  http::Request req;
+  req.method = "POST";
+  req.path = "/v1/leases";
+  req.body = body.dump();
+  req.content_type = "application/json";
+  req.cancel = cancel;
+  // Not retried: a lost reply would leave leases nobody works on until they expire.
+  req.idempotent = false;
+  Result<http::Response> res = client_->Send(std::move(req));
+  if (!res.ok()) return res.status();
+  SLUICE_RETURN_IF_ERROR(res->ToStatus().WithContext("POST /v1/leases"));
+  Result<nlohmann::json> reply = http::ParseJsonText(res->body, "lease reply");
+  if (!reply.ok()) return reply.status();
+  LeaseAnswer answer;
+  const nlohmann::json& r = *reply;
+  if (auto it = r.find("tasks"); it != r.end()) {
+    if (!it->is_array()) return Status::InvalidArgument("must be a list", "lease reply.tasks");
+    answer.tasks = *it;
+  }
+  if (auto it = r.find("versions"); it != r.end()) {
+    if (!it->is_array()) return Status::InvalidArgument("must be a list", "lease reply.versions");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const nlohmann::json& v = (*it)[i];
+      const std::string where = "lease reply.versions[" + std::to_string(i) + "]";
+      if (!v.is_object() || !v.contains("policy") || !v["policy"].is_string() ||
+          !v.contains("number") || !v["number"].is_number_integer()) {
+        return Status::InvalidArgument("must be an object with policy and number", where);
+      }
+      AnnouncedVersion a;
+      a.policy = v["policy"].get<std::string>();
+      a.number = v["number"].get<int64_t>();
+      if (v.contains("url") && v["url"].is_string()) a.url = v["url"].get<std::string>();
+      if (v.contains("digest") && v["digest"].is_string())
+        a.digest = v["digest"].get<std::string>();
+      if (v.contains("delta_base") && v["delta_base"].is_number_integer()) {
+        a.delta_base = v["delta_base"].get<int64_t>();
+      }
+      answer.versions.push_back(std::move(a));
+    }
+  }
+  if (auto it = r.find("backpressure"); it != r.end() && it->is_boolean()) {
+    answer.backpressure = it->get<bool>();
+  }
+  if (auto it = r.find("lease_seconds"); it != r.end() && it->is_number_integer()) {
+    answer.lease_seconds = it->get<int64_t>();
+  }
+  return answer;
+}
+
+Status DataflowClient::Renew(const std::string& lease_id) {
+  http::Request req;
+  req.method = "POST";
+  req.path = "/v1/leases/" + lease_id + "/renew";
+  req.idempotent = true;  // Renewing twice only extends the deadline again.
+  Result<http::Response> res = client_->Send(std::move(req));
+  if (!res.ok()) return res.status();
+  return res->ToStatus().WithContext("POST /v1/leases/" + lease_id + "/renew");
+}
+
+Status DataflowClient::Release(const std::string& lease_id, const std::string& error) {
+  http::Request req;
+  req.method = "POST";
+  req.path = "/v1/leases/" + lease_id + "/release";
+  if (!error.empty()) {
+    req.body = nlohmann::json{{"error", error}}.dump();
+    req.content_type = "application/json";
+  }
+  req.idempotent = false;  // A second release with an error would count a second failure.
+  Result<http::Response> res = client_->Send(std::move(req));
+  if (!res.ok()) return res.status();
+  return res->ToStatus().WithContext("POST /v1/leases/" + lease_id + "/release");
+}
+
+Result<nlohmann::json> DataflowClient::Submit(const TrajectoryGroup& group) {
+  http::Request req;
+  req.method = "POST";
+  req.path = "/v1/trajectories";
+  SLUICE_RETURN_IF_ERROR(EncodeTrajectoryGroup(group, &req.body));
+  req.content_type = "application/octet-stream";
+  req.idempotent = true;  // Submits are idempotent by task id.
+  Result<http::Response> res = client_->Send(std::move(req));
+  if (!res.ok()) return res.status();
+  SLUICE_RETURN_IF_ERROR(res->ToStatus().WithContext("POST /v1/trajectories"));
+  return http::ParseJsonText(res->body, "submit reply");
 }
 
 }  // namespace sluice::dataflow

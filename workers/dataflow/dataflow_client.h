@@ -1,5 +1,6 @@
-// DataflowClient: the trainer's side of the dataflow API (docs/dataflow.md, "HTTP API"): take a
-// batch, acknowledge it, announce a new weight version. Rollout workers' lease calls will join it.
+// DataflowClient: the workers' side of the dataflow API (docs/dataflow.md, "HTTP API"). Trainers
+// take a batch, acknowledge it and announce new weight versions; rollout workers lease tasks,
+// renew and release leases, and submit finished groups.
 //
 // Every call goes through an http::Client (retries on connection failures and 5xx where safe,
 // bearer token, hosts-file resolution), so a dataflow restart is ridden out transparently.
@@ -9,9 +10,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/http/client.h"
 #include "common/process/cancellation.h"
@@ -19,6 +23,32 @@
 #include "workers/dataflow/trajectory_codec.h"
 
 namespace sluice::dataflow {
+
+// What a rollout worker asks POST /v1/leases for.
+struct LeaseQuery {
+  std::string worker_id;
+  std::string pool;
+  std::string region;
+  std::map<std::string, int64_t> hosted_policies;  // Policy -> loaded version.
+  int64_t capacity = 1;                            // Tasks wanted.
+  std::chrono::seconds wait{0};                    // Long-poll for this long when none is ready.
+};
+
+// A policy version named in a lease reply.
+struct AnnouncedVersion {
+  std::string policy;
+  int64_t number = 0;
+  std::string url;
+  std::string digest;
+  int64_t delta_base = -1;
+};
+
+struct LeaseAnswer {
+  nlohmann::json tasks = nlohmann::json::array();  // Leased tasks, as the dataflow sent them.
+  std::vector<AnnouncedVersion> versions;
+  bool backpressure = false;
+  int64_t lease_seconds = 0;
+};
 
 struct VersionAnnouncement {
   int64_t number = 0;       // >= 1.
@@ -47,6 +77,16 @@ class DataflowClient {
   // POST /v1/policies/{policy}/versions. A version that is not newer than the dataflow's (409,
   // e.g. re-announced after a restart) is OK.
   Status Announce(const std::string& policy, const VersionAnnouncement& version);
+
+  // POST /v1/leases. InvalidArgument naming the field for a malformed reply.
+  Result<LeaseAnswer> Lease(const LeaseQuery& query, const CancellationToken& cancel);
+  // POST /v1/leases/{id}/renew: NotFound for an unknown or withdrawn lease, Gone (410) past its
+  // deadline.
+  Status Renew(const std::string& lease_id);
+  // POST /v1/leases/{id}/release; a non-empty error counts a failed attempt.
+  Status Release(const std::string& lease_id, const std::string& error);
+  // POST /v1/trajectories with one encoded trajectory-group frame; the reply's JSON.
+  Result<nlohmann::json> Submit(const TrajectoryGroup& group);
 
  private:
   std::shared_ptr<http::Client> client_;

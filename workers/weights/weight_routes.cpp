@@ -4,6 +4,8 @@
 #include <charconv>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
 
 #include "common/http/json_body.h"
 
@@ -99,8 +101,8 @@ Result<std::optional<ByteRange>> ParseRangeHeader(std::string_view value, uint64
   return std::optional<ByteRange>(ByteRange{*first, last - *first + 1});
 }
 
-WeightRoutes::WeightRoutes(WeightStore& store, metrics::Registry* registry)
-    : store_(store), registry_(registry) {
+WeightRoutes::WeightRoutes(WeightStore& store, metrics::Registry* registry, std::string prefix)
+    : store_(store), prefix_(std::move(prefix)), registry_(registry) {
   if (registry_ == nullptr) return;
   metrics::Registry& r = *registry_;
   served_bytes_ =
@@ -142,12 +144,12 @@ void WeightRoutes::Served(std::string_view kind, uint64_t bytes) {
 }
 
 void WeightRoutes::Register(http::Server& server) {
-  server.Get("/v1/weights",
+  server.Get(prefix_ + "/v1/weights",
              [this](const httplib::Request& req, httplib::Response& res) { HandleList(req, res); });
-  server.Get(R"(/v1/weights/([^/]+))",
+  server.Get(prefix_ + R"(/v1/weights/([^/]+))",
              [this](const httplib::Request& req, httplib::Response& res) { HandleFull(req, res); });
   server.Get(
-      R"(/v1/weights/([^/]+)/delta)",
+      prefix_ + R"(/v1/weights/([^/]+)/delta)",
       [this](const httplib::Request& req, httplib::Response& res) { HandleDelta(req, res); });
 }
 

@@ -64,7 +64,10 @@ Result<std::optional<ByteRange>> ParseRangeHeader(std::string_view value, uint64
 
 class WeightRoutes {
  public:
-  WeightRoutes(WeightStore& store, metrics::Registry* registry);
+  // `prefix` is put before every route ("" serves /v1/weights...; a rollout relay hosting several
+  // policies serves each under "/v1/relay/<policy>"); it must not contain regex characters.
+  // With a null registry nothing is counted (a second WeightRoutes on one registry passes null).
+  WeightRoutes(WeightStore& store, metrics::Registry* registry, std::string prefix = "");
   ~WeightRoutes();
   WeightRoutes(const WeightRoutes&) = delete;
   WeightRoutes& operator=(const WeightRoutes&) = delete;
@@ -79,6 +82,7 @@ class WeightRoutes {
   void Served(std::string_view kind, uint64_t bytes);
 
   WeightStore& store_;
+  const std::string prefix_;
   metrics::Registry* registry_;
   metrics::CounterFamily* served_bytes_ = nullptr;
   metrics::CounterFamily* requests_ = nullptr;

@@ -205,6 +205,11 @@ TEST(JsonBodyTest, ParseJsonObjectSaysWhatIsWrong) {
   Status s = ParseJsonObject(req).status();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("syntax error at byte 9"), std::string::npos) << s.message();
+  // A number no double holds is an error too, not an exception out of the parser.
+  req.body = R"({"reward": 1e999})";
+  s = ParseJsonObject(req).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("not valid JSON"), std::string::npos) << s.message();
   req.body = "[1]";
   EXPECT_NE(ParseJsonObject(req).status().message().find("must be a JSON object, got array"),
             std::string::npos);
