@@ -14,6 +14,7 @@ PACKAGES=(
   libopenblas0-pthread  # libtorch's BLAS: replaces the netlib reference (5x to 8x faster matmuls)
   prometheus      # promtool (exposition checks) and the real server (autoscaling tests)
   clang-format
+  python3         # the rollout worker runs models' Python (code-exec reward, python environment)
 )
 
 missing=()
