@@ -268,7 +268,9 @@ int Main(int argc, char** argv) {
   pool_options.prometheus_url = cfg->GetString("prometheus-url");
   pool_options.status_period = df_options.status_period;
   controllers::RolloutPoolController pool_logic(
-      client, {pools.get(), pods.get(), dataflows.get(), secrets.get()}, events, pool_options);
+      client,
+      {pools.get(), pods.get(), dataflows.get(), secrets.get(), policies.get(), config_maps.get()},
+      events, pool_options);
 
   controllers::TrainerJobControllerOptions job_options;
   job_options.images = df_options.images;
@@ -300,6 +302,9 @@ int Main(int argc, char** argv) {
     controllers::Controller pool_controller(
         options, *pools, [&](const std::string& key) { return pool_logic.Reconcile(key); });
     pool_controller.WatchOwned(*pods, "RolloutPool");
+    pool_controller.WatchOwned(*config_maps, "RolloutPool");
+    pool_controller.Watch(*policies,
+                          [&](const nlohmann::json& p) { return pool_logic.PoolsOfPolicy(p); });
     pool_controller.Watch(*dataflows,
                           [&](const nlohmann::json& df) { return pool_logic.PoolsOfDataflow(df); });
     // The token Secret appears after the pool may have looked for it.

@@ -97,6 +97,32 @@ std::string ReplicaPodName(const std::string& pool, const std::string& region, i
   return (clean.empty() ? "" : clean + "-") + hash + suffix;
 }
 
+std::string RolloutConfigMapName(const std::string& pool) { return pool + "-rollout-config"; }
+
+json DesiredRolloutConfigMap(const json& pool, const std::vector<json>& policies) {
+  auto manifest = [](const json& obj, const char* kind) {
+    return json{{"apiVersion", obj.value("apiVersion", "sluice.dev/v1alpha1")},
+                {"kind", kind},
+                {"metadata", {{"name", Name(obj)}, {"namespace", Namespace(obj)}}},
+                {"spec", obj.value("spec", json::object())}};
+  };
+  std::vector<json> sorted;
+  for (const json& p : policies) sorted.push_back(manifest(p, "Policy"));
+  std::sort(sorted.begin(), sorted.end(),
+            [](const json& a, const json& b) { return Name(a) < Name(b); });
+  const json config = {{"pool", manifest(pool, "RolloutPool")}, {"policies", sorted}};
+  const std::string pool_name = Name(pool);
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata",
+           {{"name", RolloutConfigMapName(pool_name)},
+            {"namespace", Namespace(pool)},
+            {"labels",
+             StandardLabels("sluice-rollout", pool_name, "rollout", {{kPoolLabel, pool_name}})},
+            {"ownerReferences", json::array({ControllerRef(pool)})}}},
+          {"data", {{"rollout.json", config.dump(2) + "\n"}}}};
+}
+
 std::string PoolTemplateHash(const json& pool) {
   const json spec = pool.value("spec", json::object());
   return JsonHash({{"engine", spec.value("engine", json::object())},
@@ -138,6 +164,7 @@ json DesiredReplicaPod(const json& pool, const json* region, int index, const js
       "--port=" + std::to_string(kRolloutPort),
       "--region=$(SLUICE_REGION)",
       "--replica=$(POD_NAME)",
+      std::string("--policy-config=") + kRolloutConfigDir + "/rollout.json",
   });
   for (const json& a : engine.value("args", json::array())) args.push_back(a);
 
@@ -170,13 +197,16 @@ json DesiredReplicaPod(const json& pool, const json* region, int index, const js
         {"failureThreshold", 6}}},
       {"resources", Resources(pool)},
       {"volumeMounts",
-       json::array({{{"name", "token"}, {"mountPath", kRolloutTokenDir}, {"readOnly", true}}})}};
+       json::array({{{"name", "token"}, {"mountPath", kRolloutTokenDir}, {"readOnly", true}},
+                    {{"name", "config"}, {"mountPath", kRolloutConfigDir}, {"readOnly", true}}})}};
 
   json spec = {
       {"containers", json::array({container})},
       {"volumes",
-       json::array({{{"name", "token"},
-                     {"secret", {{"secretName", DataflowTokenSecretName(dataflow_name)}}}}})},
+       json::array(
+           {{{"name", "token"},
+             {"secret", {{"secretName", DataflowTokenSecretName(dataflow_name)}}}},
+            {{"name", "config"}, {"configMap", {{"name", RolloutConfigMapName(pool_name)}}}}})},
       {"restartPolicy", "Always"},
       // Service links would put <SVC>_PORT=tcp://... variables into the worker's environment.
       {"enableServiceLinks", false},

@@ -34,6 +34,8 @@
 //     --port=8080
 //     --region=$(SLUICE_REGION)                     the placement region; empty without one
 //     --replica=$(POD_NAME)                         the Pod's name
+//     --policy-config=/etc/sluice/config/rollout.json  the pool's ConfigMap <pool>-rollout-config
+//                                                   (DesiredRolloutConfigMap), mounted read-only
 //   env: POD_IP, POD_NAME (downward API), SLUICE_REGION, then spec.template.env verbatim.
 //   HTTP on port 8080 ("http"):
 //     GET  /healthz    200 while the process is alive, including while the model loads (the
@@ -51,6 +53,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "operator/controllers/dataflow_children.h"
 
@@ -59,6 +62,8 @@ namespace sluice::controllers {
 inline constexpr int kRolloutPort = 8080;
 // Where the Dataflow's token Secret is mounted in a replica.
 inline constexpr char kRolloutTokenDir[] = "/var/run/sluice/token";
+// Where the pool's ConfigMap (rollout.json) is mounted in a replica.
+inline constexpr char kRolloutConfigDir[] = "/etc/sluice/config";
 // The grace a replica gets on top of spec.drain.gracePeriodSeconds once its Pod is deleted.
 inline constexpr int kRolloutTerminationSlackSeconds = 30;
 
@@ -79,6 +84,15 @@ std::string PoolTemplateHash(const nlohmann::json& pool);
 nlohmann::json DesiredReplicaPod(const nlohmann::json& pool, const nlohmann::json* region,
                                  int index, const nlohmann::json& dataflow,
                                  const WorkerImages& images);
+
+// "<pool>-rollout-config".
+std::string RolloutConfigMapName(const std::string& pool);
+
+// The pool's ConfigMap: data "rollout.json" = {"pool": <pool manifest>, "policies": [<Policy
+// manifest>...]} with the hosted Policies found (apiVersion, kind, name, namespace, spec), sorted
+// by name. The worker reads the models, tokenizers and chat templates from it.
+nlohmann::json DesiredRolloutConfigMap(const nlohmann::json& pool,
+                                       const std::vector<nlohmann::json>& policies);
 
 // Whether `existing` was built from the same template as `desired`: equal, non-empty
 // sluice.dev/template-hash labels. A replica that does not match is replaced by the rolling

@@ -27,6 +27,7 @@ namespace {
 
 const kube::GroupVersionResource kPools{"sluice.dev", "v1alpha1", "rolloutpools", true};
 const kube::GroupVersionResource kPods{"", "v1", "pods", true};
+const kube::GroupVersionResource kConfigMaps{"", "v1", "configmaps", true};
 
 std::string Str(const json& obj, const char* pointer, const std::string& fallback = "") {
   const json::json_pointer ptr(pointer);
@@ -107,6 +108,22 @@ std::vector<std::string> RolloutPoolController::PoolsOfDataflow(const json& data
     if (Str(*p, "/metadata/namespace", "default") == ns &&
         Str(*p, "/spec/dataflowRef/name") == name) {
       keys.push_back(ns + "/" + Str(*p, "/metadata/name"));
+    }
+  }
+  return keys;
+}
+
+std::vector<std::string> RolloutPoolController::PoolsOfPolicy(const json& policy) const {
+  std::vector<std::string> keys;
+  const std::string ns = Str(policy, "/metadata/namespace", "default");
+  const std::string name = Str(policy, "/metadata/name");
+  for (const kube::ObjectPtr& p : informers_.pools->store().List()) {
+    if (Str(*p, "/metadata/namespace", "default") != ns) continue;
+    for (const json& hosted : p->value("/spec/policies"_json_pointer, json::array())) {
+      if (hosted.is_string() && hosted.get<std::string>() == name) {
+        keys.push_back(ns + "/" + Str(*p, "/metadata/name"));
+        break;
+      }
     }
   }
   return keys;
@@ -284,6 +301,42 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
     SLUICE_RETURN_IF_ERROR(write_blocked(
         "DataflowNotFound", "spec.dataflowRef: Dataflow \"" + df_name + "\" not found in " + ns));
     return ReconcileResult{};  // The Dataflow's creation re-triggers this pool (Watch).
+  }
+
+  // The worker config: the hosted Policies the replicas load (rollout.json). A Policy that does not
+  // exist yet is left out (the replicas then fail to start, naming it) and reported as an Event;
+  // its creation re-triggers this pool (Watch).
+  if (informers_.config_maps != nullptr && informers_.policies != nullptr) {
+    std::vector<json> hosted;
+    std::vector<std::string> missing;
+    for (const json& p : pool.value("/spec/policies"_json_pointer, json::array())) {
+      if (!p.is_string()) continue;
+      kube::ObjectPtr policy = informers_.policies->store().Get(ns + "/" + p.get<std::string>());
+      if (policy) {
+        hosted.push_back(*policy);
+      } else {
+        missing.push_back(p.get<std::string>());
+      }
+    }
+    if (!missing.empty()) {
+      std::string names;
+      for (const std::string& m : missing) names += (names.empty() ? "" : ", ") + m;
+      (void)events_.Record(pool, kube::kEventWarning, "PolicyNotFound",
+                           "spec.policies: Policy " + names + " not found in " + ns);
+    }
+    const json desired = DesiredRolloutConfigMap(pool, hosted);
+    const std::string cm_name = desired["metadata"]["name"];
+    kube::ObjectPtr current = informers_.config_maps->store().Get(ns + "/" + cm_name);
+    kube::ResourceClient cms = client_.Resource(kConfigMaps, ns);
+    if (!current) {
+      Result<json> r = cms.Create(desired);
+      if (!r.ok() && r.status().code() != StatusCode::kAlreadyExists) return r.status();
+    } else if (current->value("data", json()) != desired["data"]) {
+      json updated = *current;
+      updated["data"] = desired["data"];
+      Result<json> r = cms.Update(updated);
+      if (!r.ok() && r.status().code() != StatusCode::kConflict) return r.status();
+    }
   }
 
   // 3. Facts about each replica.

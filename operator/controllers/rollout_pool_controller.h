@@ -55,6 +55,8 @@ struct RolloutPoolInformers {
   kube::Informer* pods = nullptr;
   kube::Informer* dataflows = nullptr;
   kube::Informer* secrets = nullptr;
+  kube::Informer* policies = nullptr;     // The hosted Policies (rollout.json); may be null.
+  kube::Informer* config_maps = nullptr;  // The pool's ConfigMap; may be null (none is made).
 };
 
 class RolloutPoolController {
@@ -64,6 +66,9 @@ class RolloutPoolController {
   ~RolloutPoolController();
 
   Result<ReconcileResult> Reconcile(const std::string& key);
+
+  // The pools that host a Policy (for Controller::Watch on Policies).
+  std::vector<std::string> PoolsOfPolicy(const nlohmann::json& policy) const;
 
   // The pools that reference a Dataflow (for Controller::Watch on Dataflows).
   std::vector<std::string> PoolsOfDataflow(const nlohmann::json& dataflow) const;

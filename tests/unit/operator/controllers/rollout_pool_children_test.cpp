@@ -203,6 +203,7 @@ TEST(RolloutPoolChildrenTest, ArgsFollowTheWorkerContract) {
       "--port=8080",
       "--region=$(SLUICE_REGION)",
       "--replica=$(POD_NAME)",
+      "--policy-config=/etc/sluice/config/rollout.json",
       "--enforce-eager",
       "--seed=7",
   };
@@ -218,7 +219,7 @@ TEST(RolloutPoolChildrenTest, ArgsUseEngineDefaults) {
   pool["spec"]["policies"] = {"b", "a", "b"};
   const json pod = DesiredReplicaPod(pool, nullptr, 1, Dataflow(), WorkerImages{});
   const std::vector<std::string> args = Strings(pod["spec"]["containers"][0]["args"]);
-  ASSERT_EQ(args.size(), 12u);
+  ASSERT_EQ(args.size(), 13u);
   EXPECT_EQ(args[2], "--policies=a,b");
   EXPECT_EQ(args[3], "--engine=builtin");
   EXPECT_EQ(args[4], "--tensor-parallel-size=1");
@@ -312,12 +313,14 @@ TEST(RolloutPoolChildrenTest, PodSpecProbesVolumesAndTolerations) {
   EXPECT_EQ(spec["tolerations"],
             json::parse(R"([{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}])"));
   EXPECT_EQ(spec["volumes"],
-            json::parse(R"([{"name": "token", "secret": {"secretName": "arith-token"}}])"));
+            json::parse(R"([{"name": "token", "secret": {"secretName": "arith-token"}},
+                            {"name": "config", "configMap": {"name": "gen-rollout-config"}}])"));
   ASSERT_EQ(spec["containers"].size(), 1u);
   const json c = spec["containers"][0];
   EXPECT_EQ(c["volumeMounts"],
             json::parse(
-                R"([{"name": "token", "mountPath": "/var/run/sluice/token", "readOnly": true}])"));
+                R"([{"name": "token", "mountPath": "/var/run/sluice/token", "readOnly": true},
+                    {"name": "config", "mountPath": "/etc/sluice/config", "readOnly": true}])"));
   EXPECT_EQ(c["ports"],
             json::parse(R"([{"name": "http", "containerPort": 8080, "protocol": "TCP"}])"));
   EXPECT_EQ(c["readinessProbe"], json::parse(R"({"httpGet": {"path": "/readyz", "port": "http"},
@@ -360,6 +363,36 @@ TEST(RolloutPoolChildrenTest, MatchesComparesTheTemplateHash) {
   unlabelled["metadata"]["labels"].erase(kTemplateHashLabel);
   EXPECT_FALSE(ReplicaPodMatches(desired, unlabelled));
   EXPECT_FALSE(ReplicaPodMatches(unlabelled, unlabelled));
+}
+
+}  // namespace
+}  // namespace sluice::controllers
+
+namespace sluice::controllers {
+namespace {
+
+TEST(RolloutConfigMapTest, HoldsThePoolAndItsPoliciesSortedByName) {
+  const json pool = Pool();
+  const json b = json::parse(R"({"apiVersion": "sluice.dev/v1alpha1", "kind": "Policy",
+      "metadata": {"name": "judge", "namespace": "rl", "uid": "u-b", "resourceVersion": "9"},
+      "spec": {"model": {"source": {"path": "/models/q"}}}, "status": {"version": 3}})");
+  const json a = json::parse(R"({"metadata": {"name": "actor", "namespace": "rl"},
+      "spec": {"model": {"source": {"builtin": {}}}}})");
+  const json cm = DesiredRolloutConfigMap(pool, {b, a});
+  EXPECT_EQ(cm["kind"], "ConfigMap");
+  EXPECT_EQ(cm["metadata"]["name"], "gen-rollout-config");
+  EXPECT_EQ(cm["metadata"]["namespace"], "rl");
+  EXPECT_EQ(cm["metadata"]["ownerReferences"][0]["uid"], "u-pool");
+  EXPECT_EQ(cm["metadata"]["labels"]["sluice.dev/pool"], "gen");
+  const json config = json::parse(cm["data"]["rollout.json"].get<std::string>());
+  EXPECT_EQ(config["pool"]["metadata"]["name"], "gen");
+  ASSERT_EQ(config["policies"].size(), 2u);
+  EXPECT_EQ(config["policies"][0]["metadata"]["name"], "actor");
+  EXPECT_EQ(config["policies"][0]["kind"], "Policy");
+  EXPECT_EQ(config["policies"][1]["spec"]["model"]["source"]["path"], "/models/q");
+  // Only what the worker needs: no status, uid or resourceVersion (they would churn the data).
+  EXPECT_FALSE(config["policies"][1].contains("status"));
+  EXPECT_FALSE(config["policies"][1]["metadata"].contains("resourceVersion"));
 }
 
 }  // namespace

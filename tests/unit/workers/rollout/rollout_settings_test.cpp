@@ -1,0 +1,64 @@
+#include "workers/rollout/rollout_settings.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice::rollout {
+namespace {
+
+constexpr char kConfig[] = R"({
+  "pool": {"metadata": {"name": "gen"}},
+  "policies": [
+    {"metadata": {"name": "solver"},
+     "spec": {"model": {"dtype": "float32", "source": {"builtin": {"layers": 1, "hiddenSize": 32,
+              "heads": 2, "kvHeads": 2, "intermediateSize": 64, "maxSequenceLength": 128}}}}},
+    {"metadata": {"name": "judge"},
+     "spec": {"model": {"source": {"path": "/models/qwen"}},
+              "tokenizer": {"chatTemplate": "chatml"}, "weightSync": {"keepVersions": 4}}}
+  ]})";
+
+TEST(RolloutSettingsTest, ResolvesEveryHostedPolicy) {
+  Result<RolloutSettings> s = ParseRolloutConfig(kConfig, {"judge", "solver"});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->pool, "gen");
+  ASSERT_EQ(s->policies.size(), 2u);
+  const HostedPolicy& judge = s->policies[0];
+  EXPECT_EQ(judge.name, "judge");
+  EXPECT_EQ(judge.model.directory, "/models/qwen");
+  EXPECT_EQ(judge.tokenizer, "model");
+  EXPECT_EQ(judge.tokenizer_file, "/models/qwen/tokenizer.json");
+  EXPECT_EQ(judge.chat_template, "chatml");
+  EXPECT_EQ(judge.keep_versions, 4);
+  const HostedPolicy& solver = s->policies[1];
+  EXPECT_EQ(solver.tokenizer, "char");
+  EXPECT_EQ(solver.chat_template, "plain");
+  EXPECT_EQ(solver.dtype, "float32");
+  EXPECT_EQ(solver.model.builtin_uri.rfind("builtin:tiny?layers=1&d=32", 0), 0u)
+      << solver.model.builtin_uri;
+}
+
+TEST(RolloutSettingsTest, ErrorsNameTheField) {
+  Result<RolloutSettings> missing = ParseRolloutConfig(kConfig, {"critic"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().field(), "policies");
+  EXPECT_NE(missing.status().message().find("critic"), std::string::npos);
+
+  Result<RolloutSettings> bad = ParseRolloutConfig(
+      R"({"policies": [{"metadata": {"name": "a"}, "spec": {"model": {"dtype": "int8",
+          "source": {"path": "/m"}}}}]})",
+      {"a"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().field().find("policies[0].spec.model.dtype"), std::string::npos)
+      << bad.status().ToString();
+
+  EXPECT_EQ(ParseRolloutConfig("[]", {"a"}).status().field(), "rollout.json");
+  EXPECT_EQ(ParseRolloutConfig("{}", {"a"}).status().field(), "policies");
+  Result<RolloutSettings> none = ParseRolloutConfig(
+      R"({"policies": [{"metadata": {"name": "a"}, "spec": {"model": {"source": {"path": "/m"}},
+          "tokenizer": {"chatTemplate": "none"}}}]})",
+      {"a"});
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().field(), "policies[0].spec.tokenizer.chatTemplate");
+}
+
+}  // namespace
+}  // namespace sluice::rollout

@@ -1,0 +1,452 @@
+// sluice-rollout: one replica of a RolloutPool (docs/rollout.md). It loads the hosted policies
+// into the built-in engine, then leases tasks from the dataflow, runs their workflows, submits the
+// groups and keeps its weights at the versions the trainers announce.
+//
+// The operator's worker contract (operator/controllers/rollout_pool_children.h) gives the flags;
+// rollout.json (--policy-config) gives the Policies. HTTP: /healthz, /readyz (once every policy
+// is loaded), /metrics, GET /v1/status, POST /v1/drain, and GET /v1/relay/<policy>/v1/weights/...
+// (the versions this replica holds, for its region's peers).
+//
+// Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT: stop leasing, finish or hand back what is
+// in flight), 1 on a runtime failure, 2 for bad flags or config.
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/config/help.h"
+#include "common/config/parse.h"
+#include "common/http/bearer_token.h"
+#include "common/http/client.h"
+#include "common/http/hosts_file.h"
+#include "common/http/json_body.h"
+#include "common/http/server.h"
+#include "common/logging/level.h"
+#include "common/logging/logger.h"
+#include "common/metrics/registry.h"
+#include "common/process/signals.h"
+#include "workers/dataflow/dataflow_client.h"
+#include "workers/model/bpe_tokenizer.h"
+#include "workers/model/char_tokenizer.h"
+#include "workers/model/chat_template.h"
+#include "workers/model/nn/decoder_model.h"
+#include "workers/rollout/engine/torch/engine_backend.h"
+#include "workers/rollout/external/openai_backend.h"
+#include "workers/rollout/external_weight_sink.h"
+#include "workers/rollout/rollout_settings.h"
+#include "workers/rollout/rollout_worker.h"
+#include "workers/rollout/weight_updater.h"
+
+namespace sluice::rollout {
+namespace {
+
+constexpr const char* kProgram = "sluice-rollout";
+
+config::Spec MakeSpec() {
+  using config::Option;
+  using std::chrono::seconds;
+  config::Spec spec("SLUICE_ROLLOUT");
+  spec.Add(Option::String("dataflow-url", "", "Base URL of the dataflow.").Required())
+      .Add(Option::String("token-file", "",
+                          "Bearer token for the dataflow, the trainers, environments and this "
+                          "replica's own /v1 routes; empty: none (development only)."))
+      .Add(Option::String("policies", "", "Hosted policies, comma-separated.").Required())
+      .Add(Option::String("policy-config", "/etc/sluice/config/rollout.json",
+                          "rollout.json: the Policies (model, tokenizer, chat template)."))
+      .Add(Option::Enum("engine", {"builtin", "vllm", "sglang"}, "builtin",
+                        "Inference engine (vllm and sglang: see docs/rollout.md)."))
+      .Add(Option::String("engine-url", "http://127.0.0.1:8000",
+                          "vllm/sglang: base URL of the inference server (a sidecar)."))
+      .Add(Option::String("served-model-name", "",
+                          "vllm/sglang: the model name the server serves; default: the model "
+                          "directory (what `vllm serve <dir>` names it)."))
+      .Add(Option::String("weights-volume", "/var/lib/sluice/weights",
+                          "vllm/sglang: directory shared with the server where fetched versions "
+                          "are written for it to reload."))
+      .Add(Option::Int("tensor-parallel-size", 1, "GPUs per replica (the CPU engine uses 1).")
+               .Min(1))
+      .Add(Option::Int("max-batch-tokens", 2048, "Tokens per engine step (decode + prefill).")
+               .Min(16))
+      .Add(Option::Int("max-concurrent-sequences", 64, "Sequences decoding at once per policy.")
+               .Min(1))
+      .Add(Option::Double("kv-cache-fraction", 0.85,
+                          "Fraction of free memory for the KV cache (host memory on CPU builds, "
+                          "capped by --kv-cache-max-bytes).")
+               .Min(0.01)
+               .Max(1.0))
+      .Add(Option::Bytes("kv-cache-max-bytes", uint64_t{1} << 30,
+                         "Upper bound of one policy's KV cache."))
+      .Add(Option::Int("max-episodes", 0,
+                       "Tasks running at once; 0: max-concurrent-sequences / 4 (at least 1).")
+               .Min(0))
+      .Add(Option::String("address", "0.0.0.0", "Address to listen on (the pod's IP)."))
+      .Add(Option::Int("port", 8080, "HTTP port; 0 picks a free one.").Min(0).Max(65535))
+      .Add(Option::String("region", "", "Placement region of this replica."))
+      .Add(Option::String("replica", "", "This replica's name (the Pod's); default: the host."))
+      .Add(Option::String("pool", "", "The RolloutPool; default: rollout.json's pool."))
+      .Add(Option::String("weights-relay", "",
+                          "Base URL of the region's weight relay (another replica); empty: "
+                          "fetch from the trainers."))
+      .Add(Option::String("staging-dir", "",
+                          "Where full weight downloads land (resumable); default: a directory "
+                          "under $TMPDIR."))
+      .Add(Option::Duration("lease-wait", seconds(5), "Long-poll wait of an idle lease request."))
+      .Add(Option::Duration("drain-grace", seconds(30),
+                            "On SIGTERM: how long running episodes may take to finish before "
+                            "they are handed back."))
+      .Add(Option::Int("threads", 0, "Intra-op CPU threads for libtorch; 0: its default.").Min(0))
+      .Add(Option::Duration("shutdown-grace", seconds(5), "HTTP shutdown grace."))
+      .Add(Option::Enum("log-level", {"debug", "info", "warn", "error"}, "info",
+                        "Minimum level of the JSON log lines on stderr."));
+  return spec;
+}
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// MemAvailable from /proc/meminfo, in bytes; 0 when unknown.
+uint64_t AvailableHostMemory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+struct LoadedPolicy {
+  std::shared_ptr<model::DecoderModel> model;
+  PolicyText text;
+};
+
+// The tokenizer and chat template of a policy (everything but the weights).
+Result<PolicyText> LoadPolicyText(const HostedPolicy& p) {
+  LoadedPolicy out;
+  std::string template_name = p.chat_template;
+  if (p.tokenizer == "char") {
+    out.text.tokenizer = std::make_shared<model::CharTokenizer>();
+  } else {
+    Result<std::unique_ptr<model::BpeTokenizer>> t =
+        model::BpeTokenizer::FromFile(p.tokenizer_file);
+    if (!t.ok()) return t.status().WithContext("policy " + p.name + " tokenizer");
+    out.text.tokenizer = std::shared_ptr<const model::Tokenizer>(std::move(*t));
+    if (template_name == "auto") {
+      template_name =
+          out.text.tokenizer->TokenId("<|start_header_id|>").has_value() ? "llama3" : "chatml";
+    }
+  }
+  Result<model::ChatTemplate> tmpl = model::ChatTemplate::ByName(template_name);
+  if (!tmpl.ok()) return tmpl.status().WithContext("policy " + p.name);
+  if (Status s = tmpl->CheckTokenizer(*out.text.tokenizer); !s.ok()) {
+    return s.WithContext("policy " + p.name + " chat template " + template_name);
+  }
+  out.text.chat_template = std::make_shared<model::ChatTemplate>(*tmpl);
+  return out.text;
+}
+
+Result<LoadedPolicy> LoadPolicy(const HostedPolicy& p) {
+  LoadedPolicy out;
+  Result<model::DecoderModel> m = p.model.builtin_uri.empty()
+                                      ? model::DecoderModel::LoadHf(p.model.directory)
+                                      : model::DecoderModel::FromBuiltin(p.model.builtin_uri);
+  if (!m.ok()) return m.status().WithContext("policy " + p.name);
+  out.model = std::make_shared<model::DecoderModel>(std::move(*m));
+  SLUICE_ASSIGN_OR_RETURN(out.text, LoadPolicyText(p));
+  return out;
+}
+
+int Main(int argc, char** argv) {
+  const config::Spec spec = MakeSpec();
+  Result<config::Config> cfg = config::Parse(spec, argc, argv, config::EnvironmentFromProcess());
+  if (!cfg.ok()) {
+    std::cerr << kProgram << ": " << cfg.status().message() << "\n";
+    return 2;
+  }
+  if (cfg->HelpRequested()) {
+    std::cout << config::HelpText(
+        spec, kProgram,
+        "One replica of a Sluice RolloutPool: leases tasks from the Dataflow, runs their "
+        "workflows (single-turn, multi-turn with an environment, solve-and-verify) on the "
+        "hosted policies, scores and submits them, and loads every new weight version the "
+        "trainers announce. docs/rollout.md.");
+    return 0;
+  }
+  if (cfg->VersionRequested()) {
+    std::cout << kProgram << " 0.1.0\n";
+    return 0;
+  }
+  log::SetMinLevel(log::ParseLevel(cfg->GetString("log-level")).value());
+  log::Logger logger("rollout");
+  CancellationSource stop;
+  if (Status s = InstallShutdownSignals(stop); !s.ok()) {
+    std::cerr << kProgram << ": " << s.ToString() << "\n";
+    return 1;
+  }
+  const std::vector<std::string> hosted = SplitList(cfg->GetString("policies"));
+  if (hosted.empty()) {
+    std::cerr << kProgram << ": flag --policies: must name at least one policy\n";
+    return 2;
+  }
+  Result<RolloutSettings> settings = LoadRolloutConfigFile(cfg->GetString("policy-config"), hosted);
+  if (!settings.ok()) {
+    std::cerr << kProgram << ": flag --policy-config: " << settings.status().ToString() << "\n";
+    return 2;
+  }
+  if (cfg->GetInt("threads") > 0) torch::set_num_threads(static_cast<int>(cfg->GetInt("threads")));
+
+  std::shared_ptr<http::TokenSource> token;
+  std::string token_value;
+  if (const std::string& file = cfg->GetString("token-file"); !file.empty()) {
+    Result<std::shared_ptr<http::TokenSource>> source = http::TokenSource::FromFile(file);
+    if (!source.ok()) {
+      std::cerr << kProgram << ": flag --token-file: " << source.status().message() << "\n";
+      return 2;
+    }
+    token = *source;
+    std::ifstream in(file);
+    std::getline(in, token_value);
+  }
+  std::shared_ptr<http::HostsFileResolver> resolver;
+  if (const char* f = std::getenv("SLUICE_HOSTS_FILE"); f != nullptr && *f != '\0') {
+    resolver = std::make_shared<http::HostsFileResolver>(f);
+  }
+  std::string replica = cfg->GetString("replica");
+  if (replica.empty()) {
+    const char* host = std::getenv("HOSTNAME");
+    replica = host != nullptr ? host : "rollout";
+  }
+  const std::string pool = cfg->GetString("pool").empty() ? settings->pool : cfg->GetString("pool");
+
+  // The engine.
+  engine::EngineOptions engine_options;
+  engine_options.max_tokens_per_step = cfg->GetInt("max-batch-tokens");
+  engine_options.max_running = static_cast<int32_t>(cfg->GetInt("max-concurrent-sequences"));
+  const uint64_t available = AvailableHostMemory();
+  const uint64_t cap = cfg->GetBytes("kv-cache-max-bytes");
+  engine_options.kv_cache_bytes = static_cast<int64_t>(
+      available == 0
+          ? cap
+          : std::min<uint64_t>(cap, static_cast<uint64_t>(cfg->GetDouble("kv-cache-fraction") *
+                                                          static_cast<double>(available) /
+                                                          static_cast<double>(hosted.size()))));
+  const bool builtin = cfg->GetString("engine") == "builtin";
+  std::unique_ptr<EngineBackend> engine_backend;
+  std::unique_ptr<OpenAiBackend> external_backend;
+  std::unique_ptr<ExternalWeightSink> external_sink;
+  GenerationBackend* backend = nullptr;
+  WeightSink* sink = nullptr;
+  if (builtin) {
+    engine_backend = std::make_unique<EngineBackend>(engine_options);
+    backend = engine_backend.get();
+    sink = engine_backend.get();
+  } else {
+    // One server holds one set of weights: one policy, from an HF directory it can load too.
+    const HostedPolicy& p = settings->policies.front();
+    if (settings->policies.size() != 1 || p.model.directory.empty()) {
+      std::cerr << kProgram << ": flag --engine: " << cfg->GetString("engine")
+                << " serves exactly one policy whose model is a directory (path or pvc)\n";
+      return 2;
+    }
+    OpenAiBackendOptions o;
+    o.base_url = cfg->GetString("engine-url");
+    o.flavour = cfg->GetString("engine") == "vllm" ? ServerFlavour::kVllm : ServerFlavour::kSglang;
+    o.served_models[p.name] = cfg->GetString("served-model-name").empty()
+                                  ? p.model.directory
+                                  : cfg->GetString("served-model-name");
+    o.max_concurrent_requests = static_cast<int>(cfg->GetInt("max-concurrent-sequences"));
+    Result<std::unique_ptr<OpenAiBackend>> made = OpenAiBackend::Create(o);
+    if (!made.ok()) {
+      std::cerr << kProgram << ": flag --engine-url: " << made.status().ToString() << "\n";
+      return 2;
+    }
+    external_backend = std::move(*made);
+    external_sink = std::make_unique<ExternalWeightSink>(
+        external_backend.get(), cfg->GetString("weights-volume"), p.model.directory,
+        static_cast<int>(std::max<int64_t>(2, p.keep_versions)));
+    backend = external_backend.get();
+    sink = external_sink.get();
+  }
+
+  // HTTP first, so /healthz answers while the models load.
+  metrics::Registry registry;
+  std::atomic<bool> loaded{false};
+  std::string staging = cfg->GetString("staging-dir");
+  if (staging.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    staging = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/sluice-rollout-" +
+              replica + "-weights";
+  }
+  WeightUpdaterOptions wu;
+  wu.token = token;
+  wu.resolver = resolver;
+  wu.staging_dir = staging;
+  for (const HostedPolicy& p : settings->policies) {
+    wu.keep_versions = std::max<size_t>(wu.keep_versions, static_cast<size_t>(p.keep_versions));
+  }
+  WeightUpdater updater(hosted, 0, wu, sink, &registry);
+  updater.SetRelay(cfg->GetString("weights-relay"));
+
+  http::ServerOptions options;
+  options.name = "rollout";
+  options.address = cfg->GetString("address");
+  options.port = static_cast<int>(cfg->GetInt("port"));
+  options.auth = token;
+  options.shutdown_grace =
+      std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("shutdown-grace"));
+  options.write_timeout = std::chrono::milliseconds(120000);
+  http::Server server(options, &registry, logger);
+  server.AddReadinessCheck("policies", [&loaded]() {
+    return loaded.load() ? Status::Ok() : Status::Unavailable("loading the policies");
+  });
+  std::unique_ptr<RolloutWorker> worker;
+  std::mutex worker_mu;
+  server.Get("/v1/status", [&](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(worker_mu);
+    if (!worker) {
+      http::ReplyJson(res, {{"in_flight", 0},
+                            {"draining", false},
+                            {"drained", false},
+                            {"policies", nlohmann::json::array()},
+                            {"tokens_per_second", 0.0},
+                            {"loading", true}});
+      return;
+    }
+    http::ReplyJson(res, worker->StatusJson());
+  });
+  const auto drain_grace =
+      std::chrono::duration_cast<std::chrono::seconds>(cfg->GetDuration("drain-grace"));
+  server.Post("/v1/drain", [&](const httplib::Request& req, httplib::Response& res) {
+    std::chrono::seconds grace = drain_grace;
+    if (req.has_param("grace")) {
+      try {
+        grace = std::chrono::seconds(std::stoll(req.get_param_value("grace")));
+      } catch (...) {
+        return http::ReplyError(res,
+                                Status::InvalidArgument("must be a number of seconds", "grace"));
+      }
+    }
+    std::lock_guard<std::mutex> lock(worker_mu);
+    if (!worker) {
+      return http::ReplyError(res, Status::Unavailable("still loading the policies"));
+    }
+    worker->Drain(grace);
+    http::ReplyJson(res, worker->StatusJson());
+  });
+  updater.RegisterRoutes(server);
+  if (Status s = server.Start(); !s.ok()) {
+    std::cerr << kProgram << ": " << s.ToString() << "\n";
+    return 1;
+  }
+  logger.Info("listening", {{"url", server.BaseUrl()}, {"replica", replica}, {"pool", pool}});
+
+  // Models.
+  std::map<std::string, PolicyText> texts;
+  for (const HostedPolicy& p : settings->policies) {
+    Result<LoadedPolicy> l = Status::Internal("not loaded");
+    if (builtin) {
+      l = LoadPolicy(p);
+    } else {
+      Result<PolicyText> text = LoadPolicyText(p);
+      l = text.ok() ? Result<LoadedPolicy>(LoadedPolicy{nullptr, *text})
+                    : Result<LoadedPolicy>(text.status());
+    }
+    if (!l.ok()) {
+      logger.Error("cannot load a policy", {{"policy", p.name}, {"error", l.status().ToString()}});
+      server.Shutdown();
+      return l.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+    }
+    if (builtin) {
+      if (Status s = engine_backend->engine().AddPolicy(p.name, l->model, 0, l->text.tokenizer);
+          !s.ok()) {
+        logger.Error("cannot add a policy", {{"policy", p.name}, {"error", s.ToString()}});
+        server.Shutdown();
+        return 1;
+      }
+    }
+    texts.emplace(p.name, l->text);
+    logger.Info("policy loaded", {{"policy", p.name},
+                                  {"tokenizer", p.tokenizer},
+                                  {"chat_template", l->text.chat_template->name()}});
+  }
+
+  http::ClientOptions client_options;
+  client_options.base_url = cfg->GetString("dataflow-url");
+  client_options.token = token;
+  client_options.resolver = resolver;
+  client_options.read_timeout = std::chrono::milliseconds(
+      std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("lease-wait")) +
+      std::chrono::milliseconds(30000));
+  Result<std::unique_ptr<http::Client>> client = http::Client::Create(client_options);
+  if (!client.ok()) {
+    std::cerr << kProgram << ": flag --dataflow-url: " << client.status().ToString() << "\n";
+    server.Shutdown();
+    return 2;
+  }
+  dataflow::DataflowClient dataflow(std::shared_ptr<http::Client>(std::move(*client)));
+
+  RolloutWorkerOptions wo;
+  wo.worker_id = replica;
+  wo.pool = pool;
+  wo.region = cfg->GetString("region");
+  wo.max_sequences = cfg->GetInt("max-concurrent-sequences");
+  wo.max_episodes = cfg->GetInt("max-episodes") > 0
+                        ? cfg->GetInt("max-episodes")
+                        : std::max<int64_t>(1, cfg->GetInt("max-concurrent-sequences") / 4);
+  wo.lease_wait = std::chrono::duration_cast<std::chrono::seconds>(cfg->GetDuration("lease-wait"));
+  wo.environment_token = token_value;
+  EngineGauges gauges;
+  if (builtin) {
+    gauges.kv_usage = [&engine_backend] { return engine_backend->KvUsage(); };
+    gauges.tokens_per_second = [&engine_backend] { return engine_backend->TokensPerSecond(); };
+  }
+  {
+    std::lock_guard<std::mutex> lock(worker_mu);
+    worker =
+        std::make_unique<RolloutWorker>(wo, &dataflow, backend, texts, &updater, gauges, &registry);
+  }
+  loaded.store(true);
+
+  // SIGTERM: drain (stop leasing, let episodes finish within --drain-grace), then stop.
+  CancellationSource finish;
+  std::thread shutdown_watch([&] {
+    stop.Token().Wait();
+    {
+      std::lock_guard<std::mutex> lock(worker_mu);
+      worker->Drain(drain_grace);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + drain_grace + std::chrono::seconds(1);
+    while (!worker->drained() && std::chrono::steady_clock::now() < deadline &&
+           !finish.Token().WaitFor(std::chrono::milliseconds(100))) {
+    }
+    finish.Cancel();
+  });
+  worker->Run(finish.Token());
+  finish.Cancel();
+  stop.Cancel();
+  shutdown_watch.join();
+  logger.Info("shut down", {});
+  server.Shutdown();
+  return 0;
+}
+
+}  // namespace
+}  // namespace sluice::rollout
+
+int main(int argc, char** argv) { return sluice::rollout::Main(argc, argv); }

@@ -1,0 +1,133 @@
+// RolloutWorker: the work loop of one rollout replica (docs/rollout.md, "Work loop").
+//
+//  - Lease: while not draining, ask the dataflow for as many tasks as there is room for
+//    (TasksToLease: free episode slots, free sequence slots, KV usage), long-polling when idle.
+//  - Run: every leased task runs on its own thread through the workflow its `workflow` object
+//    names (cached per distinct object); the engine batches the generation requests of all
+//    running episodes.
+//  - Renew: leases of running episodes are renewed every third of the lease duration; a lease the
+//    dataflow withdrew (404/410) cancels its episode, whose result would be refused anyway.
+//  - Submit: a finished episode's group is submitted (idempotent by task); an episode that failed
+//    releases its lease with the error (a failed attempt); an episode cancelled by shutdown or the
+//    end of a drain releases it without one (the work is handed back, not counted as failed).
+//  - Weights: every lease reply names the newest version of each hosted policy; a newer one is
+//    fetched and loaded in the background (WeightUpdater), one update per policy at a time, while
+//    episodes keep generating (their tokens carry the version that produced them).
+//  - Drain (Drain()): stop leasing, let running episodes finish within the grace period, then
+//    cancel the rest and hand their leases back; drained() once nothing is in flight.
+//
+// Thread safety: Run blocks on the calling thread; Drain, StatusJson and the accessors may be
+// called from any thread (the HTTP handlers).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/logging/logger.h"
+#include "common/metrics/registry.h"
+#include "common/process/cancellation.h"
+#include "workers/dataflow/dataflow_client.h"
+#include "workers/rollout/generation_backend.h"
+#include "workers/rollout/lease_planner.h"
+#include "workers/rollout/weight_updater.h"
+#include "workers/rollout/workflows/workflow.h"
+
+namespace sluice::rollout {
+
+struct RolloutWorkerOptions {
+  std::string worker_id;  // The replica (Pod) name.
+  std::string pool;
+  std::string region;
+  int64_t max_episodes = 16;    // Tasks running at once.
+  int64_t max_sequences = 256;  // Engine sequences the running tasks may need at once.
+  double kv_high_watermark = 0.95;
+  std::chrono::seconds lease_wait{5};           // Long-poll of an idle lease request.
+  std::chrono::milliseconds retry_delay{1000};  // After a failed lease request.
+  std::string environment_token;                // For HTTP environments (may be empty).
+};
+
+// Engine figures the loop and the status read.
+struct EngineGauges {
+  std::function<double()> kv_usage;           // Fraction of KV blocks in use; may be empty.
+  std::function<double()> tokens_per_second;  // Generated tokens/s; may be empty.
+};
+
+class RolloutWorker {
+ public:
+  // Borrowed, must outlive the worker: dataflow, backend, updater (may be null: no weight
+  // updates), registry (may be null).
+  RolloutWorker(RolloutWorkerOptions options, dataflow::DataflowClient* dataflow,
+                GenerationBackend* backend, std::map<std::string, PolicyText> policies,
+                WeightUpdater* updater, EngineGauges gauges, metrics::Registry* registry);
+  ~RolloutWorker();
+
+  // The loop; returns when `stop` is cancelled, after handing back every in-flight lease (running
+  // episodes are cancelled first; an episode that finishes in time is still submitted).
+  void Run(const CancellationToken& stop);
+
+  // Stops leasing; after `grace` the remaining episodes are cancelled and handed back.
+  void Drain(std::chrono::seconds grace);
+  bool draining() const { return draining_.load(); }
+  bool drained() const;
+  int64_t in_flight() const;
+
+  // GET /v1/status: in_flight, draining, drained, policies [{name, version}], tokens_per_second,
+  // kv_usage, free_capacity, episodes {submitted, failed, returned}, weights {relay}.
+  nlohmann::json StatusJson() const;
+
+ private:
+  struct Episode;
+  void LeaseOnce(const CancellationToken& stop);
+  void StartEpisode(nlohmann::json task_json);
+  void RunEpisode(Episode& episode);
+  void RenewLeases();
+  void ReapFinished();
+  void MaybeUpdateWeights(const std::vector<dataflow::AnnouncedVersion>& versions);
+  Result<const Workflow*> WorkflowFor(const nlohmann::json& workflow);
+  std::map<std::string, int64_t> HostedVersions() const;
+
+  const RolloutWorkerOptions options_;
+  dataflow::DataflowClient* dataflow_;
+  GenerationBackend* backend_;
+  const std::map<std::string, PolicyText> policies_;
+  WeightUpdater* updater_;
+  EngineGauges gauges_;
+  log::Logger logger_;
+
+  std::atomic<bool> draining_{false};
+  std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> samples_per_task_{1};
+  std::atomic<int64_t> lease_seconds_{300};
+  CancellationSource cancel_all_;  // Cancels every running episode (shutdown, drain timeout).
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<std::string, std::unique_ptr<Episode>> episodes_;    // By lease id.
+  std::map<std::string, std::unique_ptr<Workflow>> workflows_;  // By workflow JSON.
+  std::map<std::string, std::thread> updates_;  // Weight updates in progress, by policy.
+  std::map<std::string, int64_t> updating_to_;
+  std::thread drain_timer_;
+  CancellationSource drain_timer_stop_;
+  int64_t submitted_ = 0, failed_ = 0, returned_ = 0;
+
+  metrics::CounterFamily* episodes_total_ = nullptr;
+  metrics::CounterFamily* tokens_total_ = nullptr;
+  metrics::CounterFamily* reward_errors_ = nullptr;
+  metrics::CounterFamily* env_steps_ = nullptr;
+  metrics::CounterFamily* env_errors_ = nullptr;
+  metrics::CounterFamily* errors_ = nullptr;
+  metrics::HistogramFamily* episode_seconds_ = nullptr;
+  metrics::GaugeFamily* in_flight_gauge_ = nullptr;
+};
+
+}  // namespace sluice::rollout

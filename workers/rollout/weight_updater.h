@@ -1,0 +1,113 @@
+// WeightUpdater: keeps a rollout worker's hosted policies at the versions their trainers announce.
+//
+// Update(version) brings one policy to an announced version when it is newer than the one loaded:
+//  - Source: the region's relay first (another replica's /v1/relay/<policy>/v1/weights/...,
+//    SetRelay), so a version crosses a region boundary once; when the relay fails (gone, or not
+//    holding the version yet) the trainer's URL from the announcement. No relay when this replica
+//    is the relay itself.
+//  - Mode: a delta chain from the held version when the server offers one (weight_fetcher.h
+//    FetchUpdate, which falls back to the full image on 409), the full image otherwise. A full
+//    image is downloaded to staging_dir and resumed there after a broken transfer. Every result is
+//    checked against its digest.
+//  - Load: the verified snapshot goes to the WeightSink (the engine swaps it in between two steps),
+//    then into this worker's own WeightStore, which it serves to peers (RegisterRoutes).
+//
+// Metrics (sluice_rollout_weight_*): fetches by policy, mode and source, bytes, seconds, errors,
+// and the loaded version.
+//
+// Thread safety: every method may be called from any thread; updates of one policy are
+// serialized, updates of different policies run in parallel.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/http/bearer_token.h"
+#include "common/http/client.h"
+#include "common/http/hosts_file.h"
+#include "common/http/server.h"
+#include "common/metrics/registry.h"
+#include "common/status.h"
+#include "workers/dataflow/dataflow_client.h"
+#include "workers/weights/weight_fetcher.h"
+#include "workers/weights/weight_routes.h"
+#include "workers/weights/weight_store.h"
+
+namespace sluice::rollout {
+
+// Where fetched weights go: the engine (or an external engine's volume).
+class WeightSink {
+ public:
+  virtual ~WeightSink() = default;
+  // Loads `snapshot` (its version is snapshot.version()) as the weights of `policy`. The
+  // snapshot is borrowed for the call.
+  virtual Status ApplyWeights(const std::string& policy,
+                              const weights::WeightSnapshot& snapshot) = 0;
+};
+
+struct WeightUpdaterOptions {
+  std::shared_ptr<http::TokenSource> token;           // Sent to the trainer and to relays.
+  std::shared_ptr<http::HostsFileResolver> resolver;  // For service and pod names; may be null.
+  std::string staging_dir;   // Full downloads land here (created when missing).
+  size_t keep_versions = 2;  // Versions held per policy for peers (>= 1).
+  std::chrono::milliseconds read_timeout{120000};
+};
+
+struct UpdateReport {
+  std::string policy;
+  int64_t from = 0;
+  int64_t to = 0;
+  std::string source;  // "relay" or "trainer".
+  weights::FetchStats stats;
+  double seconds = 0;       // Fetch and load.
+  std::string relay_error;  // Why the relay was not used, when it failed.
+};
+
+class WeightUpdater {
+ public:
+  // `policies` are the hosted policies, each starting at version `initial_version` (the Policy's
+  // initial weights). `sink` and `registry` (may be null) must outlive the updater.
+  WeightUpdater(const std::vector<std::string>& policies, int64_t initial_version,
+                WeightUpdaterOptions options, WeightSink* sink, metrics::Registry* registry);
+  ~WeightUpdater();
+
+  // The relay's base URL ("http://host:port"); empty: fetch from the trainer only.
+  void SetRelay(std::string base_url);
+  std::string relay() const;
+
+  // Brings the announced policy to `version.number` (see above); nullopt when it is not newer
+  // than the loaded version or the policy is not hosted. Errors: the last source's error (the
+  // loaded version is then unchanged).
+  Result<std::optional<UpdateReport>> Update(const dataflow::AnnouncedVersion& version);
+
+  // The version each hosted policy serves now.
+  std::map<std::string, int64_t> Versions() const;
+
+  // GET /v1/relay/<policy>/v1/weights/... for every hosted policy (weight_routes.h).
+  void RegisterRoutes(http::Server& server);
+
+ private:
+  struct PolicyState;
+  Result<std::unique_ptr<http::Client>> ClientFor(const std::string& base_url) const;
+  Result<weights::FetchedWeights> Fetch(PolicyState& state, const std::string& base_url,
+                                        int64_t version, const std::string& digest);
+
+  const WeightUpdaterOptions options_;
+  WeightSink* sink_;
+  mutable std::mutex mu_;  // Guards relay_ and the versions.
+  std::string relay_;
+  std::map<std::string, std::unique_ptr<PolicyState>> policies_;
+  metrics::CounterFamily* fetches_ = nullptr;
+  metrics::CounterFamily* bytes_ = nullptr;
+  metrics::CounterFamily* seconds_ = nullptr;
+  metrics::CounterFamily* errors_ = nullptr;
+  metrics::GaugeFamily* version_ = nullptr;
+};
+
+}  // namespace sluice::rollout
