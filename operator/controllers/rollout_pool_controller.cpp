@@ -17,6 +17,7 @@
 #include "operator/placement/region_targets.h"
 #include "operator/placement/scale_down.h"
 #include "operator/placement/spillover.h"
+#include "operator/placement/weight_relays.h"
 
 namespace sluice::controllers {
 
@@ -162,6 +163,20 @@ Status RolloutPoolController::PostDrain(const json& pod, const std::string& toke
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<http::Client> client, http::Client::Create(options));
   SLUICE_ASSIGN_OR_RETURN(http::Response reply,
                           client->Post("/v1/drain", "{}", "application/json"));
+  return reply.status / 100 == 2 ? Status::Ok() : reply.ToStatus();
+}
+
+Status RolloutPoolController::PostRelay(const json& pod, const std::string& token,
+                                        const std::string& relay) {
+  http::ClientOptions options;
+  options.base_url = "http://" + Str(pod, "/status/podIP") + ":8080";
+  options.connect_timeout = options_.worker_timeout;
+  options.read_timeout = options_.worker_timeout;
+  options.max_attempts = 1;
+  if (!token.empty()) options.token = http::TokenSource::FromValue(token);
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<http::Client> client, http::Client::Create(options));
+  SLUICE_ASSIGN_OR_RETURN(http::Response reply,
+                          client->Post("/v1/relay", json{{"url", relay}}.dump(), "application/json"));
   return reply.status / 100 == 2 ? Status::Ok() : reply.ToStatus();
 }
 
@@ -370,6 +385,29 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
     observed.push_back({f.name, f.region, f.replica_index, phase, f.ready,
                         Str(pod, "/metadata/labels/sluice.dev~1template-hash") == hash, f.draining,
                         f.pending_unschedulable, worker});
+  }
+
+  // Weight relays (multi-region pools): tell each ready replica which peer relays for its region
+  // when what it reports (weights.relay) differs. A lost POST is repeated at the next round.
+  if (pool.contains("/spec/placement"_json_pointer)) {
+    std::vector<placement::RelayCandidate> candidates;
+    std::map<std::string, const json*> by_name;
+    for (size_t i = 0; i < pods.size(); ++i) {
+      const json& pod = pods[i];
+      const std::string ip = Str(pod, "/status/podIP");
+      candidates.push_back({facts[i].name, facts[i].region, facts[i].replica_index, facts[i].ready,
+                            facts[i].draining,
+                            ip.empty() ? "" : "http://" + ip + ":" + std::to_string(kRolloutPort)});
+      by_name[facts[i].name] = &pod;
+    }
+    for (const auto& [pod_name, relay] : placement::AssignWeightRelays(candidates)) {
+      for (const ReplicaObservation& o : observed) {
+        if (o.name != pod_name || !o.worker_status.has_value()) continue;
+        const std::string reported =
+            o.worker_status->value("/weights/relay"_json_pointer, std::string());
+        if (reported != relay) (void)PostRelay(*by_name.at(pod_name), token, relay);
+      }
+    }
   }
 
   // A replica that came back and is ready again earns a fresh back-off.

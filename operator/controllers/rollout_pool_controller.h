@@ -78,6 +78,8 @@ class RolloutPoolController {
   PoolState& State(const std::string& key);
   Result<nlohmann::json> WorkerStatus(const nlohmann::json& pod, const std::string& token);
   Status PostDrain(const nlohmann::json& pod, const std::string& token);
+  // POST /v1/relay {"url": relay} to a replica ("" makes it its region's relay).
+  Status PostRelay(const nlohmann::json& pod, const std::string& token, const std::string& relay);
   std::string Token(const std::string& ns, const std::string& dataflow) const;
 
   kube::DynamicClient& client_;

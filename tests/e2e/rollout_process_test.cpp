@@ -320,9 +320,21 @@ TEST(RolloutProcessTest, AKilledWorkersLeasesAreRunAgainByAnother) {
       << GetJson(df.client(), "/v1/status").dump() << "\n"
       << second.Log();
   EXPECT_GT(granted_before_kill, 0);
-  // The drain endpoint: stop leasing, then report drained once nothing is in flight.
   std::unique_ptr<http::Client> rc = second.Connect();
   ASSERT_NE(rc, nullptr);
+  // The operator names the region's weight relay; a malformed one is refused naming the field.
+  Result<http::Response> relay =
+      rc->Post("/v1/relay", R"({"url": "http://10.1.2.3:8080"})", "application/json");
+  ASSERT_TRUE(relay.ok());
+  EXPECT_EQ(relay->status, 200) << relay->body;
+  EXPECT_EQ(GetJson(*rc, "/v1/status").value("/weights/relay"_json_pointer, ""),
+            "http://10.1.2.3:8080");
+  relay = rc->Post("/v1/relay", R"({"url": "ftp://x"})", "application/json");
+  ASSERT_TRUE(relay.ok());
+  EXPECT_EQ(relay->status, 400);
+  EXPECT_NE(relay->body.find("\"field\":\"url\""), std::string::npos) << relay->body;
+
+  // The drain endpoint: stop leasing, then report drained once nothing is in flight.
   Result<http::Response> drain = rc->Post("/v1/drain?grace=5", "", "application/json");
   ASSERT_TRUE(drain.ok());
   EXPECT_EQ(drain->status, 200) << drain->body;

@@ -349,6 +349,25 @@ int Main(int argc, char** argv) {
     worker->Drain(grace);
     http::ReplyJson(res, worker->StatusJson());
   });
+  // The operator names the region's relay (operator/placement/weight_relays.h); "" makes this
+  // replica fetch from the trainers itself.
+  server.Post("/v1/relay", [&](const httplib::Request& req, httplib::Response& res) {
+    Result<nlohmann::json> body = http::ParseJsonObject(req);
+    if (!body.ok()) return http::ReplyError(res, body.status());
+    auto it = body->find("url");
+    if (it == body->end() || !it->is_string()) {
+      return http::ReplyError(res, Status::InvalidArgument("must be a string", "url"));
+    }
+    const std::string url = it->get<std::string>();
+    if (!url.empty() && url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
+      return http::ReplyError(
+          res, Status::InvalidArgument("must be empty or an http(s) URL, got \"" + url + "\"",
+                                       "url"));
+    }
+    updater.SetRelay(url);
+    logger.Info("weight relay", {{"relay", url}});
+    http::ReplyJson(res, {{"relay", url}});
+  });
   updater.RegisterRoutes(server);
   if (Status s = server.Start(); !s.ok()) {
     std::cerr << kProgram << ": " << s.ToString() << "\n";
