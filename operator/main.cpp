@@ -279,7 +279,8 @@ int Main(int argc, char** argv) {
       std::chrono::duration_cast<std::chrono::seconds>(cfg->GetDuration("gang-scheduling-timeout"));
   controllers::TrainerJobController job_logic(
       client,
-      {jobs.get(), pods.get(), services.get(), config_maps.get(), policies.get(), dataflows.get()},
+      {jobs.get(), pods.get(), services.get(), config_maps.get(), policies.get(), dataflows.get(),
+       secrets.get()},
       events, job_options);
   controllers::PolicyController policy_logic(client, {policies.get(), jobs.get(), pools.get()},
                                              events);

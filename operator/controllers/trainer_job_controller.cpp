@@ -2,12 +2,14 @@
 
 #include <algorithm>
 
+#include "common/http/bearer_token.h"
 #include "common/http/client.h"
 #include "common/openapi/field_error.h"
 #include "operator/api/meta.h"
 #include "operator/api/validation.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/trainer_job_children.h"
+#include "operator/kube/kubeconfig.h"
 #include "operator/kube/time_format.h"
 
 namespace sluice::controllers {
@@ -271,6 +273,14 @@ Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) 
     options.connect_timeout = options_.worker_timeout;
     options.read_timeout = options_.worker_timeout;
     options.max_attempts = 1;
+    if (informers_.secrets != nullptr) {
+      kube::ObjectPtr secret =
+          informers_.secrets->store().Get(ns + "/" + DataflowTokenSecretName(df_name));
+      Result<std::string> token = secret ? kube::DecodeBase64(secret->value(
+                                               "/data/token"_json_pointer, std::string()))
+                                         : Result<std::string>(Status::NotFound("no token"));
+      if (token.ok() && !token->empty()) options.token = http::TokenSource::FromValue(*token);
+    }
     Result<std::unique_ptr<http::Client>> client = http::Client::Create(options);
     if (client.ok()) {
       Result<http::Response> r = (*client)->Get("/v1/status");

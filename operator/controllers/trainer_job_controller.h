@@ -50,6 +50,9 @@ struct TrainerJobInformers {
   kube::Informer* config_maps = nullptr;
   kube::Informer* policies = nullptr;
   kube::Informer* dataflows = nullptr;
+  // The Dataflow's token Secret: rank 0 requires the bearer token on /v1/status. May be null
+  // (the report is then asked for without one).
+  kube::Informer* secrets = nullptr;
 };
 
 class TrainerJobController {
