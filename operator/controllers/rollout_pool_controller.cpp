@@ -175,8 +175,9 @@ Status RolloutPoolController::PostRelay(const json& pod, const std::string& toke
   options.max_attempts = 1;
   if (!token.empty()) options.token = http::TokenSource::FromValue(token);
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<http::Client> client, http::Client::Create(options));
-  SLUICE_ASSIGN_OR_RETURN(http::Response reply,
-                          client->Post("/v1/relay", json{{"url", relay}}.dump(), "application/json"));
+  SLUICE_ASSIGN_OR_RETURN(
+      http::Response reply,
+      client->Post("/v1/relay", json{{"url", relay}}.dump(), "application/json"));
   return reply.status / 100 == 2 ? Status::Ok() : reply.ToStatus();
 }
 

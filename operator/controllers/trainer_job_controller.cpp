@@ -276,9 +276,9 @@ Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) 
     if (informers_.secrets != nullptr) {
       kube::ObjectPtr secret =
           informers_.secrets->store().Get(ns + "/" + DataflowTokenSecretName(df_name));
-      Result<std::string> token = secret ? kube::DecodeBase64(secret->value(
-                                               "/data/token"_json_pointer, std::string()))
-                                         : Result<std::string>(Status::NotFound("no token"));
+      Result<std::string> token =
+          secret ? kube::DecodeBase64(secret->value("/data/token"_json_pointer, std::string()))
+                 : Result<std::string>(Status::NotFound("no token"));
       if (token.ok() && !token->empty()) options.token = http::TokenSource::FromValue(*token);
     }
     Result<std::unique_ptr<http::Client>> client = http::Client::Create(options);

@@ -361,8 +361,8 @@ int Main(int argc, char** argv) {
     const std::string url = it->get<std::string>();
     if (!url.empty() && url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
       return http::ReplyError(
-          res, Status::InvalidArgument("must be empty or an http(s) URL, got \"" + url + "\"",
-                                       "url"));
+          res,
+          Status::InvalidArgument("must be empty or an http(s) URL, got \"" + url + "\"", "url"));
     }
     updater.SetRelay(url);
     logger.Info("weight relay", {{"relay", url}});

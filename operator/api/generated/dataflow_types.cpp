@@ -261,12 +261,31 @@ nlohmann::json ToJson(const DataflowSpecWorkflowRole& v) {
   return j;
 }
 
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecWorkflowToolCall* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "answerClose", path, &out->answer_close));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "answerOpen", path, &out->answer_open));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "callClose", path, &out->call_close));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "callOpen", path, &out->call_open));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const DataflowSpecWorkflowToolCall& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "answerClose", v.answer_close);
+  WriteField(j, "answerOpen", v.answer_open);
+  WriteField(j, "callClose", v.call_close);
+  WriteField(j, "callOpen", v.call_open);
+  return j;
+}
+
 Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecWorkflow* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
   SLUICE_RETURN_IF_ERROR(ReadField(j, "environment", path, &out->environment));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "maxTurns", path, &out->max_turns));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "roles", path, &out->roles));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "systemPrompt", path, &out->system_prompt));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "toolCall", path, &out->tool_call));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "type", path, &out->type));
   return Status::Ok();
 }
@@ -277,6 +296,7 @@ nlohmann::json ToJson(const DataflowSpecWorkflow& v) {
   WriteField(j, "maxTurns", v.max_turns);
   WriteField(j, "roles", v.roles);
   WriteField(j, "systemPrompt", v.system_prompt);
+  WriteField(j, "toolCall", v.tool_call);
   WriteField(j, "type", v.type);
   return j;
 }

@@ -261,6 +261,25 @@ struct DataflowSpecWorkflowRole {
 Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecWorkflowRole* out);
 nlohmann::json ToJson(const DataflowSpecWorkflowRole& v);
 
+// How tool calls and final answers are marked in the model's text (multi-turn and
+// solve-and-verify). A turn with a complete call is a tool call (the first word inside is the tool,
+// the rest its arguments); a turn without one is the final answer, taken between the answer markers
+// when present.
+struct DataflowSpecWorkflowToolCall {
+  // Closes the final answer.
+  std::string answer_close = "</answer>";
+  // Opens the final answer.
+  std::string answer_open = "<answer>";
+  // Closes a tool call.
+  std::string call_close = "</tool>";
+  // Opens a tool call.
+  std::string call_open = "<tool>";
+
+  friend bool operator==(const DataflowSpecWorkflowToolCall&, const DataflowSpecWorkflowToolCall&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecWorkflowToolCall* out);
+nlohmann::json ToJson(const DataflowSpecWorkflowToolCall& v);
+
 // What one episode is.
 struct DataflowSpecWorkflow {
   // The environment a multi-turn agent acts in. Set exactly one of builtin and url.
@@ -272,6 +291,11 @@ struct DataflowSpecWorkflow {
   std::vector<DataflowSpecWorkflowRole> roles;
   // System message placed before every prompt; unset sends none.
   std::optional<std::string> system_prompt;
+  // How tool calls and final answers are marked in the model's text (multi-turn and
+  // solve-and-verify). A turn with a complete call is a tool call (the first word inside is the
+  // tool, the rest its arguments); a turn without one is the final answer, taken between the answer
+  // markers when present.
+  std::optional<DataflowSpecWorkflowToolCall> tool_call;
   // single-turn: one completion per prompt; multi-turn: an agent alternating with an environment;
   // solve-and-verify: a solver answers and a verifier judges, with retries.
   std::string type = "single-turn";

@@ -21,8 +21,8 @@ TEST(WeightRelaysTest, LowestReadyIndexPerRegionRelaysForItsPeers) {
 }
 
 TEST(WeightRelaysTest, DrainingReplicasAndPoolsWithoutRegionsGetNone) {
-  const auto out = AssignWeightRelays({R("a-0", "us", 0, true, true), R("a-1", "us", 1),
-                                       R("c-0", "", 0), R("c-1", "", 1)});
+  const auto out = AssignWeightRelays(
+      {R("a-0", "us", 0, true, true), R("a-1", "us", 1), R("c-0", "", 0), R("c-1", "", 1)});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out.at("a-1"), "");  // The draining a-0 hands the role on.
 }
