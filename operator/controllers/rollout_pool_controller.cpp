@@ -138,14 +138,19 @@ std::string RolloutPoolController::Token(const std::string& ns, const std::strin
   return token.ok() ? *token : "";
 }
 
-Result<json> RolloutPoolController::WorkerStatus(const json& pod, const std::string& token) {
+Result<std::unique_ptr<http::Client>> RolloutPoolController::WorkerClient(
+    const json& pod, const std::string& token) const {
   http::ClientOptions options;
-  options.base_url = "http://" + Str(pod, "/status/podIP") + ":8080";
+  options.base_url = "http://" + Str(pod, "/status/podIP") + ":" + std::to_string(kRolloutPort);
   options.connect_timeout = options_.worker_timeout;
   options.read_timeout = options_.worker_timeout;
   options.max_attempts = 1;
   if (!token.empty()) options.token = http::TokenSource::FromValue(token);
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<http::Client> client, http::Client::Create(options));
+  return http::Client::Create(options);
+}
+
+Result<json> RolloutPoolController::WorkerStatus(const json& pod, const std::string& token) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<http::Client> client, WorkerClient(pod, token));
   SLUICE_ASSIGN_OR_RETURN(http::Response reply, client->Get("/v1/status"));
   if (reply.status != 200) return reply.ToStatus();
   json status = json::parse(reply.body, nullptr, false);
@@ -154,13 +159,7 @@ Result<json> RolloutPoolController::WorkerStatus(const json& pod, const std::str
 }
 
 Status RolloutPoolController::PostDrain(const json& pod, const std::string& token) {
-  http::ClientOptions options;
-  options.base_url = "http://" + Str(pod, "/status/podIP") + ":8080";
-  options.connect_timeout = options_.worker_timeout;
-  options.read_timeout = options_.worker_timeout;
-  options.max_attempts = 1;
-  if (!token.empty()) options.token = http::TokenSource::FromValue(token);
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<http::Client> client, http::Client::Create(options));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<http::Client> client, WorkerClient(pod, token));
   SLUICE_ASSIGN_OR_RETURN(http::Response reply,
                           client->Post("/v1/drain", "{}", "application/json"));
   return reply.status / 100 == 2 ? Status::Ok() : reply.ToStatus();
@@ -168,13 +167,7 @@ Status RolloutPoolController::PostDrain(const json& pod, const std::string& toke
 
 Status RolloutPoolController::PostRelay(const json& pod, const std::string& token,
                                         const std::string& relay) {
-  http::ClientOptions options;
-  options.base_url = "http://" + Str(pod, "/status/podIP") + ":8080";
-  options.connect_timeout = options_.worker_timeout;
-  options.read_timeout = options_.worker_timeout;
-  options.max_attempts = 1;
-  if (!token.empty()) options.token = http::TokenSource::FromValue(token);
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<http::Client> client, http::Client::Create(options));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<http::Client> client, WorkerClient(pod, token));
   SLUICE_ASSIGN_OR_RETURN(
       http::Response reply,
       client->Post("/v1/relay", json{{"url", relay}}.dump(), "application/json"));

@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/http/client.h"
 #include "common/status.h"
 #include "operator/autoscale/recommendation.h"
 #include "operator/controllers/controller.h"
@@ -77,6 +78,9 @@ class RolloutPoolController {
   struct PoolState;
   PoolState& State(const std::string& key);
   Result<nlohmann::json> WorkerStatus(const nlohmann::json& pod, const std::string& token);
+  // A client of a replica's HTTP port (bearer `token`, the worker timeout, no retries).
+  Result<std::unique_ptr<http::Client>> WorkerClient(const nlohmann::json& pod,
+                                                     const std::string& token) const;
   Status PostDrain(const nlohmann::json& pod, const std::string& token);
   // POST /v1/relay {"url": relay} to a replica ("" makes it its region's relay).
   Status PostRelay(const nlohmann::json& pod, const std::string& token, const std::string& relay);

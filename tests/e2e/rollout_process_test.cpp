@@ -1,8 +1,8 @@
 // The real sluice-rollout against the real sluice-dataflow (and, for the closed loop, the real
 // sluice-trainer): the worker leases arithmetic tasks, generates with the built-in tiny model,
 // scores and submits the groups; the trainer trains on them and publishes versions, which the
-// worker fetches and loads; SIGTERM drains it and it exits 0. A worker killed mid-episode leaves
-// its leases to expire, and another worker runs the re-issued tasks.
+// worker fetches and loads; SIGTERM drains it and it exits 0. A live worker renews its leases; one
+// killed mid-episode leaves them to expire, and another worker runs the re-issued tasks.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tests/e2e/apiserver_process.h"
+#include "tests/e2e/child_process.h"
 #include "tests/e2e/dataflow_process.h"
 
 namespace sluice::e2e {
@@ -32,85 +33,9 @@ namespace fs = std::filesystem;
 
 constexpr char kToken[] = "rollout-e2e-token";
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 bool HaveBinaries() {
   return fs::exists(BinDir() + "/sluice-rollout") && fs::exists(BinDir() + "/sluice-trainer");
 }
-
-// A child process running one of the built binaries, stderr to a log file.
-class Child {
- public:
-  Child(const std::string& program, std::vector<std::string> flags, std::string log)
-      : log_(std::move(log)) {
-    const std::string binary = BinDir() + "/" + program;
-    std::vector<std::string> args = {binary};
-    args.insert(args.end(), flags.begin(), flags.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      FILE* out = std::freopen(log_.c_str(), "w", stderr);
-      (void)out;
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(binary.c_str(), argv.data());
-      _exit(127);
-    }
-  }
-  ~Child() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  std::string Log() const { return ReadFile(log_); }
-  void Signal(int sig) {
-    if (pid_ > 0) ::kill(pid_, sig);
-  }
-  // The wait status once exited within `timeout`; -1 otherwise (then killed).
-  int Wait(std::chrono::seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    int status = 0;
-    while (waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        pid_ = -1;
-        return -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    pid_ = -1;
-    return status;
-  }
-  // A client of the HTTP server the child logged it listens on (within 60 s).
-  std::unique_ptr<http::Client> Connect() {
-    const std::regex port_re("\"msg\":\"listening\",\"url\":\"http://[0-9.]+:([0-9]+)\"");
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::smatch m;
-      const std::string log = Log();
-      if (std::regex_search(log, m, port_re)) {
-        http::ClientOptions co;
-        co.base_url = "http://127.0.0.1:" + std::string(m[1]);
-        co.max_attempts = 1;
-        co.token = http::TokenSource::FromValue(kToken);
-        return std::move(http::Client::Create(co)).value();
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return nullptr;
-  }
-
- private:
-  pid_t pid_ = -1;
-  std::string log_;
-};
 
 json GetJson(http::Client& c, const std::string& path) {
   Result<http::Response> r = c.Get(path);
@@ -168,8 +93,9 @@ TEST(RolloutProcessTest, ClosedLoopWithTheTrainerThenDrainsOnSigterm) {
   std::ofstream(dir + "/rollout.json")
       << json({{"policies", json::array({json::parse(kPolicy)})}}).dump();
 
-  Child rollout("sluice-rollout", RolloutFlags(dir, df.base_url(), "gen-0"), dir + "/rollout.log");
-  std::unique_ptr<http::Client> rc = rollout.Connect();
+  ChildProcess rollout("sluice-rollout", RolloutFlags(dir, df.base_url(), "gen-0"),
+                       dir + "/rollout.log");
+  std::unique_ptr<http::Client> rc = rollout.Connect(kToken);
   ASSERT_NE(rc, nullptr) << rollout.Log();
   ASSERT_TRUE(Eventually(
       [&] {
@@ -189,10 +115,10 @@ TEST(RolloutProcessTest, ClosedLoopWithTheTrainerThenDrainsOnSigterm) {
       << GetJson(df.client(), "/v1/status").dump() << "\n"
       << rollout.Log();
 
-  // The trainer trains three steps on them and publishes versions 1..3.
+  // The trainer trains twelve steps on them and publishes versions 1..12.
   const json trainer_config = json::parse(std::string(R"({
     "trainerJob": {"metadata": {"name": "train", "namespace": "rl"},
-      "spec": {"policyRef": {"name": "actor"}, "dataflowRef": {"name": "arith"}, "steps": 3,
+      "spec": {"policyRef": {"name": "actor"}, "dataflowRef": {"name": "arith"}, "steps": 12,
                "microBatchTokens": 256, "optimizer": {"lr": 0.01}}},
     "policy": )") + kPolicy + R"(,
     "dataflow": {"metadata": {"name": "arith", "namespace": "rl"},
@@ -200,26 +126,26 @@ TEST(RolloutProcessTest, ClosedLoopWithTheTrainerThenDrainsOnSigterm) {
                "workflow": {"type": "single-turn", "roles": [{"name": "solver", "policy": "actor"}]}}}
   })");
   std::ofstream(dir + "/trainer.json") << trainer_config.dump();
-  Child trainer("sluice-trainer",
-                {"--config=" + dir + "/trainer.json", "--dataflow-url=" + df.base_url(),
-                 "--token-file=" + dir + "/token", "--address=127.0.0.1", "--port=0",
-                 "--batch-wait=2s", "--threads=1"},
-                dir + "/trainer.log");
-  const int status = trainer.Wait(std::chrono::seconds(240));
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n"
-                                                             << trainer.Log() << "\n"
-                                                             << rollout.Log();
-
-  // The worker loaded the newest version it was told of (the trainer is gone now, so at least
-  // the ones announced while it lived): version >= 1, reported in /v1/status and the metrics.
+  ChildProcess trainer("sluice-trainer",
+                       {"--config=" + dir + "/trainer.json", "--dataflow-url=" + df.base_url(),
+                        "--token-file=" + dir + "/token", "--address=127.0.0.1", "--port=0",
+                        "--batch-wait=2s", "--threads=1"},
+                       dir + "/trainer.log");
+  // While it trains, the worker loads its versions (checked before it exits: a trainer that is
+  // gone serves nothing, so the last versions it announces cannot be fetched).
   ASSERT_TRUE(Eventually(
       [&] {
         const json s = GetJson(*rc, "/v1/status");
         return s.is_object() && !s["policies"].empty() && s["policies"][0].value("version", 0) >= 1;
       },
-      std::chrono::seconds(30)))
+      std::chrono::seconds(180)))
       << GetJson(*rc, "/v1/status").dump() << "\n"
+      << trainer.Log() << "\n"
       << rollout.Log();
+  const int status = trainer.Wait(std::chrono::seconds(240));
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n"
+                                                             << trainer.Log() << "\n"
+                                                             << rollout.Log();
   const std::string log = rollout.Log();
   EXPECT_NE(log.find("\"msg\":\"weights updated\""), std::string::npos) << log;
   Result<http::Response> metrics = rc->Get("/metrics");
@@ -228,10 +154,9 @@ TEST(RolloutProcessTest, ClosedLoopWithTheTrainerThenDrainsOnSigterm) {
   EXPECT_NE(metrics->body.find("sluice_rollout_episodes_total{outcome=\"submitted\"}"),
             std::string::npos)
       << metrics->body;
-  // Trained-on samples carry versions: the dataflow's buffer saw samples of version >= 1 or the
-  // trainer's batches did (it acked three).
+  // The trainer acknowledged a batch per step.
   const json ds = GetJson(df.client(), "/v1/status");
-  EXPECT_GE(ds.value("/policies/actor/acked_batches"_json_pointer, 0), 3) << ds.dump();
+  EXPECT_GE(ds.value("/policies/actor/acked_batches"_json_pointer, 0), 12) << ds.dump();
 
   // SIGTERM: drain and exit 0.
   rollout.Signal(SIGTERM);
@@ -289,7 +214,8 @@ TEST(RolloutProcessTest, AKilledWorkersLeasesAreRunAgainByAnother) {
 
   int64_t granted_before_kill = 0;
   {
-    Child first("sluice-rollout", RolloutFlags(dir, df.base_url(), "gen-0"), dir + "/first.log");
+    ChildProcess first("sluice-rollout", RolloutFlags(dir, df.base_url(), "gen-0"),
+                       dir + "/first.log");
     ASSERT_TRUE(Eventually(
         [&] {
           const json s = GetJson(df.client(), "/v1/status");
@@ -299,6 +225,11 @@ TEST(RolloutProcessTest, AKilledWorkersLeasesAreRunAgainByAnother) {
         std::chrono::seconds(60)))
         << GetJson(df.client(), "/v1/status").dump() << "\n"
         << first.Log();
+    // While it lives, the worker renews its leases (every second for a 3 s lease): none expires.
+    std::this_thread::sleep_for(std::chrono::milliseconds(4500));
+    const json alive = GetJson(df.client(), "/v1/status");
+    EXPECT_EQ(alive.value("/leases/expired"_json_pointer, -1), 0) << alive.dump();
+    EXPECT_GE(alive.value("leases_in_flight", 0), 2) << alive.dump();
     first.Signal(SIGKILL);
     first.Wait(std::chrono::seconds(10));
   }
@@ -311,7 +242,8 @@ TEST(RolloutProcessTest, AKilledWorkersLeasesAreRunAgainByAnother) {
       << GetJson(df.client(), "/v1/status").dump();
 
   hold = false;
-  Child second("sluice-rollout", RolloutFlags(dir, df.base_url(), "gen-1"), dir + "/second.log");
+  ChildProcess second("sluice-rollout", RolloutFlags(dir, df.base_url(), "gen-1"),
+                      dir + "/second.log");
   ASSERT_TRUE(Eventually(
       [&] {
         return GetJson(df.client(), "/v1/status").value("/submits/accepted"_json_pointer, 0) >= 2;
@@ -320,7 +252,7 @@ TEST(RolloutProcessTest, AKilledWorkersLeasesAreRunAgainByAnother) {
       << GetJson(df.client(), "/v1/status").dump() << "\n"
       << second.Log();
   EXPECT_GT(granted_before_kill, 0);
-  std::unique_ptr<http::Client> rc = second.Connect();
+  std::unique_ptr<http::Client> rc = second.Connect(kToken);
   ASSERT_NE(rc, nullptr);
   // The operator names the region's weight relay; a malformed one is refused naming the field.
   Result<http::Response> relay =

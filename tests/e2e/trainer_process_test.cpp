@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tests/e2e/apiserver_process.h"
+#include "tests/e2e/child_process.h"
 #include "tests/e2e/dataflow_process.h"
 #include "workers/dataflow/trajectory_codec.h"
 
@@ -69,30 +70,8 @@ std::string ReadFile(const std::string& path) {
 // Runs sluice-trainer to completion (or kills it after `timeout`); returns its wait status.
 int RunTrainer(const std::vector<std::string>& flags, const std::string& log,
                std::chrono::seconds timeout) {
-  const std::string binary = BinDir() + "/sluice-trainer";
-  std::vector<std::string> args = {binary};
-  args.insert(args.end(), flags.begin(), flags.end());
-  const pid_t pid = fork();
-  if (pid == 0) {
-    FILE* out = std::freopen(log.c_str(), "w", stderr);
-    (void)out;
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(binary.c_str(), argv.data());
-    _exit(127);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return status;
+  ChildProcess trainer("sluice-trainer", flags, log);
+  return trainer.Wait(timeout);
 }
 
 bool HaveTrainer() { return fs::exists(BinDir() + "/sluice-trainer"); }

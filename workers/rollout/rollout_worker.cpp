@@ -53,9 +53,22 @@ RolloutWorker::RolloutWorker(RolloutWorkerOptions options, dataflow::DataflowCli
       {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800});
   in_flight_gauge_ =
       &registry->AddGauge("sluice_rollout_episodes_in_flight", "Tasks leased and running.");
+  if (gauges_.kv_usage) {
+    metrics::CallbackFamily& f = registry->AddCallbackGauge(
+        "sluice_rollout_kv_cache_usage", "Fraction of the engine's KV cache blocks in use.");
+    f.Set({}, [this] { return gauges_.kv_usage(); });
+    callbacks_.push_back(&f);
+  }
+  if (gauges_.tokens_per_second) {
+    metrics::CallbackFamily& f = registry->AddCallbackGauge(
+        "sluice_rollout_tokens_per_second", "Generated tokens per second of engine step time.");
+    f.Set({}, [this] { return gauges_.tokens_per_second(); });
+    callbacks_.push_back(&f);
+  }
 }
 
 RolloutWorker::~RolloutWorker() {
+  for (metrics::CallbackFamily* f : callbacks_) f->Remove({});
   cancel_all_.Cancel();
   drain_timer_stop_.Cancel();
   if (drain_timer_.joinable()) drain_timer_.join();

@@ -128,6 +128,8 @@ class RolloutWorker {
   metrics::CounterFamily* errors_ = nullptr;
   metrics::HistogramFamily* episode_seconds_ = nullptr;
   metrics::GaugeFamily* in_flight_gauge_ = nullptr;
+  // Engine gauges read at scrape time; removed in the destructor (they call into gauges_).
+  std::vector<metrics::CallbackFamily*> callbacks_;
 };
 
 }  // namespace sluice::rollout

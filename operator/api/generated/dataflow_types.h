@@ -236,7 +236,8 @@ nlohmann::json ToJson(const DataflowSpecStorage& v);
 // The environment a multi-turn agent acts in. Set exactly one of builtin and url.
 struct DataflowSpecWorkflowEnvironment {
   // A built-in environment run inside the rollout worker: calculator evaluates arithmetic tool
-  // calls; python runs code in a resource-limited subprocess.
+  // calls; python runs Python (tool python) and C++ (tool cpp) programs in a resource-limited
+  // subprocess without network.
   std::optional<std::string> builtin;
   // Timeout of one environment call.
   int64_t timeout_seconds = 30;

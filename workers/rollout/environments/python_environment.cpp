@@ -10,6 +10,10 @@ namespace sluice::rollout {
 namespace {
 
 constexpr char kProgramFile[] = "program.py";
+constexpr char kCppSource[] = "program.cpp";
+constexpr char kCppBinary[] = "program";
+constexpr int64_t kCompileMemoryBytes = int64_t{2} << 30;
+constexpr int64_t kBinaryMaxBytes = int64_t{64} << 20;
 constexpr double kCpuSeconds = 5;
 constexpr int64_t kMemoryBytes = int64_t{256} << 20;
 // Enough of each stream to fill an observation; the rest is dropped by the sandbox.
@@ -65,15 +69,46 @@ Result<std::string> PythonEnvironment::Reset(const EnvironmentTask& /*task*/,
 Result<StepResult> PythonEnvironment::Step(const ToolCall& call, const std::string& /*text*/,
                                            const CancellationToken& cancel) {
   StepResult result;
-  if (call.name != kPythonToolName) {
+  if (call.name != kPythonToolName && call.name != kCppToolName) {
     // The name is the model's text: cap it so a runaway "name" cannot flood the conversation.
-    result.observation = "unknown tool '" + call.name.substr(0, 64) +
-                         "'; available: " + std::string(kPythonToolName);
+    result.observation = "unknown tool '" + call.name.substr(0, 64) + "'; available: " +
+                         std::string(kPythonToolName) + ", " + std::string(kCppToolName);
     return result;
   }
   SandboxSpec spec;
-  spec.argv = {"python3", kProgramFile};
-  spec.files = {{kProgramFile, StripCodeFence(call.arguments)}};
+  if (call.name == kPythonToolName) {
+    spec.argv = {"python3", kProgramFile};
+    spec.files = {{kProgramFile, StripCodeFence(call.arguments)}};
+  } else {
+    SandboxSpec compile;
+    compile.argv = {"g++", "-O1", "-std=c++17", "-o", kCppBinary, kCppSource};
+    compile.files = {{kCppSource, StripCodeFence(call.arguments)}};
+    compile.collect_files = {kCppBinary};
+    compile.limits.wall_seconds = static_cast<double>(timeout_.count());
+    compile.limits.cpu_seconds = static_cast<double>(timeout_.count());
+    compile.limits.memory_bytes = kCompileMemoryBytes;
+    compile.limits.max_file_bytes = kBinaryMaxBytes;
+    compile.limits.max_output_bytes = kStreamBytes;
+    compile.cancel = cancel;
+    SLUICE_ASSIGN_OR_RETURN(SandboxResult compiled, RunSandboxed(compile));
+    if (!compiled.ok() || compiled.files.empty()) {
+      std::string log = compiled.stderr_data;
+      if (log.size() > kPythonObservationBytes) {
+        log = std::string(CutUtf8(log, kPythonObservationBytes)) + "\n[output truncated]";
+      }
+      result.observation = "compile error:\n" + log;
+      if (const std::string status = StatusLine(compiled); !status.empty()) {
+        if (!result.observation.empty() && result.observation.back() != '\n') {
+          result.observation += '\n';
+        }
+        result.observation += status;
+      }
+      return result;
+    }
+    spec.argv = {std::string("./") + kCppBinary};
+    spec.files = {{kCppBinary, std::move(compiled.files[0].second)}};
+    spec.executable_files = {kCppBinary};
+  }
   spec.limits.wall_seconds = static_cast<double>(timeout_.count());
   spec.limits.cpu_seconds = std::min(kCpuSeconds, spec.limits.wall_seconds);
   spec.limits.memory_bytes = kMemoryBytes;

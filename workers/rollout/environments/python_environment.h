@@ -1,7 +1,12 @@
-// PythonEnvironment: the built-in "python" tool (spec.workflow.environment.builtin: python). A
-// call's arguments are a Python program (a surrounding ``` fence is stripped), run with python3 in
-// the sandbox (sandbox/sandboxed_process.h: no network, a fresh directory, 256 MiB of address
-// space, min(5 s, timeout) of CPU, the environment's per-call timeout as the wall limit).
+// PythonEnvironment: the built-in code-execution environment (spec.workflow.environment.builtin:
+// python). Two tools:
+//   "python"  the arguments are a Python program (a surrounding ``` fence is stripped), run with
+//             python3;
+//   "cpp"     the arguments are a C++17 program, compiled with g++ -O1 (a compile error is the
+//             observation "compile error:" plus g++'s messages) and then run.
+// Both run in the sandbox (sandbox/sandboxed_process.h: no network, a fresh directory, 256 MiB of
+// address space (2 GiB for the compiler), min(5 s, timeout) of CPU, the environment's per-call
+// timeout as the wall limit).
 //
 // The observation is the program's stdout, then its stderr (a traceback), cut at
 // kPythonObservationBytes, then "[exit code N]", "[timed out]", "[CPU limit exceeded]" or
@@ -24,6 +29,7 @@
 namespace sluice::rollout {
 
 inline constexpr char kPythonToolName[] = "python";
+inline constexpr char kCppToolName[] = "cpp";
 // The most program output one observation carries (before the status line).
 inline constexpr size_t kPythonObservationBytes = 4096;
 

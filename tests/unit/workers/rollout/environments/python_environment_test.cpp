@@ -92,10 +92,27 @@ TEST(PythonEnvironmentTest, TruncatesLongOutput) {
   EXPECT_EQ((step.observation.size() - marker.size()) % 2, 0u);
 }
 
-TEST(PythonEnvironmentTest, UnknownToolNamesTheAvailableOne) {
+TEST(PythonEnvironmentTest, CompilesAndRunsCpp) {
+  PythonEnvironment env(seconds(30));
+  StepResult step = Call(env, "cpp",
+                         "```cpp\n#include <cstdio>\nint main() { std::printf(\"%d\\n\", 6 * 7); "
+                         "return 3; }\n```");
+  EXPECT_EQ(step.observation, "42\n[exit code 3]");
+  step = Call(env, "cpp", "int main() { return undefined_name; }");
+  EXPECT_EQ(step.observation.rfind("compile error:\n", 0), 0u) << step.observation;
+  EXPECT_NE(step.observation.find("undefined_name"), std::string::npos) << step.observation;
+  // The compiled program has no network either.
+  step = Call(env, "cpp",
+              "#include <sys/socket.h>\n#include <cstdio>\n#include <cerrno>\n"
+              "int main() { int s = socket(AF_INET, SOCK_STREAM, 0); "
+              "std::printf(\"%d %d\\n\", s, errno); }");
+  EXPECT_EQ(step.observation, "-1 13\n");
+}
+
+TEST(PythonEnvironmentTest, UnknownToolNamesTheAvailableOnes) {
   PythonEnvironment env(seconds(10));
   const StepResult step = Call(env, "calculator", "1+1");
-  EXPECT_EQ(step.observation, "unknown tool 'calculator'; available: python");
+  EXPECT_EQ(step.observation, "unknown tool 'calculator'; available: python, cpp");
   EXPECT_FALSE(step.done);
 }
 

@@ -1,0 +1,103 @@
+// A Sluice binary (under BinDir()) as a child process for end-to-end tests: started with flags,
+// its stderr (JSON logs) in a file, signalled, waited for with a timeout, and connected to once
+// its "listening" log line gives the port. Killed (SIGKILL) when the object goes away.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "common/http/client.h"
+#include "tests/e2e/apiserver_process.h"
+
+namespace sluice::e2e {
+
+class ChildProcess {
+ public:
+  ChildProcess(const std::string& program, std::vector<std::string> flags, std::string log)
+      : log_(std::move(log)) {
+    const std::string binary = BinDir() + "/" + program;
+    std::vector<std::string> args = {binary};
+    args.insert(args.end(), flags.begin(), flags.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      FILE* out = std::freopen(log_.c_str(), "w", stderr);
+      (void)out;
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(binary.c_str(), argv.data());
+      _exit(127);
+    }
+  }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  ~ChildProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  std::string Log() const {
+    std::ifstream in(log_);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  void Signal(int sig) {
+    if (pid_ > 0) ::kill(pid_, sig);
+  }
+  // The wait status once exited within `timeout`; -1 otherwise (then killed).
+  int Wait(std::chrono::seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        pid_ = -1;
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    pid_ = -1;
+    return status;
+  }
+  // A client (bearer `token`, no retries) of the HTTP server the child logged it listens on
+  // ("msg":"listening","url":...), within 60 s; null when it never did.
+  std::unique_ptr<http::Client> Connect(const std::string& token) {
+    const std::regex port_re("\"msg\":\"listening\",\"url\":\"http://[0-9.]+:([0-9]+)\"");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::smatch m;
+      const std::string log = Log();
+      if (std::regex_search(log, m, port_re)) {
+        http::ClientOptions co;
+        co.base_url = "http://127.0.0.1:" + std::string(m[1]);
+        co.max_attempts = 1;
+        if (!token.empty()) co.token = http::TokenSource::FromValue(token);
+        return std::move(http::Client::Create(co)).value();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return nullptr;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::string log_;
+};
+
+}  // namespace sluice::e2e
