@@ -71,8 +71,9 @@ Result<StepResult> PythonEnvironment::Step(const ToolCall& call, const std::stri
   StepResult result;
   if (call.name != kPythonToolName && call.name != kCppToolName) {
     // The name is the model's text: cap it so a runaway "name" cannot flood the conversation.
-    result.observation = "unknown tool '" + call.name.substr(0, 64) + "'; available: " +
-                         std::string(kPythonToolName) + ", " + std::string(kCppToolName);
+    result.observation = "unknown tool '" + call.name.substr(0, 64) +
+                         "'; available: " + std::string(kPythonToolName) + ", " +
+                         std::string(kCppToolName);
     return result;
   }
   SandboxSpec spec;
