@@ -14,13 +14,12 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "common/config/environment.h"
-#include "common/config/help.h"
-#include "common/config/parse.h"
+#include "common/config/program_start.h"
 #include "common/http/server.h"
-#include "common/logging/level.h"
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
 #include "common/process/signals.h"
@@ -119,22 +118,13 @@ std::string ReadFileOr(const std::string& path, const std::string& fallback) {
 int Main(int argc, char** argv) {
   const config::Spec spec = MakeSpec();
   const config::Environment env = config::EnvironmentFromProcess();
-  Result<config::Config> cfg = config::Parse(spec, argc, argv, env);
-  if (!cfg.ok()) {
-    std::cerr << kProgram << ": " << cfg.status().message() << "\n";
-    return 2;
-  }
-  if (cfg->HelpRequested()) {
-    std::cout << config::HelpText(spec, kProgram,
-                                  "The Sluice operator: reconciles Policies, RolloutPools, "
-                                  "Dataflows and TrainerJobs. See docs/operator.md.");
-    return 0;
-  }
-  if (cfg->VersionRequested()) {
-    std::cout << kProgram << " 0.1.0\n";
-    return 0;
-  }
-  log::SetMinLevel(log::ParseLevel(cfg->GetString("log-level")).value());
+  int exit_code = 0;
+  std::optional<config::Config> cfg =
+      config::StartProgram(spec, argc, argv, kProgram,
+                           "The Sluice operator: reconciles Policies, RolloutPools, "
+                           "Dataflows and TrainerJobs. See docs/operator.md.",
+                           &exit_code);
+  if (!cfg) return exit_code;
   Result<std::pair<std::string, int>> metrics_addr =
       HostPort(cfg->GetString("metrics-bind-address"), "--metrics-bind-address");
   Result<std::pair<std::string, int>> health_addr =
@@ -354,7 +344,6 @@ int Main(int argc, char** argv) {
     for (std::thread& t : threads) t.join();
   };
 
-  int exit_code = 0;
   if (!cfg->GetBool("leader-elect")) {
     run_controllers(stop.Token());
   } else {

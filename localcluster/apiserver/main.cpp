@@ -13,10 +13,8 @@
 #include <filesystem>
 #include <iostream>
 
-#include "common/config/help.h"
-#include "common/config/parse.h"
+#include "common/config/program_start.h"
 #include "common/http/bearer_token.h"
-#include "common/logging/level.h"
 #include "common/logging/logger.h"
 #include "common/process/signals.h"
 #include "localcluster/apiserver/access_token.h"
@@ -73,18 +71,13 @@ int Main(int argc, char** argv) {
                                 "fsync every commit (durable across power loss; slower)."))
       .Add(config::Option::Enum("log-level", {"debug", "info", "warn", "error"}, "info",
                                 "Minimum level of the JSON log lines on stderr."));
-  Result<config::Config> cfg = config::Parse(spec, argc, argv, config::EnvironmentFromProcess());
-  if (!cfg.ok()) {
-    std::cerr << "sluice-apiserver: " << cfg.status().message() << "\n";
-    return 2;
-  }
-  if (cfg->HelpRequested()) {
-    std::cout << config::HelpText(spec, "sluice-apiserver",
-                                  "A Kubernetes-compatible API server for one machine: kubectl "
-                                  "and the Sluice operator use it as they use a cluster.");
-    return 0;
-  }
-  log::SetMinLevel(log::ParseLevel(cfg->GetString("log-level")).value());
+  int exit_code = 0;
+  std::optional<config::Config> cfg =
+      config::StartProgram(spec, argc, argv, "sluice-apiserver",
+                           "A Kubernetes-compatible API server for one machine: kubectl "
+                           "and the Sluice operator use it as they use a cluster.",
+                           &exit_code);
+  if (!cfg) return exit_code;
   log::Logger logger("apiserver");
 
   const std::string state_dir = cfg->GetString("state-dir");

@@ -10,13 +10,12 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "common/config/environment.h"
-#include "common/config/help.h"
-#include "common/config/parse.h"
+#include "common/config/program_start.h"
 #include "common/http/server.h"
 #include "common/http/url.h"
-#include "common/logging/level.h"
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
 #include "common/process/signals.h"
@@ -86,23 +85,13 @@ std::chrono::milliseconds Ms(D d) {
 int Main(int argc, char** argv) {
   const config::Spec spec = MakeSpec();
   const config::Environment environment = config::EnvironmentFromProcess();
-  Result<config::Config> cfg = config::Parse(spec, argc, argv, environment);
-  if (!cfg.ok()) {
-    std::cerr << kProgram << ": " << cfg.status().message() << "\n";
-    return 2;
-  }
-  if (cfg->HelpRequested()) {
-    std::cout << config::HelpText(
-        spec, kProgram,
-        "The local cluster's scheduler and kubelet: registers simulated nodes, binds pods and "
-        "runs their containers as local processes. See docs/local-cluster.md.");
-    return 0;
-  }
-  if (cfg->VersionRequested()) {
-    std::cout << kProgram << " 0.1.0\n";
-    return 0;
-  }
-  log::SetMinLevel(log::ParseLevel(cfg->GetString("log-level")).value());
+  int exit_code = 0;
+  std::optional<config::Config> cfg = config::StartProgram(
+      spec, argc, argv, kProgram,
+      "The local cluster's scheduler and kubelet: registers simulated nodes, binds pods and "
+      "runs their containers as local processes. See docs/local-cluster.md.",
+      &exit_code);
+  if (!cfg) return exit_code;
   CancellationSource stop;
   if (Status s = InstallShutdownSignals(stop); !s.ok()) {
     std::cerr << kProgram << ": " << s.ToString() << "\n";

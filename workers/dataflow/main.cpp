@@ -18,11 +18,9 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/config/help.h"
-#include "common/config/parse.h"
+#include "common/config/program_start.h"
 #include "common/http/bearer_token.h"
 #include "common/http/server.h"
-#include "common/logging/level.h"
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
 #include "common/process/signals.h"
@@ -300,24 +298,14 @@ Result<Settings> Resolve(const config::Config& cfg, const DataflowSettings* mani
 
 int Main(int argc, char** argv) {
   const config::Spec spec = MakeSpec();
-  Result<config::Config> cfg = config::Parse(spec, argc, argv, config::EnvironmentFromProcess());
-  if (!cfg.ok()) {
-    std::cerr << kProgram << ": " << cfg.status().message() << "\n";
-    return 2;
-  }
-  if (cfg->HelpRequested()) {
-    std::cout << config::HelpText(
-        spec, kProgram,
-        "The dataflow of one Sluice experiment: leases prompts to rollout workers, buffers their "
-        "trajectories per policy and serves training batches, with a write-ahead log so that a "
-        "restart loses nothing acknowledged. API and guarantees: docs/dataflow.md.");
-    return 0;
-  }
-  if (cfg->VersionRequested()) {
-    std::cout << kProgram << " 0.1.0\n";
-    return 0;
-  }
-  log::SetMinLevel(log::ParseLevel(cfg->GetString("log-level")).value());
+  int exit_code = 0;
+  std::optional<config::Config> cfg = config::StartProgram(
+      spec, argc, argv, kProgram,
+      "The dataflow of one Sluice experiment: leases prompts to rollout workers, buffers their "
+      "trajectories per policy and serves training batches, with a write-ahead log so that a "
+      "restart loses nothing acknowledged. API and guarantees: docs/dataflow.md.",
+      &exit_code);
+  if (!cfg) return exit_code;
   CancellationSource stop;
   if (Status s = InstallShutdownSignals(stop); !s.ok()) {
     std::cerr << kProgram << ": " << s.ToString() << "\n";

@@ -17,19 +17,18 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "common/config/help.h"
-#include "common/config/parse.h"
+#include "common/config/program_start.h"
 #include "common/http/bearer_token.h"
 #include "common/http/client.h"
 #include "common/http/hosts_file.h"
 #include "common/http/json_body.h"
 #include "common/http/server.h"
-#include "common/logging/level.h"
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
 #include "common/process/signals.h"
@@ -174,25 +173,15 @@ Result<LoadedPolicy> LoadPolicy(const HostedPolicy& p) {
 
 int Main(int argc, char** argv) {
   const config::Spec spec = MakeSpec();
-  Result<config::Config> cfg = config::Parse(spec, argc, argv, config::EnvironmentFromProcess());
-  if (!cfg.ok()) {
-    std::cerr << kProgram << ": " << cfg.status().message() << "\n";
-    return 2;
-  }
-  if (cfg->HelpRequested()) {
-    std::cout << config::HelpText(
-        spec, kProgram,
-        "One replica of a Sluice RolloutPool: leases tasks from the Dataflow, runs their "
-        "workflows (single-turn, multi-turn with an environment, solve-and-verify) on the "
-        "hosted policies, scores and submits them, and loads every new weight version the "
-        "trainers announce. docs/rollout.md.");
-    return 0;
-  }
-  if (cfg->VersionRequested()) {
-    std::cout << kProgram << " 0.1.0\n";
-    return 0;
-  }
-  log::SetMinLevel(log::ParseLevel(cfg->GetString("log-level")).value());
+  int exit_code = 0;
+  std::optional<config::Config> cfg = config::StartProgram(
+      spec, argc, argv, kProgram,
+      "One replica of a Sluice RolloutPool: leases tasks from the Dataflow, runs their "
+      "workflows (single-turn, multi-turn with an environment, solve-and-verify) on the "
+      "hosted policies, scores and submits them, and loads every new weight version the "
+      "trainers announce. docs/rollout.md.",
+      &exit_code);
+  if (!cfg) return exit_code;
   log::Logger logger("rollout");
   CancellationSource stop;
   if (Status s = InstallShutdownSignals(stop); !s.ok()) {

@@ -28,14 +28,12 @@
 #include <utility>
 #include <vector>
 
-#include "common/config/help.h"
-#include "common/config/parse.h"
+#include "common/config/program_start.h"
 #include "common/http/bearer_token.h"
 #include "common/http/client.h"
 #include "common/http/hosts_file.h"
 #include "common/http/json_body.h"
 #include "common/http/server.h"
-#include "common/logging/level.h"
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
 #include "common/process/signals.h"
@@ -161,25 +159,15 @@ std::string TakeTrainerConfig(int& argc, char** argv) {
 int Main(int argc, char** argv) {
   const config::Spec spec = MakeSpec();
   const std::string trainer_config = TakeTrainerConfig(argc, argv);
-  Result<config::Config> cfg = config::Parse(spec, argc, argv, config::EnvironmentFromProcess());
-  if (!cfg.ok()) {
-    std::cerr << kProgram << ": " << cfg.status().message() << "\n";
-    return 2;
-  }
-  if (cfg->HelpRequested()) {
-    std::cout << config::HelpText(
-        spec, kProgram,
-        "One rank of a Sluice trainer: trains a Policy on batches from its Dataflow (GRPO, PPO, "
-        "DAPO, GSPO, M2PO, SFT) and, on rank 0, publishes every new weight version. "
-        "--config=PATH names trainer.json (the TrainerJob, its Policy and its Dataflow; default "
-        "/etc/sluice/config/trainer.json). docs/trainer.md.");
-    return 0;
-  }
-  if (cfg->VersionRequested()) {
-    std::cout << kProgram << " 0.1.0\n";
-    return 0;
-  }
-  log::SetMinLevel(log::ParseLevel(cfg->GetString("log-level")).value());
+  int exit_code = 0;
+  std::optional<config::Config> cfg = config::StartProgram(
+      spec, argc, argv, kProgram,
+      "One rank of a Sluice trainer: trains a Policy on batches from its Dataflow (GRPO, PPO, "
+      "DAPO, GSPO, M2PO, SFT) and, on rank 0, publishes every new weight version. "
+      "--config=PATH names trainer.json (the TrainerJob, its Policy and its Dataflow; default "
+      "/etc/sluice/config/trainer.json). docs/trainer.md.",
+      &exit_code);
+  if (!cfg) return exit_code;
   CancellationSource stop;
   if (Status s = InstallShutdownSignals(stop); !s.ok()) {
     std::cerr << kProgram << ": " << s.ToString() << "\n";
