@@ -2,12 +2,15 @@
 // synthetic groups (character-vocabulary tokens, reward 1 for completions starting with 'a');
 // the trainer takes batches, trains, acknowledges, publishes and announces each version (seen in
 // the dataflow's lease replies with the weights URL and digest), checkpoints, exits 0 after its
-// steps, and a second run resumes from the newest checkpoint.
+// steps, and a second run resumes from the newest checkpoint. In between, a run that never gets a
+// batch exports the resumed version as an HF directory (POST /v1/weights/{version}/export) under
+// <checkpoint-dir>/exports, which the resume that follows must ignore.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -159,6 +162,78 @@ TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
   }
   EXPECT_TRUE(found) << lease.dump();
 
+  // The export run: resumes from step 3, republishes version 3, then asks for batches of more
+  // groups than the dataflow holds, so it stays up (without training) while the route is used.
+  {
+    std::vector<std::string> idle = flags;
+    idle.push_back("--steps=4");
+    idle.push_back("--groups-per-batch=60000");
+    ChildProcess trainer("sluice-trainer", idle, dir + "/trainer-export.log");
+    std::unique_ptr<http::Client> client = trainer.Connect(kToken);
+    ASSERT_NE(client, nullptr) << trainer.Log();
+    Result<http::Response> image = Status::Internal("not fetched");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!(image = client->Get("/v1/weights/3")).ok() || image->status != 200) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << trainer.Log();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    const std::string digest = image->Header("X-Sluice-Weights-Digest");
+
+    Result<http::Response> exported = client->Post("/v1/weights/3/export", "", "application/json");
+    ASSERT_TRUE(exported.ok()) << exported.status().ToString();
+    ASSERT_EQ(exported->status, 200) << exported->body << "\n" << trainer.Log();
+    const json reply = json::parse(exported->body);
+    const std::string path = dir + "/ckpt/exports/actor-v3";
+    EXPECT_EQ(reply["version"], 3);
+    EXPECT_EQ(reply["path"], path);
+    EXPECT_EQ(reply["digest"], digest);
+    uint64_t bytes = 0;
+    std::vector<std::string> names;
+    for (const fs::directory_entry& f : fs::directory_iterator(path)) {
+      bytes += f.file_size();
+      names.push_back(f.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(reply["bytes"], bytes);
+    // A builtin model has no tokenizer files to copy.
+    EXPECT_EQ(names,
+              (std::vector<std::string>{"config.json", "model.safetensors", "sluice_export.json"}));
+    EXPECT_EQ(ReadFile(path + "/model.safetensors"), image->body);  // Byte for byte.
+    const json hf = json::parse(ReadFile(path + "/config.json"));
+    EXPECT_EQ(hf["model_type"], "llama");
+    EXPECT_EQ(hf["architectures"], json::array({"LlamaForCausalLM"}));
+    EXPECT_EQ(hf["torch_dtype"], "float32");
+    EXPECT_EQ(hf["hidden_size"], 32);
+    EXPECT_EQ(hf["num_hidden_layers"], 1);
+    const json record = json::parse(ReadFile(path + "/sluice_export.json"));
+    EXPECT_EQ(record["version"], 3);
+    EXPECT_EQ(record["digest"], digest);
+    EXPECT_EQ(record["policy"], "actor");
+
+    // Again: the same directory, untouched.
+    Result<http::Response> again = client->Post("/v1/weights/3/export", "", "application/json");
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->status, 200) << again->body;
+    EXPECT_EQ(json::parse(again->body)["created"], false) << again->body;
+    // A version not held names the held ones; a malformed one is 400; no token is 401.
+    Result<http::Response> absent = client->Post("/v1/weights/2/export", "", "application/json");
+    ASSERT_TRUE(absent.ok());
+    EXPECT_EQ(absent->status, 404) << absent->body;
+    EXPECT_NE(absent->body.find("held: [3]"), std::string::npos) << absent->body;
+    EXPECT_FALSE(fs::exists(dir + "/ckpt/exports/actor-v2"));
+    Result<http::Response> bad = client->Post("/v1/weights/v3/export", "", "application/json");
+    ASSERT_TRUE(bad.ok());
+    EXPECT_EQ(bad->status, 400) << bad->body;
+    Result<http::Response> anonymous =
+        trainer.Connect("")->Post("/v1/weights/3/export", "", "application/json");
+    ASSERT_TRUE(anonymous.ok());
+    EXPECT_EQ(anonymous->status, 401) << anonymous->body;
+
+    trainer.Signal(SIGTERM);
+    status = trainer.Wait(std::chrono::seconds(30));
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << trainer.Log();
+  }
+
   // A second run with more steps resumes from step 3 and adds one.
   std::vector<std::string> more = flags;
   more.push_back("--steps=4");
@@ -169,6 +244,8 @@ TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
   EXPECT_NE(log2.find("\"step\":4"), std::string::npos) << log2;
   EXPECT_TRUE(fs::exists(dir + "/ckpt/step-00000004"));
   EXPECT_FALSE(fs::exists(dir + "/ckpt/step-00000002"));  // keep: 2.
+  // Checkpoint pruning leaves the exports alone.
+  EXPECT_TRUE(fs::exists(dir + "/ckpt/exports/actor-v3/model.safetensors"));
 }
 
 TEST(TrainerProcessTest, ABadConfigExitsTwoNamingTheField) {

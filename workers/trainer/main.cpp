@@ -1,7 +1,9 @@
 // sluice-trainer: one rank of the data-parallel gang that trains one Policy from the batches of
 // one Dataflow (docs/trainer.md). It implements the trainer worker contract of
 // operator/controllers/trainer_job_children.h: flags, /healthz, /readyz, GET /v1/status, and on
-// rank 0 the weights routes (GET /v1/weights/...).
+// rank 0 the weights routes (GET /v1/weights/...) and POST /v1/weights/{version}/export, which
+// writes a held version as a Hugging Face model directory <export root>/<policy>-v<version>
+// (weights/hf_export.h; the root is --export-dir, default <checkpoint-dir>/exports).
 //
 // Loop (every rank runs the same steps in lock-step):
 //   rank 0 long-polls GET /v1/batches/{policy} and broadcasts the batch frame to the other ranks
@@ -40,10 +42,13 @@
 #include "workers/dataflow/dataflow_client.h"
 #include "workers/model/nn/decoder_model.h"
 #include "workers/trainer/checkpoint_directory.h"
+#include "workers/trainer/export_route.h"
 #include "workers/trainer/torch/communicator.h"
 #include "workers/trainer/torch/policy_trainer.h"
+#include "workers/trainer/torch/published_weights.h"
 #include "workers/trainer/trainer_settings.h"
 #include "workers/trainer/trainer_status.h"
+#include "workers/weights/hf_export.h"
 #include "workers/weights/weight_routes.h"
 #include "workers/weights/weight_store.h"
 
@@ -74,6 +79,10 @@ config::Spec MakeSpec() {
       .Add(Option::Int("steps", 0, "Training steps; 0: the TrainerJob's spec.steps.").Min(0))
       .Add(Option::String("checkpoint-dir", "",
                           "Directory of checkpoints (resume from the newest); empty: none."))
+      .Add(Option::String("export-dir", "",
+                          "Root of the Hugging Face exports written by POST "
+                          "/v1/weights/{version}/export (<root>/<policy>-v<version>); empty: "
+                          "<checkpoint-dir>/exports, or no exports without --checkpoint-dir."))
       .Add(Option::Int("groups-per-batch", 0,
                        "Groups per batch asked of the dataflow; 0: the dataflow's setting.")
                .Min(0))
@@ -115,26 +124,18 @@ Result<model::DecoderModel> LoadModel(const ModelSource& source) {
 // The published form of the weights: HF names in the Policy's dtype.
 Status Publish(const model::DecoderModel& m, int64_t version, const std::string& dtype,
                weights::WeightStore& store) {
-  const torch::Dtype target = dtype == "float32"   ? torch::kFloat32
-                              : dtype == "float16" ? torch::kFloat16
-                                                   : torch::kBFloat16;
-  const model::DType wire = dtype == "float32"   ? model::DType::kF32
-                            : dtype == "float16" ? model::DType::kF16
-                                                 : model::DType::kBF16;
-  std::vector<torch::Tensor> keep;
-  std::vector<model::TensorView> views;
-  for (const auto& [name, t] : m.NamedParameters()) {
-    torch::Tensor c = t.detach().to(target).contiguous();
-    keep.push_back(c);
-    model::TensorView v;
-    v.name = name;
-    v.dtype = wire;
-    v.shape = c.sizes().vec();
-    v.data = std::span<const std::byte>(static_cast<const std::byte*>(c.data_ptr()),
-                                        static_cast<size_t>(c.nbytes()));
-    views.push_back(std::move(v));
+  Result<PublishedWeights> w = PublishWeights(m, dtype);
+  if (!w.ok()) return w.status();
+  return store.Publish(w->views, version);
+}
+
+// The export root: --export-dir, else <checkpoint-dir>/exports, else none ("").
+std::string ExportRoot(const config::Config& cfg) {
+  if (const std::string& dir = cfg.GetString("export-dir"); !dir.empty()) return dir;
+  if (const std::string& dir = cfg.GetString("checkpoint-dir"); !dir.empty()) {
+    return dir + "/exports";
   }
-  return store.Publish(views, version);
+  return "";
 }
 
 // The worker contract names trainer.json with --config, which the config library reserves for a
@@ -205,6 +206,14 @@ int Main(int argc, char** argv) {
   weights::WeightStore store(
       static_cast<size_t>(std::max<int64_t>(settings->policy_spec.weight_sync.keep_versions, 1)));
   weights::WeightRoutes weight_routes(store, &registry);
+  // The tokenizer and generation files travel with every export; a model directory that cannot
+  // be listed fails the model load below with its own error.
+  std::vector<std::string> sidecars;
+  if (!settings->model.directory.empty()) {
+    Result<std::vector<std::string>> files = weights::HfSidecarFiles(settings->model.directory);
+    if (files.ok()) sidecars = std::move(*files);
+  }
+  ExportRoute export_route(store, ExportRoot(*cfg), settings->policy, std::move(sidecars), logger);
   http::ServerOptions options;
   options.name = "trainer";
   options.address = cfg->GetString("address");
@@ -220,7 +229,10 @@ int Main(int argc, char** argv) {
   server.Get("/v1/status", [&board](const httplib::Request&, httplib::Response& res) {
     http::ReplyJson(res, board.StatusJson());
   });
-  if (rank == 0) weight_routes.Register(server);
+  if (rank == 0) {
+    weight_routes.Register(server);
+    export_route.Register(server);
+  }
   if (Status s = server.Start(); !s.ok()) {
     std::cerr << kProgram << ": " << s.ToString() << "\n";
     return 1;
@@ -252,6 +264,7 @@ int Main(int argc, char** argv) {
       *settings, [&source] { return LoadModel(source); }, comm->get());
   if (!trainer.ok()) return fail("cannot build the trainer", trainer.status());
   PolicyTrainer& t = **trainer;
+  export_route.SetModelConfig(t.model().config());
 
   // Resume from the newest complete checkpoint.
   const std::string checkpoint_dir = cfg->GetString("checkpoint-dir");

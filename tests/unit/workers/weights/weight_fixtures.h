@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <set>
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "workers/model/model_config.h"
 #include "workers/model/safetensors.h"
 
 namespace sluice::weights::fixtures {
@@ -89,6 +91,34 @@ inline uint64_t Perturb(Model& m, double fraction, std::mt19937_64& rng) {
 
 inline void PutF32Bits(Tensor& t, size_t i, uint32_t bits) {
   std::memcpy(t.data.data() + i * 4, &bits, 4);
+}
+
+// A one-layer llama: vocab 16, hidden `d`, heads 2, ff 16.
+inline model::ModelConfig TinyConfig(int64_t d = 8, bool tie = false) {
+  Result<model::BuiltinModelSpec> spec = model::ParseBuiltinModel(
+      "builtin:tiny?layers=1&heads=2&vocab=16&ff=16&d=" + std::to_string(d) +
+      (tie ? "&tie=true" : ""));
+  if (!spec.ok()) std::abort();
+  return spec->config;
+}
+
+// The parameters DecoderModel::NamedParameters would publish for TinyConfig, random contents.
+inline Model TinyWeights(model::DType dtype, uint64_t seed, int64_t d = 8, bool tie = false) {
+  std::mt19937_64 rng(seed);
+  Model m;
+  const std::string l = "model.layers.0.";
+  m.tensors.push_back(RandomTensor("model.embed_tokens.weight", dtype, {16, d}, rng));
+  m.tensors.push_back(RandomTensor(l + "input_layernorm.weight", dtype, {d}, rng));
+  for (const char* p : {"q_proj", "k_proj", "v_proj", "o_proj"}) {
+    m.tensors.push_back(RandomTensor(l + "self_attn." + p + ".weight", dtype, {d, d}, rng));
+  }
+  m.tensors.push_back(RandomTensor(l + "post_attention_layernorm.weight", dtype, {d}, rng));
+  m.tensors.push_back(RandomTensor(l + "mlp.gate_proj.weight", dtype, {16, d}, rng));
+  m.tensors.push_back(RandomTensor(l + "mlp.up_proj.weight", dtype, {16, d}, rng));
+  m.tensors.push_back(RandomTensor(l + "mlp.down_proj.weight", dtype, {d, 16}, rng));
+  m.tensors.push_back(RandomTensor("model.norm.weight", dtype, {d}, rng));
+  if (!tie) m.tensors.push_back(RandomTensor("lm_head.weight", dtype, {16, d}, rng));
+  return m;
 }
 
 }  // namespace sluice::weights::fixtures
