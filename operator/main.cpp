@@ -35,6 +35,7 @@
 #include "operator/kube/kubeconfig.h"
 #include "operator/kube/leader_election.h"
 #include "operator/kube/rest_client.h"
+#include "operator/kube/watch_namespaces.h"
 
 namespace sluice::op {
 namespace {
@@ -49,7 +50,8 @@ config::Spec MakeSpec() {
                           "Kubeconfig to use; empty: in-cluster config when running in a Pod, "
                           "else $KUBECONFIG or ~/.kube/config."))
       .Add(Option::String("context", "", "Kubeconfig context; empty: the current one."))
-      .Add(Option::String("namespace", "", "Namespace to watch; empty: all namespaces."))
+      .Add(Option::String("namespace", "",
+                          "Namespaces to watch, comma-separated (a,b,c); empty: all namespaces."))
       .Add(Option::Bool("leader-elect", true,
                         "Compete for a Lease so that only one replica reconciles."))
       .Add(Option::String("leader-election-id", "sluice-operator", "Name of the Lease."))
@@ -135,6 +137,12 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
+  const std::string ns = cfg->GetString("namespace");
+  Result<std::vector<std::string>> namespaces = kube::ParseWatchNamespaces(ns);
+  if (!namespaces.ok()) {
+    std::cerr << kProgram << ": flag --namespace: " << namespaces.status().message() << "\n";
+    return 2;
+  }
   CancellationSource stop;
   if (Status s = InstallShutdownSignals(stop); !s.ok()) {
     std::cerr << kProgram << ": " << s.ToString() << "\n";
@@ -217,13 +225,14 @@ int Main(int argc, char** argv) {
   }
 
   // Caches: the Sluice kinds, and only the operator's own children of the core kinds.
-  const std::string ns = cfg->GetString("namespace");
   auto informer = [&](const kube::GroupVersionResource& gvr, bool managed_only) {
     kube::InformerOptions options;
     options.resync_period =
         std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("resync-period"));
     if (managed_only) options.reflector.selectors.label_selector = controllers::kManagedSelector;
-    return std::make_unique<kube::Informer>(client.Resource(gvr, ns), options);
+    std::vector<kube::ResourceClient> scopes;
+    for (const std::string& n : *namespaces) scopes.push_back(client.Resource(gvr, n));
+    return std::make_unique<kube::Informer>(std::move(scopes), options);
   };
   auto dataflows = informer({"sluice.dev", "v1alpha1", "dataflows", true}, false);
   auto pools = informer({"sluice.dev", "v1alpha1", "rolloutpools", true}, false);

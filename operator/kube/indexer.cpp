@@ -83,19 +83,33 @@ ObjectPtr Indexer::Remove(const std::string& key) {
 }
 
 ReplaceDiff Indexer::Replace(const std::vector<ObjectPtr>& objects) {
+  return ReplaceWithin(nullptr, objects);
+}
+
+ReplaceDiff Indexer::ReplaceNamespace(const std::string& namespace_,
+                                      const std::vector<ObjectPtr>& objects) {
+  return ReplaceWithin(&namespace_, objects);
+}
+
+ReplaceDiff Indexer::ReplaceWithin(const std::string* scope,
+                                   const std::vector<ObjectPtr>& objects) {
   ReplaceDiff diff;
   std::unordered_map<std::string, ObjectPtr> next;
   next.reserve(objects.size());
   for (const ObjectPtr& o : objects) next[ObjectKey(*o)] = o;
   std::unique_lock lock(mu_);
   for (const auto& [key, old] : items_) {
+    if (scope != nullptr && NamespaceOf(*old) != *scope) {
+      next.emplace(key, old);  // Another namespace's list owns it.
+      continue;
+    }
     if (!next.count(key)) diff.deleted.push_back(old);
   }
   for (const auto& [key, obj] : next) {
     auto it = items_.find(key);
     if (it == items_.end()) {
       diff.added.push_back(obj);
-    } else {
+    } else if (scope == nullptr || NamespaceOf(*obj) == *scope) {
       diff.updated.emplace_back(it->second, obj);
     }
   }

@@ -60,6 +60,11 @@ class Indexer {
   // Makes the content exactly `objects` and reports what changed. An object whose
   // resourceVersion did not change counts as updated too (a relist is a resync).
   ReplaceDiff Replace(const std::vector<ObjectPtr>& objects);
+  // The same within one namespace: objects of other namespaces are left alone (and unreported),
+  // so several lists, one per watched namespace, can fill one store. Every object in `objects`
+  // must be in `namespace_`.
+  ReplaceDiff ReplaceNamespace(const std::string& namespace_,
+                               const std::vector<ObjectPtr>& objects);
 
   ObjectPtr Get(const std::string& key) const;
   std::vector<ObjectPtr> List() const;
@@ -69,6 +74,8 @@ class Indexer {
   size_t size() const;
 
  private:
+  // Replace (scope null) or ReplaceNamespace (*scope).
+  ReplaceDiff ReplaceWithin(const std::string* scope, const std::vector<ObjectPtr>& objects);
   void IndexLocked(const std::string& key, const nlohmann::json& object);
   void UnindexLocked(const std::string& key, const nlohmann::json& object);
 

@@ -2,11 +2,24 @@
 
 #include <thread>
 
+#include "common/check.h"
+
 namespace sluice::kube {
 
 Informer::Informer(ResourceClient resource, InformerOptions options)
-    : options_(std::move(options)), reflector_(resource, options_.reflector, *this) {
+    : Informer(std::vector<ResourceClient>{resource}, std::move(options)) {}
+
+Informer::Informer(std::vector<ResourceClient> resources, InformerOptions options)
+    : options_(std::move(options)) {
+  SLUICE_CHECK(!resources.empty());
   for (const auto& [name, fn] : options_.extra_indexers) (void)store_.AddIndex(name, fn);
+  const bool scoped = resources.size() > 1;
+  for (ResourceClient& r : resources) {
+    SLUICE_CHECK(!scoped || !r.namespace_().empty());
+    auto scope = std::make_unique<Scope>(*this, r.namespace_(), scoped);
+    scope->reflector = std::make_unique<Reflector>(r, options_.reflector, *scope);
+    scopes_.push_back(std::move(scope));
+  }
 }
 
 void Informer::AddEventHandler(EventHandlers handlers) {
@@ -17,9 +30,10 @@ void Informer::AddEventHandler(EventHandlers handlers) {
   handlers_.push_back(std::move(handlers));
 }
 
-void Informer::Replace(const std::vector<ObjectPtr>& objects, const std::string& rv) {
+void Informer::Replace(Scope& scope, const std::vector<ObjectPtr>& objects, const std::string& rv) {
   std::lock_guard<std::mutex> lock(mu_);
-  const ReplaceDiff diff = store_.Replace(objects);
+  const ReplaceDiff diff =
+      scope.scoped ? store_.ReplaceNamespace(scope.namespace_, objects) : store_.Replace(objects);
   last_rv_ = rv;
   for (const EventHandlers& h : handlers_) {
     if (h.on_delete) {
@@ -32,7 +46,13 @@ void Informer::Replace(const std::vector<ObjectPtr>& objects, const std::string&
       for (const auto& [old_obj, new_obj] : diff.updated) h.on_update(old_obj, new_obj);
     }
   }
-  if (!synced_.exchange(true)) synced_cv_.notify_all();
+  if (!scope.listed) {
+    scope.listed = true;
+    if (++listed_scopes_ == scopes_.size()) {
+      synced_ = true;
+      synced_cv_.notify_all();
+    }
+  }
 }
 
 void Informer::Apply(const WatchEvent& event) {
@@ -84,7 +104,12 @@ void Informer::Run(CancellationToken cancel) {
       }
     });
   }
-  (void)reflector_.Run(cancel);
+  std::vector<std::thread> others;
+  for (size_t i = 1; i < scopes_.size(); ++i) {
+    others.emplace_back([this, i, cancel] { (void)scopes_[i]->reflector->Run(cancel); });
+  }
+  (void)scopes_.front()->reflector->Run(cancel);
+  for (std::thread& t : others) t.join();
   if (resync.joinable()) resync.join();
 }
 

@@ -12,6 +12,11 @@
 //
 // HasSynced() turns true after the first complete list has been delivered.
 //
+// Several namespaces: constructed with one ResourceClient per namespace, the informer runs one
+// reflector per namespace into the one store (like controller-runtime's multi-namespace cache);
+// a relist of one namespace replaces only that namespace's objects, and HasSynced waits for every
+// namespace's first list. last_sync_resource_version is then the last one any reflector saw.
+//
 // Ownership: owns its store and reflector; the RestClient must outlive it.
 // Thread safety: Run on one thread (it blocks); AddEventHandler, HasSynced, store() from any.
 #pragma once
@@ -19,6 +24,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -41,9 +47,12 @@ struct InformerOptions {
   Indexers extra_indexers;  // Added to the namespace and owner-uid indices.
 };
 
-class Informer : private ReflectorSink {
+class Informer {
  public:
   Informer(ResourceClient resource, InformerOptions options = {});
+  // One reflector per resource (each a namespace of the same kind; at least one). With several,
+  // each must name a distinct, non-empty namespace.
+  Informer(std::vector<ResourceClient> resources, InformerOptions options = {});
   Informer(const Informer&) = delete;
   Informer& operator=(const Informer&) = delete;
 
@@ -60,20 +69,37 @@ class Informer : private ReflectorSink {
 
   const Indexer& store() const { return store_; }
   std::string last_sync_resource_version() const;
-  const Reflector& reflector() const { return reflector_; }
+  // The first namespace's reflector (the only one unless several namespaces are watched).
+  const Reflector& reflector() const { return *scopes_.front()->reflector; }
 
  private:
-  // ReflectorSink
-  void Replace(const std::vector<ObjectPtr>& objects, const std::string& rv) override;
-  void Apply(const WatchEvent& event) override;
+  // What one reflector feeds: the store, limited to its namespace when `scoped`.
+  struct Scope final : ReflectorSink {
+    Scope(Informer& informer, std::string namespace_, bool scoped)
+        : informer(informer), namespace_(std::move(namespace_)), scoped(scoped) {}
+    void Replace(const std::vector<ObjectPtr>& objects, const std::string& rv) override {
+      informer.Replace(*this, objects, rv);
+    }
+    void Apply(const WatchEvent& event) override { informer.Apply(event); }
+
+    Informer& informer;
+    const std::string namespace_;
+    const bool scoped;
+    bool listed = false;  // Guarded by informer.mu_.
+    std::unique_ptr<Reflector> reflector;
+  };
+
+  void Replace(Scope& scope, const std::vector<ObjectPtr>& objects, const std::string& rv);
+  void Apply(const WatchEvent& event);
 
   InformerOptions options_;
   Indexer store_;
-  Reflector reflector_;
+  std::vector<std::unique_ptr<Scope>> scopes_;
   mutable std::mutex mu_;  // Serialises handler calls and guards the fields below.
   mutable std::condition_variable synced_cv_;
   std::vector<EventHandlers> handlers_;
   std::string last_rv_;
+  size_t listed_scopes_ = 0;
   std::atomic<bool> synced_{false};
 };
 
