@@ -27,6 +27,7 @@
 #include "operator/controllers/dataflow_controller.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/policy_controller.h"
+#include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/rollout_pool_controller.h"
 #include "operator/controllers/trainer_job_controller.h"
 #include "operator/kube/event_recorder.h"
@@ -76,6 +77,13 @@ config::Spec MakeSpec() {
                .Min(1)
                .Max(64))
       .Add(Option::Int("policy-concurrency", 2, "Policies reconciled at once.").Min(1).Max(64))
+      .Add(Option::Double("kube-api-qps", 50,
+                          "Requests per second to the API server, sustained (client-side "
+                          "token bucket); 0: unlimited.")
+               .Min(0))
+      .Add(Option::Int("kube-api-burst", 100,
+                       "Requests to the API server allowed at once above kube-api-qps.")
+               .Min(1))
       .Add(Option::Duration("gang-scheduling-timeout", seconds(120),
                             "A TrainerJob rank unschedulable this long makes the job "
                             "Admitted=False/GangPending."))
@@ -183,8 +191,8 @@ int Main(int argc, char** argv) {
     return 2;
   }
   rest_config->user_agent = "sluice-operator/0.1.0";
-  rest_config->qps = 50;
-  rest_config->burst = 100;
+  rest_config->qps = cfg->GetDouble("kube-api-qps");
+  rest_config->burst = static_cast<int>(cfg->GetInt("kube-api-burst"));
 
   metrics::Registry registry;
   kube::RestClientOptions client_options;
@@ -225,8 +233,10 @@ int Main(int argc, char** argv) {
   }
 
   // Caches: the Sluice kinds, and only the operator's own children of the core kinds.
-  auto informer = [&](const kube::GroupVersionResource& gvr, bool managed_only) {
+  auto informer = [&](const kube::GroupVersionResource& gvr, bool managed_only,
+                      kube::Indexers indexers = {}) {
     kube::InformerOptions options;
+    options.extra_indexers = std::move(indexers);
     options.resync_period =
         std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("resync-period"));
     if (managed_only) options.reflector.selectors.label_selector = controllers::kManagedSelector;
@@ -235,8 +245,10 @@ int Main(int argc, char** argv) {
     return std::make_unique<kube::Informer>(std::move(scopes), options);
   };
   auto dataflows = informer({"sluice.dev", "v1alpha1", "dataflows", true}, false);
-  auto pools = informer({"sluice.dev", "v1alpha1", "rolloutpools", true}, false);
-  auto jobs = informer({"sluice.dev", "v1alpha1", "trainerjobs", true}, false);
+  auto pools = informer({"sluice.dev", "v1alpha1", "rolloutpools", true}, false,
+                        controllers::PoolIndexers());
+  auto jobs = informer({"sluice.dev", "v1alpha1", "trainerjobs", true}, false,
+                       controllers::TrainerJobIndexers());
   auto policies = informer({"sluice.dev", "v1alpha1", "policies", true}, false);
   auto pods = informer({"", "v1", "pods", true}, true);
   auto services = informer({"", "v1", "services", true}, true);
@@ -266,6 +278,7 @@ int Main(int argc, char** argv) {
   pool_options.images = df_options.images;
   pool_options.prometheus_url = cfg->GetString("prometheus-url");
   pool_options.status_period = df_options.status_period;
+  pool_options.registry = &registry;  // sluice_rolloutpool_*, sluice_autoscaler_*
   controllers::RolloutPoolController pool_logic(
       client,
       {pools.get(), pods.get(), dataflows.get(), secrets.get(), policies.get(), config_maps.get()},

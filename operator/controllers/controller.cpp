@@ -123,6 +123,9 @@ Controller::Controller(ControllerOptions options, kube::Informer& primary, Recon
 Controller::~Controller() {
   // Stops the delaying queue's thread; handlers still holding the queue find it shut down.
   shared_->queue->ShutDown();
+  // The queue may outlive the registry (the handlers share it): its scrape-time gauges, which
+  // read the queue, must leave the registry now.
+  shared_->queue->RemoveScrapeMetrics();
 }
 
 const std::string& Controller::name() const { return options_.name; }

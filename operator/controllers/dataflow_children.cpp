@@ -32,13 +32,15 @@ constexpr char kDatasetPvcDir[] = "/var/run/sluice/dataset-pvc";
 
 }  // namespace
 
-std::string DataflowConfigMapName(const std::string& df) { return df + "-config"; }
-std::string DataflowTokenSecretName(const std::string& df) { return df + "-token"; }
-std::string DataflowClaimName(const std::string& df) { return df + "-wal"; }
-std::string DataflowPodName(const std::string& df) { return df + "-dataflow"; }
+std::string DataflowConfigMapName(const std::string& df) { return SubdomainName(df, "-config"); }
+std::string DataflowTokenSecretName(const std::string& df) { return SubdomainName(df, "-token"); }
+std::string DataflowClaimName(const std::string& df) { return SubdomainName(df, "-wal"); }
+std::string DataflowPodName(const std::string& df) { return SubdomainName(df, "-dataflow"); }
+std::string DataflowServiceName(const std::string& df) { return DnsLabelName(df); }
 
 std::string DataflowEndpoint(const json& df) {
-  return "http://" + Name(df) + "." + Namespace(df) + ".svc:" + std::to_string(kDataflowPort);
+  return "http://" + DataflowServiceName(Name(df)) + "." + Namespace(df) +
+         ".svc:" + std::to_string(kDataflowPort);
 }
 
 json DesiredDataflowConfigMap(const json& df) {
@@ -79,9 +81,9 @@ json DesiredDataflowClaim(const json& df) {
 json DesiredDataflowService(const json& df) {
   return {{"apiVersion", "v1"},
           {"kind", "Service"},
-          {"metadata", Meta(df, Name(df), true)},
+          {"metadata", Meta(df, DataflowServiceName(Name(df)), true)},
           {"spec",
-           {{"selector", {{kDataflowLabel, Name(df)}, {kComponentLabel, "dataflow"}}},
+           {{"selector", {{kDataflowLabel, LabelValue(Name(df))}, {kComponentLabel, "dataflow"}}},
             {"ports", json::array({{{"name", "http"},
                                     {"port", kDataflowPort},
                                     {"targetPort", "http"},

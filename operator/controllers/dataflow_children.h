@@ -12,6 +12,9 @@
 //
 // Every child carries StandardLabels plus sluice.dev/dataflow=<df>; all but the PVC are
 // controlled by the Dataflow (ownerReferences), so kube's garbage collector deletes them with it.
+// Label values go through LabelValue, names through SubdomainName and the Service's through
+// DnsLabelName (labels.h): a Dataflow name over 63 characters, or holding '.', gives a truncated,
+// hashed Service name (and endpoint); short names are used as they are.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -36,7 +39,10 @@ std::string DataflowConfigMapName(const std::string& dataflow);
 std::string DataflowTokenSecretName(const std::string& dataflow);
 std::string DataflowClaimName(const std::string& dataflow);
 std::string DataflowPodName(const std::string& dataflow);
-// "http://<df>.<ns>.svc:8080": where workers and trainers reach the dataflow.
+// "<df>", a DNS label: DnsLabelName(dataflow).
+std::string DataflowServiceName(const std::string& dataflow);
+// "http://<DataflowServiceName(df)>.<ns>.svc:8080": where workers and trainers reach the
+// dataflow.
 std::string DataflowEndpoint(const nlohmann::json& dataflow);
 
 nlohmann::json DesiredDataflowConfigMap(const nlohmann::json& dataflow);

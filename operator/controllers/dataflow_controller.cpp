@@ -98,7 +98,7 @@ Status DataflowController::EnsureChildren(const json& df, std::string* pod_state
     if (!r.ok()) return r.status();
   }
   const json svc = DesiredDataflowService(df);
-  if (kube::ObjectPtr current = cached(informers_.services, name); !current) {
+  if (kube::ObjectPtr current = cached(informers_.services, DataflowServiceName(name)); !current) {
     SLUICE_RETURN_IF_ERROR(create(kServices, svc));
   } else if (current->value("/spec/selector"_json_pointer, json()) != svc["spec"]["selector"] ||
              current->value("/spec/ports/0/port"_json_pointer, 0) != kDataflowPort) {

@@ -5,6 +5,7 @@
 #include "common/openapi/field_error.h"
 #include "operator/api/meta.h"
 #include "operator/api/validation.h"
+#include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/trainer_job_children.h"
 #include "operator/kube/time_format.h"
 
@@ -32,6 +33,14 @@ bool Hosts(const json& pool, const std::string& policy) {
 
 json PolicyStatus(const json& policy, const std::vector<json>& jobs, const std::vector<json>& pools,
                   Clock::WallTime now) {
+  std::vector<const json*> job_ptrs, pool_ptrs;
+  for (const json& j : jobs) job_ptrs.push_back(&j);
+  for (const json& p : pools) pool_ptrs.push_back(&p);
+  return PolicyStatus(policy, job_ptrs, pool_ptrs, now);
+}
+
+json PolicyStatus(const json& policy, const std::vector<const json*>& jobs,
+                  const std::vector<const json*>& pools, Clock::WallTime now) {
   const std::string name = Str(policy, "/metadata/name");
   const int64_t generation = policy.value("/metadata/generation"_json_pointer, int64_t{0});
   json status = policy.value("status", json::object());
@@ -48,7 +57,8 @@ json PolicyStatus(const json& policy, const std::vector<json>& jobs, const std::
   int64_t version = 0;
   const json* publisher = nullptr;
   std::vector<std::string> failed;
-  for (const json& job : jobs) {
+  for (const json* job_ptr : jobs) {
+    const json& job = *job_ptr;
     if (Str(job, "/spec/policyRef/name") != name) continue;
     const int64_t v = job.value("/status/version"_json_pointer, int64_t{0});
     if (publisher == nullptr || v > version) {
@@ -74,7 +84,8 @@ json PolicyStatus(const json& policy, const std::vector<json>& jobs, const std::
   int64_t serving = 0;
   std::vector<std::string> lagging;
   int hosting = 0;
-  for (const json& pool : pools) {
+  for (const json* pool_ptr : pools) {
+    const json& pool = *pool_ptr;
     if (!Hosts(pool, name)) continue;
     ++hosting;
     serving += pool.value("/status/readyReplicas"_json_pointer, int64_t{0});
@@ -162,14 +173,17 @@ Result<ReconcileResult> PolicyController::Reconcile(const std::string& key) {
     status["conditions"] = api::ToJson(conditions);
     status["observedGeneration"] = generation;
   } else {
-    std::vector<json> jobs, pools;
-    for (const kube::ObjectPtr& j : informers_.jobs->store().List()) {
-      if (Str(*j, "/metadata/namespace", "default") == ns) jobs.push_back(*j);
-    }
-    for (const kube::ObjectPtr& p : informers_.pools->store().List()) {
-      if (Str(*p, "/metadata/namespace", "default") == ns) pools.push_back(*p);
-    }
-    status = PolicyStatus(policy, jobs, pools, now);
+    // Only the jobs training it and the pools hosting it (PolicyStatus ignores the rest), read
+    // in the cache without copies.
+    const std::string name = Str(policy, "/metadata/name");
+    const std::vector<kube::ObjectPtr> jobs =
+        Referencing(informers_.jobs->store(), kPolicyRefIndex, JobPolicyRefs, ns, name);
+    const std::vector<kube::ObjectPtr> pools =
+        Referencing(informers_.pools->store(), kPolicyRefIndex, PoolPolicyRefs, ns, name);
+    std::vector<const json*> job_ptrs, pool_ptrs;
+    for (const kube::ObjectPtr& j : jobs) job_ptrs.push_back(j.get());
+    for (const kube::ObjectPtr& p : pools) pool_ptrs.push_back(p.get());
+    status = PolicyStatus(policy, job_ptrs, pool_ptrs, now);
   }
   if (status == policy.value("status", json::object())) return ReconcileResult{};
   if (policy.value("/status/version"_json_pointer, int64_t{0}) <

@@ -31,7 +31,12 @@ struct PolicyInformers {
   kube::Informer* pools = nullptr;
 };
 
-// The Policy's status from the jobs that train it and the pools that host it (pure).
+// The Policy's status from the jobs that train it and the pools that host it (pure; other jobs
+// and pools are ignored). The pointer form reads cached objects without copying them: a Policy
+// hosted by a thousand pools is reconciled on every one of their status updates.
+nlohmann::json PolicyStatus(const nlohmann::json& policy,
+                            const std::vector<const nlohmann::json*>& jobs,
+                            const std::vector<const nlohmann::json*>& pools, Clock::WallTime now);
 nlohmann::json PolicyStatus(const nlohmann::json& policy, const std::vector<nlohmann::json>& jobs,
                             const std::vector<nlohmann::json>& pools, Clock::WallTime now);
 

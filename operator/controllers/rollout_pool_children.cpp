@@ -6,14 +6,13 @@
 #include <vector>
 
 #include "operator/controllers/labels.h"
+#include "operator/controllers/policy_model_volumes.h"
 
 namespace sluice::controllers {
 
 using nlohmann::json;
 
 namespace {
-
-constexpr size_t kMaxDnsLabel = 63;
 
 std::string Name(const json& obj) { return obj.value("/metadata/name"_json_pointer, ""); }
 std::string Namespace(const json& obj) {
@@ -66,6 +65,17 @@ json Resources(const json& pool) {
   return {{"requests", amounts}, {"limits", amounts}};
 }
 
+// The Policies of `policies` that `pool` hosts (named in spec.policies).
+std::vector<json> Hosted(const json& pool, const std::vector<json>& policies) {
+  const std::vector<std::string> names = Policies(pool);
+  std::vector<json> out;
+  for (const json& p : policies) {
+    const std::string name = Name(p);
+    if (std::binary_search(names.begin(), names.end(), name)) out.push_back(p);
+  }
+  return out;
+}
+
 // The sluice.dev/template-hash label of `obj`, or "".
 std::string TemplateHashOf(const json& obj) {
   const json labels = obj.value("/metadata/labels"_json_pointer, json::object());
@@ -76,28 +86,12 @@ std::string TemplateHashOf(const json& obj) {
 }  // namespace
 
 std::string ReplicaPodName(const std::string& pool, const std::string& region, int index) {
-  const std::string prefix = region.empty() ? pool : pool + "-" + region;
-  const std::string suffix = "-" + std::to_string(index);
-  std::string clean = prefix;
-  for (char& c : clean) {
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    } else if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) {
-      c = '-';
-    }
-  }
-  if (clean == prefix && prefix.size() + suffix.size() <= kMaxDnsLabel) return prefix + suffix;
-  const std::string hash = JsonHash(json(prefix));
-  const size_t keep = kMaxDnsLabel - suffix.size() - 1 - hash.size();
-  clean = clean.substr(0, std::min(keep, clean.size()));
-  // A label starts and ends with an alphanumeric: drop the dashes truncation left at the edges.
-  const size_t first = clean.find_first_not_of('-');
-  clean = first == std::string::npos ? "" : clean.substr(first);
-  while (!clean.empty() && clean.back() == '-') clean.pop_back();
-  return (clean.empty() ? "" : clean + "-") + hash + suffix;
+  return DnsLabelName(region.empty() ? pool : pool + "-" + region, "-" + std::to_string(index));
 }
 
-std::string RolloutConfigMapName(const std::string& pool) { return pool + "-rollout-config"; }
+std::string RolloutConfigMapName(const std::string& pool) {
+  return SubdomainName(pool, "-rollout-config");
+}
 
 json DesiredRolloutConfigMap(const json& pool, const std::vector<json>& policies) {
   auto manifest = [](const json& obj, const char* kind) {
@@ -123,15 +117,19 @@ json DesiredRolloutConfigMap(const json& pool, const std::vector<json>& policies
           {"data", {{"rollout.json", config.dump(2) + "\n"}}}};
 }
 
-std::string PoolTemplateHash(const json& pool) {
+std::string PoolTemplateHash(const json& pool, const std::vector<json>& policies) {
   const json spec = pool.value("spec", json::object());
-  return JsonHash({{"engine", spec.value("engine", json::object())},
-                   {"template", spec.value("template", json::object())},
-                   {"policies", Policies(pool)},
-                   {"dataflowRef", spec.value("dataflowRef", json::object())}});
+  json hashed = {{"engine", spec.value("engine", json::object())},
+                 {"template", spec.value("template", json::object())},
+                 {"policies", Policies(pool)},
+                 {"dataflowRef", spec.value("dataflowRef", json::object())}};
+  const PolicyModelVolumes models = PolicyModelVolumesFor(Hosted(pool, policies));
+  if (!models.empty()) hashed["models"] = {{"volumes", models.volumes}, {"mounts", models.mounts}};
+  return JsonHash(hashed);
 }
 
-json DesiredReplicaPod(const json& pool, const json* region, int index, const json& dataflow,
+json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policies,
+                       const json* region, int index, const json& dataflow,
                        const WorkerImages& images) {
   const std::string pool_name = Name(pool);
   const std::string region_name = region != nullptr ? region->value("name", "") : "";
@@ -140,11 +138,12 @@ json DesiredReplicaPod(const json& pool, const json* region, int index, const js
   const std::vector<std::string> policies = Policies(pool);
   const json engine = pool.value("/spec/engine"_json_pointer, json::object());
   const json tmpl = pool.value("/spec/template"_json_pointer, json::object());
+  const PolicyModelVolumes models = PolicyModelVolumesFor(Hosted(pool, hosted_policies));
 
   std::map<std::string, std::string> extra = {
       {kPoolLabel, pool_name},
       {kReplicaIndexLabel, std::to_string(index)},
-      {kTemplateHashLabel, PoolTemplateHash(pool)},
+      {kTemplateHashLabel, PoolTemplateHash(pool, hosted_policies)},
       {kDataflowLabel, dataflow_ref},
   };
   if (!region_name.empty()) extra[kRegionLabel] = region_name;
@@ -179,6 +178,15 @@ json DesiredReplicaPod(const json& pool, const json* region, int index, const js
       engine.contains("image") && engine["image"].is_string() && !engine["image"].empty()
           ? engine["image"].get<std::string>()
           : images.rollout;
+  json mounts =
+      json::array({{{"name", "token"}, {"mountPath", kRolloutTokenDir}, {"readOnly", true}},
+                   {{"name", "config"}, {"mountPath", kRolloutConfigDir}, {"readOnly", true}}});
+  json volumes = json::array(
+      {{{"name", "token"}, {"secret", {{"secretName", DataflowTokenSecretName(dataflow_name)}}}},
+       {{"name", "config"}, {"configMap", {{"name", RolloutConfigMapName(pool_name)}}}}});
+  for (const json& m : models.mounts) mounts.push_back(m);
+  for (const json& v : models.volumes) volumes.push_back(v);
+
   const json container = {
       {"name", "rollout"},
       {"image", image},
@@ -196,17 +204,11 @@ json DesiredReplicaPod(const json& pool, const json* region, int index, const js
         {"periodSeconds", 10},
         {"failureThreshold", 6}}},
       {"resources", Resources(pool)},
-      {"volumeMounts",
-       json::array({{{"name", "token"}, {"mountPath", kRolloutTokenDir}, {"readOnly", true}},
-                    {{"name", "config"}, {"mountPath", kRolloutConfigDir}, {"readOnly", true}}})}};
+      {"volumeMounts", mounts}};
 
   json spec = {
       {"containers", json::array({container})},
-      {"volumes",
-       json::array(
-           {{{"name", "token"},
-             {"secret", {{"secretName", DataflowTokenSecretName(dataflow_name)}}}},
-            {{"name", "config"}, {"configMap", {{"name", RolloutConfigMapName(pool_name)}}}}})},
+      {"volumes", volumes},
       {"restartPolicy", "Always"},
       // Service links would put <SVC>_PORT=tcp://... variables into the worker's environment.
       {"enableServiceLinks", false},

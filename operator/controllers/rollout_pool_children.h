@@ -9,10 +9,16 @@
 // Every replica carries StandardLabels("sluice-rollout", <pool>, "rollout") plus
 // sluice.dev/pool, sluice.dev/region (with placement), sluice.dev/replica-index,
 // sluice.dev/template-hash, sluice.dev/dataflow, and sluice.dev/policy when the pool hosts
-// exactly one Policy; it is controlled by the RolloutPool (ownerReferences).
+// exactly one Policy (values through LabelValue: a pool name over 63 characters is truncated
+// and hashed); it is controlled by the RolloutPool (ownerReferences).
+//
+// Each hosted Policy whose spec.model.source is pvc has its claim mounted read-only at
+// /var/lib/sluice/model/<policy> (policy_model_volumes.h).
 //
 // The template hash (PoolTemplateHash) covers spec.engine, spec.template, spec.policies (as a
-// set) and spec.dataflowRef: what a replica is made from. It leaves out spec.replicas,
+// set), spec.dataflowRef and the hosted Policies' model mounts (claim and directory, only when
+// there are any, so pools without pvc models keep their hash): what a replica is made from.
+// Other changes of a Policy reach the replicas through the ConfigMap. It leaves out spec.replicas,
 // spec.placement, spec.autoscaling, spec.drain and spec.updateStrategy, so scaling, re-placing
 // or retuning drain never rolls replicas. It also leaves out the operator's settings
 // (WorkerImages) and the region's nodeSelector: changing those affects new replicas only.
@@ -74,21 +80,27 @@ inline constexpr int kRolloutTerminationSlackSeconds = 30;
 // Always a valid DNS label: lower-cased, characters outside [a-z0-9-] become '-', and when that
 // changed anything or the name would exceed 63 characters, the name becomes
 // "<prefix truncated>-<10-hex hash of <pool>-<region>>-<index>" (at most 63 characters, the
-// index kept whole), so distinct (pool, region) pairs keep distinct names. `index` >= 0.
+// index kept whole), so distinct (pool, region) pairs keep distinct names (DnsLabelName).
+// `index` >= 0.
 std::string ReplicaPodName(const std::string& pool, const std::string& region, int index);
 
-// JsonHash of {spec.engine, spec.template, sorted spec.policies, spec.dataflowRef}: the value of
-// the sluice.dev/template-hash label of the pool's current replicas.
-std::string PoolTemplateHash(const nlohmann::json& pool);
+// JsonHash of {spec.engine, spec.template, sorted spec.policies, spec.dataflowRef, and "models":
+// the model volumes and mounts of the hosted `policies` when there are any}: the value of the
+// sluice.dev/template-hash label of the pool's current replicas. `policies` are the Policy
+// objects found for spec.policies (others are ignored).
+std::string PoolTemplateHash(const nlohmann::json& pool,
+                             const std::vector<nlohmann::json>& policies);
 
 // The Pod of replica `index` of `pool` in `region` (the spec.placement.regions entry, or null
-// without placement). `dataflow` is the Dataflow spec.dataflowRef names (its name and namespace
-// give the endpoint and the token Secret).
-nlohmann::json DesiredReplicaPod(const nlohmann::json& pool, const nlohmann::json* region,
-                                 int index, const nlohmann::json& dataflow,
-                                 const WorkerImages& images);
+// without placement). `policies` are the Policy objects found for spec.policies (others are
+// ignored): their pvc claims are mounted. `dataflow` is the Dataflow spec.dataflowRef names (its
+// name and namespace give the endpoint and the token Secret).
+nlohmann::json DesiredReplicaPod(const nlohmann::json& pool,
+                                 const std::vector<nlohmann::json>& policies,
+                                 const nlohmann::json* region, int index,
+                                 const nlohmann::json& dataflow, const WorkerImages& images);
 
-// "<pool>-rollout-config".
+// "<pool>-rollout-config" (SubdomainName: truncated and hashed beyond 253 characters).
 std::string RolloutConfigMapName(const std::string& pool);
 
 // The pool's ConfigMap: data "rollout.json" = {"pool": <pool manifest>, "policies": [<Policy

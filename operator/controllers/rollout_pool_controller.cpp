@@ -10,6 +10,7 @@
 #include "operator/api/validation.h"
 #include "operator/autoscale/prometheus_client.h"
 #include "operator/controllers/labels.h"
+#include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/rollout_pool_children.h"
 #include "operator/controllers/rollout_pool_status.h"
 #include "operator/kube/kubeconfig.h"
@@ -84,13 +85,21 @@ struct RolloutPoolController::PoolState {
       scaling_conditions;  // ScalingActive/ScalingLimited, written with status.
   // Replica pods that ended: when each name may be created again (exponential back-off).
   std::map<std::string, std::pair<int, Mono::time_point>> recreate;
+  // The missing Policies last reported with a PolicyNotFound Event: the Event is recorded when
+  // this set changes, not on every reconcile, which would spend the pool's Event budget (25,
+  // then one per 5 minutes) and crowd out the Events that follow.
+  std::string reported_missing_policies;
 };
 
 RolloutPoolController::RolloutPoolController(kube::DynamicClient& client,
                                              RolloutPoolInformers informers,
                                              kube::EventRecorder& events,
                                              RolloutPoolControllerOptions options)
-    : client_(client), informers_(informers), events_(events), options_(std::move(options)) {}
+    : client_(client), informers_(informers), events_(events), options_(std::move(options)) {
+  if (options_.registry != nullptr) {
+    metrics_ = std::make_unique<RolloutPoolMetrics>(*options_.registry);
+  }
+}
 
 RolloutPoolController::~RolloutPoolController() = default;
 
@@ -105,11 +114,9 @@ std::vector<std::string> RolloutPoolController::PoolsOfDataflow(const json& data
   std::vector<std::string> keys;
   const std::string ns = Str(dataflow, "/metadata/namespace", "default");
   const std::string name = Str(dataflow, "/metadata/name");
-  for (const kube::ObjectPtr& p : informers_.pools->store().List()) {
-    if (Str(*p, "/metadata/namespace", "default") == ns &&
-        Str(*p, "/spec/dataflowRef/name") == name) {
-      keys.push_back(ns + "/" + Str(*p, "/metadata/name"));
-    }
+  for (const kube::ObjectPtr& p :
+       Referencing(informers_.pools->store(), kDataflowRefIndex, DataflowRefs, ns, name)) {
+    keys.push_back(ns + "/" + Str(*p, "/metadata/name"));
   }
   return keys;
 }
@@ -118,14 +125,9 @@ std::vector<std::string> RolloutPoolController::PoolsOfPolicy(const json& policy
   std::vector<std::string> keys;
   const std::string ns = Str(policy, "/metadata/namespace", "default");
   const std::string name = Str(policy, "/metadata/name");
-  for (const kube::ObjectPtr& p : informers_.pools->store().List()) {
-    if (Str(*p, "/metadata/namespace", "default") != ns) continue;
-    for (const json& hosted : p->value("/spec/policies"_json_pointer, json::array())) {
-      if (hosted.is_string() && hosted.get<std::string>() == name) {
-        keys.push_back(ns + "/" + Str(*p, "/metadata/name"));
-        break;
-      }
-    }
+  for (const kube::ObjectPtr& p :
+       Referencing(informers_.pools->store(), kPolicyRefIndex, PoolPolicyRefs, ns, name)) {
+    keys.push_back(ns + "/" + Str(*p, "/metadata/name"));
   }
   return keys;
 }
@@ -177,6 +179,14 @@ Status RolloutPoolController::PostRelay(const json& pod, const std::string& toke
 Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key) {
   kube::ObjectPtr cached = informers_.pools->store().Get(key);
   if (!cached) {
+    if (metrics_) {
+      const size_t slash = key.find('/');
+      if (slash == std::string::npos) {
+        metrics_->RemovePool("", key);
+      } else {
+        metrics_->RemovePool(key.substr(0, slash), key.substr(slash + 1));
+      }
+    }
     std::lock_guard<std::mutex> lock(mu_);
     states_.erase(key);
     return ReconcileResult{};
@@ -205,11 +215,16 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
     pool = *r;
   }
 
-  // The pool's replica pods.
+  // The pool's replica pods: those it owns (the owner-uid index, so a reconcile costs the pool's
+  // pods, not every pod in the cache), with its labels.
   std::vector<json> pods;
-  for (const kube::ObjectPtr& p : informers_.pods->store().List()) {
+  const std::string pool_label = LabelValue(name);
+  Result<std::vector<kube::ObjectPtr>> owned =
+      informers_.pods->store().ByIndex(kube::kOwnerUidIndex, Str(pool, "/metadata/uid"));
+  if (!owned.ok()) return owned.status();
+  for (const kube::ObjectPtr& p : *owned) {
     if (Str(*p, "/metadata/namespace", "default") == ns &&
-        Str(*p, "/metadata/labels/sluice.dev~1pool") == name &&
+        Str(*p, "/metadata/labels/sluice.dev~1pool") == pool_label &&
         Str(*p, "/metadata/labels/app.kubernetes.io~1component") == "rollout") {
       pods.push_back(*p);
     }
@@ -255,6 +270,8 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
   };
 
   if (deleting) {
+    // Every replica is leaving: the pool's counts and autoscaler no longer mean anything.
+    if (metrics_) metrics_->RemovePool(ns, name);
     bool any = false;
     for (const json& pod : pods) {
       any = true;
@@ -314,25 +331,28 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
 
   // The worker config: the hosted Policies the replicas load (rollout.json). A Policy that does not
   // exist yet is left out (the replicas then fail to start, naming it) and reported as an Event;
-  // its creation re-triggers this pool (Watch).
-  if (informers_.config_maps != nullptr && informers_.policies != nullptr) {
-    std::vector<json> hosted;
-    std::vector<std::string> missing;
-    for (const json& p : pool.value("/spec/policies"_json_pointer, json::array())) {
-      if (!p.is_string()) continue;
-      kube::ObjectPtr policy = informers_.policies->store().Get(ns + "/" + p.get<std::string>());
-      if (policy) {
-        hosted.push_back(*policy);
-      } else {
-        missing.push_back(p.get<std::string>());
-      }
+  // its creation re-triggers this pool (Watch). The hosted Policies also give the replicas their
+  // model claim mounts (and so the template hash).
+  std::vector<json> hosted;
+  std::vector<std::string> missing;
+  for (const json& p : pool.value("/spec/policies"_json_pointer, json::array())) {
+    if (!p.is_string() || informers_.policies == nullptr) continue;
+    kube::ObjectPtr policy = informers_.policies->store().Get(ns + "/" + p.get<std::string>());
+    if (policy) {
+      hosted.push_back(*policy);
+    } else {
+      missing.push_back(p.get<std::string>());
     }
-    if (!missing.empty()) {
-      std::string names;
-      for (const std::string& m : missing) names += (names.empty() ? "" : ", ") + m;
+  }
+  if (informers_.config_maps != nullptr && informers_.policies != nullptr) {
+    std::string names;
+    for (const std::string& m : missing) names += (names.empty() ? "" : ", ") + m;
+    std::string& reported = State(key).reported_missing_policies;
+    if (!missing.empty() && names != reported) {
       (void)events_.Record(pool, kube::kEventWarning, "PolicyNotFound",
                            "spec.policies: Policy " + names + " not found in " + ns);
     }
+    reported = names;
     const json desired = DesiredRolloutConfigMap(pool, hosted);
     const std::string cm_name = desired["metadata"]["name"];
     kube::ObjectPtr current = informers_.config_maps->store().Get(ns + "/" + cm_name);
@@ -351,7 +371,7 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
   // 3. Facts about each replica.
   std::vector<placement::ReplicaFacts> facts;
   std::vector<ReplicaObservation> observed;
-  const std::string hash = PoolTemplateHash(pool);
+  const std::string hash = PoolTemplateHash(pool, hosted);
   for (const json& pod : pods) {
     placement::ReplicaFacts f;
     f.name = Str(pod, "/metadata/name");
@@ -444,6 +464,7 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
       }
       autoscale::ScaleDecision d =
           autoscale::Decide(spec, replicas_before, samples, state.history, now_s);
+      if (metrics_) metrics_->RecordAutoscalerSync(ns, name, d.desired, samples);
       // Conditions need a reason even when the decision leaves one empty.
       if (d.scaling_active_reason.empty()) {
         d.scaling_active_reason = d.scaling_active ? "ValidMetricFound" : "FailedGetMetrics";
@@ -472,12 +493,18 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
         Result<json> r = pools.UpdateScale(name, scale);
         if (!r.ok()) return r.status();
         replicas = d.desired;
+        if (metrics_) {
+          metrics_->RecordScaleEvent(
+              ns, name, d.desired > replicas_before ? ScaleDirection::kUp : ScaleDirection::kDown);
+        }
         (void)events_.Record(pool, kube::kEventNormal,
                              d.desired > replicas_before ? "ScaledUp" : "ScaledDown", d.reason);
       }
     }
     next_autoscale = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::max(Mono::duration(0), state.next_autoscale - Mono::now()));
+  } else if (metrics_) {
+    metrics_->ForgetAutoscaler(ns, name);
   }
   pool["spec"]["replicas"] = replicas;
 
@@ -490,17 +517,21 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
   api::RolloutPoolSpecPlacement placement_spec;
   if (placement_json != nullptr &&
       api::FromJson(*placement_json, "spec.placement", &placement_spec).ok()) {
+    // Kubernetes timestamps have whole seconds, so an elapsed time computed from them can exceed
+    // the real one by up to a second: wait one second more, so that a replica never moves before
+    // spilloverAfterSeconds have really passed (0 still moves at once).
+    const int64_t spill_after =
+        placement_spec.spillover_after_seconds > 0 ? placement_spec.spillover_after_seconds + 1 : 0;
     std::set<std::string> blocked;
     if (placement_spec.strategy == "Priority") {
-      blocked = placement::BlockedRegions(facts, now_s, placement_spec.spillover_after_seconds);
+      blocked = placement::BlockedRegions(facts, now_s, spill_after);
     }
     placement::PlacementPlan plan = placement::DesiredPerRegionSticky(
         placement_spec, replicas, placement::RunningInBlocked(facts, blocked),
         placement::PlacedPerRegion(facts));
     targets = plan.targets;
     unplaced = plan.unplaced;
-    for (const std::string& spilled :
-         placement::ReplicasToSpill(facts, now_s, placement_spec.spillover_after_seconds)) {
+    for (const std::string& spilled : placement::ReplicasToSpill(facts, now_s, spill_after)) {
       if (!blocked.empty()) {
         (void)events_.Record(pool, kube::kEventNormal, "SpilledOver",
                              "Replica " + spilled + " stayed unschedulable for " +
@@ -546,7 +577,7 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
   }
   for (const auto& [region, index] : placement::ReplicasToCreate(facts, targets)) {
     const json* region_json = region.empty() ? nullptr : region_by_name[region];
-    json desired = DesiredReplicaPod(pool, region_json, index, *dataflow, options_.images);
+    json desired = DesiredReplicaPod(pool, hosted, region_json, index, *dataflow, options_.images);
     const std::string pod_name = desired["metadata"]["name"];
     if (auto it = state.recreate.find(pod_name);
         it != state.recreate.end() && Mono::now() < it->second.second) {
@@ -589,6 +620,7 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
     api::SetCondition(base, c, now_wall);
   }
   json status = PoolStatus(pool, observed, targets, unplaced, base, now_wall);
+  if (metrics_) metrics_->SetReplicas(ns, name, ReplicaCountsOf(pool, status, targets, unplaced));
   if (status != pool.value("status", json::object())) {
     Result<json> r =
         pools.Patch(name, kube::PatchType::kMerge, json{{"status", status}}.dump(), {}, "status");

@@ -18,7 +18,11 @@
 //      (operator/autoscale) is written to spec.replicas through the scale subresource;
 //   6. status (rollout_pool_status.h) is written when it changed.
 //
-// Ownership: borrows the client, informers and recorder. Thread safety: Reconcile may run
+// Metrics (rollout_pool_metrics.h), with options.registry: the replica counts are set when
+// status is computed (6), the autoscaler's at each sync (5); a pool's series are removed once it
+// is being deleted and again when it is gone.
+//
+// Ownership: borrows the client, informers, recorder and registry. Thread safety: Reconcile may run
 // concurrently for different keys.
 #pragma once
 
@@ -34,6 +38,7 @@
 #include "operator/autoscale/recommendation.h"
 #include "operator/controllers/controller.h"
 #include "operator/controllers/dataflow_children.h"
+#include "operator/controllers/rollout_pool_metrics.h"
 #include "operator/kube/dynamic_client.h"
 #include "operator/kube/event_recorder.h"
 #include "operator/kube/informer.h"
@@ -49,6 +54,7 @@ struct RolloutPoolControllerOptions {
   std::string prometheus_url;  // Default for spec.autoscaling.prometheusUrl.
   std::chrono::milliseconds status_period{5000};
   std::chrono::milliseconds worker_timeout{2000};
+  metrics::Registry* registry = nullptr;  // Null: no sluice_rolloutpool_* / autoscaler metrics.
 };
 
 struct RolloutPoolInformers {
@@ -74,6 +80,9 @@ class RolloutPoolController {
   // The pools that reference a Dataflow (for Controller::Watch on Dataflows).
   std::vector<std::string> PoolsOfDataflow(const nlohmann::json& dataflow) const;
 
+  // The pools' metrics; null without options.registry.
+  RolloutPoolMetrics* metrics() const { return metrics_.get(); }
+
  private:
   struct PoolState;
   PoolState& State(const std::string& key);
@@ -90,6 +99,7 @@ class RolloutPoolController {
   RolloutPoolInformers informers_;
   kube::EventRecorder& events_;
   RolloutPoolControllerOptions options_;
+  std::unique_ptr<RolloutPoolMetrics> metrics_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<PoolState>> states_;
 };

@@ -45,8 +45,10 @@ api::Condition Make(const char* type, bool status, const char* reason, std::stri
 }  // namespace
 
 std::string PoolSelector(const std::string& pool) {
-  return std::string(kInstanceLabel) + "=" + pool + "," + kComponentLabel + "=rollout," +
-         kPoolLabel + "=" + pool;
+  // The replicas' label values (LabelValue: long names are truncated and hashed).
+  const std::string value = LabelValue(pool);
+  return std::string(kInstanceLabel) + "=" + value + "," + kComponentLabel + "=rollout," +
+         kPoolLabel + "=" + value;
 }
 
 json PoolStatus(const json& pool, const std::vector<ReplicaObservation>& replicas,

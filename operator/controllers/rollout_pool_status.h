@@ -10,7 +10,8 @@
 //   readyReplicas    of those, Ready (the worker's /readyz: every hosted Policy is loaded)
 //   updatedReplicas  of those, built from the current template (template hash matches)
 //   selector         "app.kubernetes.io/instance=<pool>,app.kubernetes.io/component=rollout,
-//                    sluice.dev/pool=<pool>" (the scale subresource's labelSelectorPath)
+//                    sluice.dev/pool=<pool>" (the scale subresource's labelSelectorPath; <pool>
+//                    is LabelValue(name), as on the replicas)
 //   regions          one entry per spec.placement region in spec order {name, replicas, ready,
 //                    pending (phase Pending)}; without spec.placement one entry "default"
 //                    counting every replica

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "operator/controllers/labels.h"
+#include "operator/controllers/policy_model_volumes.h"
 
 namespace sluice::controllers {
 
@@ -71,10 +72,11 @@ std::string LabelOf(const json& obj, const char* key) {
 }  // namespace
 
 std::string RankPodName(const std::string& job, int rank) {
-  return job + "-" + std::to_string(rank);
+  return DnsLabelName(job, "-" + std::to_string(rank));
 }
-std::string TrainerServiceName(const std::string& job) { return job; }
-std::string TrainerConfigMapName(const std::string& job) { return job + "-config"; }
+std::string TrainerServiceName(const std::string& job) { return DnsLabelName(job); }
+std::string TrainerConfigMapName(const std::string& job) { return SubdomainName(job, "-config"); }
+std::string JobLabelValue(const std::string& job) { return LabelValue(job); }
 
 std::string MasterAddress(const json& job) {
   return RankPodName(Name(job), 0) + "." + TrainerServiceName(Name(job)) + "." + Namespace(job) +
@@ -114,7 +116,7 @@ json DesiredTrainerService(const json& job) {
            {{"clusterIP", "None"},
             // Ranks resolve rank 0 while it rendezvouses, before it is ready.
             {"publishNotReadyAddresses", true},
-            {"selector", {{kTrainerJobLabel, name}}},
+            {"selector", {{kTrainerJobLabel, JobLabelValue(name)}}},
             {"ports", json::array({{{"name", "http"},
                                     {"port", kTrainerPort},
                                     {"targetPort", "http"},
@@ -190,6 +192,9 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
           {{"claimName", job.value("/spec/checkpoint/pvc/claimName"_json_pointer, "")}}}});
     mounts.push_back({{"name", "checkpoints"}, {"mountPath", kTrainerCheckpointDir}});
   }
+  const PolicyModelVolumes models = PolicyModelVolumesFor({policy});
+  for (const json& v : models.volumes) volumes.push_back(v);
+  for (const json& m : models.mounts) mounts.push_back(m);
 
   const json container = {
       {"name", "trainer"},

@@ -17,7 +17,14 @@
 // sluice.dev/trainer-job=<job> and sluice.dev/policy=<spec.policyRef.name>; rank Pods also carry
 // sluice.dev/dataflow, sluice.dev/rank, sluice.dev/attempt and sluice.dev/template-hash, and the
 // annotation sluice.dev/config-hash (JsonHash of the ConfigMap's data). All are controlled by the
-// TrainerJob (ownerReferences).
+// TrainerJob (ownerReferences). Label values go through LabelValue (JobLabelValue for the
+// trainer-job label) and names through DnsLabelName / SubdomainName (labels.h): a job name that is
+// longer than 63 characters, or holds '.', gives a truncated, hashed Service and rank Pod name
+// (they are DNS labels); short names are used as they are.
+//
+// With a Policy whose spec.model.source is pvc, rank Pods mount its claim read-only at
+// /var/lib/sluice/model/<policy> (policy_model_volumes.h); the critic and the reference model
+// load from the same Policy.
 //
 // The template hash (TrainerTemplateHash) covers the TrainerJob's spec without spec.runPolicy and
 // the Policy's spec: suspending, resuming or changing the backoff limit or deadlines never makes a
@@ -88,12 +95,15 @@ inline constexpr char kTrainerTokenDir[] = "/var/run/sluice/token";
 inline constexpr char kTrainerCheckpointDir[] = "/var/lib/sluice/checkpoints";
 inline constexpr int kTrainerTerminationGracePeriodSeconds = 60;
 
-// "<job>-<rank>".
+// "<job>-<rank>", a DNS label (it is the Pod's hostname): DnsLabelName(job, "-<rank>").
 std::string RankPodName(const std::string& job, int rank);
-// "<job>": the headless Service.
+// "<job>": the headless Service, a DNS label: DnsLabelName(job).
 std::string TrainerServiceName(const std::string& job);
-// "<job>-config".
+// "<job>-config": SubdomainName(job, "-config").
 std::string TrainerConfigMapName(const std::string& job);
+// The sluice.dev/trainer-job label value of the job's children, LabelValue(job): what the
+// Service selects and the controller matches rank Pods by.
+std::string JobLabelValue(const std::string& job);
 
 // "<job>-0.<job>.<ns>.svc": rank 0's stable DNS name through the headless Service.
 std::string MasterAddress(const nlohmann::json& job);

@@ -8,6 +8,7 @@
 #include "operator/api/meta.h"
 #include "operator/api/validation.h"
 #include "operator/controllers/labels.h"
+#include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/trainer_job_children.h"
 #include "operator/kube/kubeconfig.h"
 #include "operator/kube/time_format.h"
@@ -57,11 +58,11 @@ std::vector<std::string> TrainerJobController::JobsReferencing(const json& objec
   std::vector<std::string> keys;
   const std::string ns = Str(object, "/metadata/namespace", "default");
   const std::string name = Str(object, "/metadata/name");
-  for (const kube::ObjectPtr& j : informers_.jobs->store().List()) {
-    if (Str(*j, "/metadata/namespace", "default") == ns &&
-        j->value(json::json_pointer("/spec/" + field + "/name"), std::string()) == name) {
-      keys.push_back(ns + "/" + Str(*j, "/metadata/name"));
-    }
+  const bool policy = field == "policyRef";
+  for (const kube::ObjectPtr& j : Referencing(
+           informers_.jobs->store(), policy ? kPolicyRefIndex : kDataflowRefIndex,
+           policy ? kube::IndexFunc(JobPolicyRefs) : kube::IndexFunc(DataflowRefs), ns, name)) {
+    keys.push_back(ns + "/" + Str(*j, "/metadata/name"));
   }
   return keys;
 }
@@ -138,9 +139,13 @@ Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) 
 
   // The job's rank pods, by rank, with their attempt.
   std::vector<json> pods;
-  for (const kube::ObjectPtr& p : informers_.pods->store().List()) {
+  const std::string job_label = JobLabelValue(name);
+  Result<std::vector<kube::ObjectPtr>> owned =
+      informers_.pods->store().ByIndex(kube::kOwnerUidIndex, Str(job, "/metadata/uid"));
+  if (!owned.ok()) return owned.status();
+  for (const kube::ObjectPtr& p : *owned) {
     if (Str(*p, "/metadata/namespace", "default") == ns &&
-        Str(*p, "/metadata/labels/sluice.dev~1trainer-job") == name) {
+        Str(*p, "/metadata/labels/sluice.dev~1trainer-job") == job_label) {
       pods.push_back(*p);
     }
   }

@@ -1,5 +1,6 @@
 #include "operator/kube/workqueue.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace sluice::kube {
@@ -16,6 +17,9 @@ struct Workqueue::Metrics {
   metrics::Histogram* queue_duration;
   metrics::Histogram* work_duration;
   metrics::Counter* retries;
+  // Scrape-time gauges whose functions read this queue: removed by RemoveScrapeMetrics.
+  metrics::CallbackFamily* unfinished_work;
+  metrics::CallbackFamily* longest_running;
 };
 
 Workqueue::Workqueue(WorkqueueOptions options)
@@ -38,11 +42,47 @@ Workqueue::Workqueue(WorkqueueOptions options)
              .WithLabels(labels),
         &r->AddCounter("workqueue_retries_total", "Total number of retries handled by workqueue",
                        {"name"})
-             .WithLabels(labels)});
+             .WithLabels(labels),
+        &r->AddCallbackGauge("workqueue_unfinished_work_seconds",
+                             "How many seconds of work has been done that is in progress and "
+                             "has not been observed by work_duration. Large values indicate "
+                             "stuck threads.",
+                             {"name"}),
+        &r->AddCallbackGauge(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds the longest running processor for workqueue has been running.",
+            {"name"})});
+    metrics_->unfinished_work->Set(labels, [this] { return UnfinishedWorkSeconds(); });
+    metrics_->longest_running->Set(labels, [this] { return LongestRunningProcessorSeconds(); });
+    scrape_metrics_installed_ = true;
   }
 }
 
-Workqueue::~Workqueue() = default;
+Workqueue::~Workqueue() { RemoveScrapeMetrics(); }
+
+void Workqueue::RemoveScrapeMetrics() {
+  // Once Remove returns the functions (which read this queue) are not running and never will.
+  if (metrics_ && scrape_metrics_installed_.exchange(false)) {
+    metrics_->unfinished_work->Remove({options_.name});
+    metrics_->longest_running->Remove({options_.name});
+  }
+}
+
+double Workqueue::UnfinishedWorkSeconds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Clock::MonoTime now = clock_->Now();
+  double total = 0;
+  for (const auto& [item, started] : started_at_) total += Seconds(now - started);
+  return total;
+}
+
+double Workqueue::LongestRunningProcessorSeconds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Clock::MonoTime now = clock_->Now();
+  Clock::Duration longest{0};
+  for (const auto& [item, started] : started_at_) longest = std::max(longest, now - started);
+  return Seconds(longest);
+}
 
 void Workqueue::Add(const std::string& item) {
   std::lock_guard<std::mutex> lock(mu_);

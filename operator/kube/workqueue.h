@@ -16,12 +16,22 @@
 //
 // Metrics (client-go names, label `name`): workqueue_depth, workqueue_adds_total,
 // workqueue_queue_duration_seconds (add to Get), workqueue_work_duration_seconds (Get to Done),
-// workqueue_retries_total (counted by the rate-limiting layer).
+// workqueue_retries_total (counted by the rate-limiting layer), and two gauges computed at
+// scrape time from the items handed out by Get and not yet Done, with client-go's meaning:
+// workqueue_unfinished_work_seconds (the sum over those items of now - Get time: work in
+// progress that work_duration has not observed yet; its rate of growth is the number of stuck
+// workers) and workqueue_longest_running_processor_seconds (the largest of those ages). Both
+// are 0 when nothing is being processed. (client-go refreshes them every 500 ms; here they are
+// exact at each scrape.) The scrape-time gauges are installed per `name` and removed when the
+// queue is destroyed (or by RemoveScrapeMetrics), so `name` must be unique among the live queues
+// of one registry.
 //
-// Ownership: the Clock and Registry must outlive the queue.
+// Ownership: the Clock must outlive the queue; so must the Registry, unless RemoveScrapeMetrics
+// was called while it lived and the queue is shut down (then nothing touches it again).
 // Thread safety: every method may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -64,6 +74,13 @@ class Workqueue {
 
   Clock& clock() const { return *clock_; }
 
+  // The metrics' values now, in seconds (see above); for the scrape-time gauges and tests.
+  double UnfinishedWorkSeconds() const;
+  double LongestRunningProcessorSeconds() const;
+  // Removes the scrape-time gauges from the registry now instead of in the destructor, for an
+  // owner whose queue may outlive the registry (Controller). Idempotent.
+  void RemoveScrapeMetrics();
+
  protected:
   void CountRetry();
 
@@ -72,6 +89,7 @@ class Workqueue {
   WorkqueueOptions options_;
   Clock* clock_;
   std::unique_ptr<Metrics> metrics_;
+  std::atomic<bool> scrape_metrics_installed_{false};
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

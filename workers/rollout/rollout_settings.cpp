@@ -63,7 +63,8 @@ Result<RolloutSettings> ParseRolloutConfig(std::string_view text,
     const std::string where = "policies[" + std::to_string(index) + "]";
     HostedPolicy h;
     h.name = name;
-    Result<trainer::ModelSource> model = trainer::ResolveModelSource(found->spec.model.source);
+    Result<trainer::ModelSource> model =
+        trainer::ResolveModelSource(name, found->spec.model.source);
     if (!model.ok()) {
       return Status::InvalidArgument(model.status().message(),
                                      where + "." + model.status().field());

@@ -33,7 +33,12 @@ Status DefaultMember(json& config, const char* key, const char* kind) {
 
 }  // namespace
 
-Result<ModelSource> ResolveModelSource(const api::PolicySpecModelSource& source) {
+std::string PolicyModelDir(std::string_view policy) {
+  return std::string(kPolicyModelMount) + "/" + std::string(policy);
+}
+
+Result<ModelSource> ResolveModelSource(std::string_view policy,
+                                       const api::PolicySpecModelSource& source) {
   ModelSource out;
   if (source.builtin) {
     const api::PolicySpecModelSourceBuiltin& b = *source.builtin;
@@ -50,7 +55,11 @@ Result<ModelSource> ResolveModelSource(const api::PolicySpecModelSource& source)
     return out;
   }
   if (source.pvc) {
-    std::string dir(kPolicyModelMount);
+    if (policy.empty()) {
+      return Status::InvalidArgument("is needed to find the Policy's model claim mount",
+                                     "metadata.name");
+    }
+    std::string dir = PolicyModelDir(policy);
     if (source.pvc->path != "/") dir += source.pvc->path;
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
     out.directory = dir;
@@ -96,7 +105,7 @@ Result<TrainerSettings> ParseTrainerConfig(std::string_view text) {
   }
   s.spec = std::move(job->spec);
   s.policy_spec = std::move(policy->spec);
-  Result<ModelSource> model = ResolveModelSource(s.policy_spec.model.source);
+  Result<ModelSource> model = ResolveModelSource(s.policy, s.policy_spec.model.source);
   if (!model.ok()) {
     return Status(model.status().code(), model.status().message(),
                   "policy." + model.status().field());

@@ -25,15 +25,22 @@ struct ModelSource {
   std::string directory;    // an HF model directory.
 };
 
-// The mount point of a Policy's spec.model.source.pvc claim inside worker Pods; the model
-// directory is this plus the claim's path.
+// Where the operator mounts Policies' spec.model.source.pvc claims inside worker Pods: each
+// Policy's claim at PolicyModelDir(<policy name>) = kPolicyModelMount + "/" + <policy name>
+// (operator/controllers/policy_model_volumes.h keeps the same rule), so one Pod can host Policies
+// on several claims; the model directory is that plus the claim's path.
 inline constexpr std::string_view kPolicyModelMount = "/var/lib/sluice/model";
 
-// Maps spec.model.source onto a ModelSource. builtin becomes the equivalent builtin:tiny URI
-// (char vocabulary, llama family, max_pos = maxSequenceLength); path is used as it is; pvc is
-// kPolicyModelMount + its path. uri is InvalidArgument (naming the field): workers do not download
-// models yet.
-Result<ModelSource> ResolveModelSource(const api::PolicySpecModelSource& source);
+// kPolicyModelMount + "/" + `policy`.
+std::string PolicyModelDir(std::string_view policy);
+
+// Maps spec.model.source of the Policy named `policy` onto a ModelSource. builtin becomes the
+// equivalent builtin:tiny URI (char vocabulary, llama family, max_pos = maxSequenceLength); path
+// is used as it is; pvc is PolicyModelDir(policy) + its path (without a trailing '/'). uri is
+// InvalidArgument (naming the field): workers do not download models yet; so is pvc with an empty
+// `policy` ("metadata.name").
+Result<ModelSource> ResolveModelSource(std::string_view policy,
+                                       const api::PolicySpecModelSource& source);
 
 struct TrainerSettings {
   std::string job;       // TrainerJob metadata.name.

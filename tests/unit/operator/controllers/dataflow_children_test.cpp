@@ -133,6 +133,35 @@ TEST(DataflowChildrenTest, StatusComesFromTheWorkersReport) {
   EXPECT_DOUBLE_EQ(kept["trajectoriesPerSecond"].get<double>(), 0.0);
 }
 
+TEST(DataflowChildrenTest, LongNameGivesValidChildNamesAndLabels) {
+  json df = Dataflow();
+  const std::string long_name = std::string(80, 'd') + ".exp";
+  df["metadata"]["name"] = long_name;
+  // The Service is a DNS label; the endpoint names it; its selector matches the pod's labels.
+  const json svc = DesiredDataflowService(df);
+  const std::string svc_name = svc["metadata"]["name"];
+  EXPECT_LE(svc_name.size(), 63u);
+  EXPECT_EQ(svc_name.find('.'), std::string::npos);
+  EXPECT_EQ(svc_name, DataflowServiceName(long_name));
+  EXPECT_EQ(DataflowEndpoint(df), "http://" + svc_name + ".rl.svc:8080");
+  const json pod = DesiredDataflowPod(df, WorkerImages{});
+  for (const auto& [key, value] : svc["spec"]["selector"].items()) {
+    EXPECT_EQ(pod["metadata"]["labels"][key], value) << key;
+  }
+  EXPECT_EQ(pod["metadata"]["labels"][kDataflowLabel], LabelValue(long_name));
+  for (const auto& [key, value] : pod["metadata"]["labels"].items()) {
+    EXPECT_LE(value.get<std::string>().size(), 63u) << key;
+  }
+  // Subdomain names keep the whole name while it fits 253 characters, then hash.
+  EXPECT_EQ(pod["metadata"]["name"], long_name + "-dataflow");
+  const std::string longest(253, 'd');
+  for (const std::string& name : {DataflowConfigMapName(longest), DataflowTokenSecretName(longest),
+                                  DataflowClaimName(longest), DataflowPodName(longest)}) {
+    EXPECT_LE(name.size(), 253u) << name;
+  }
+  EXPECT_EQ(DataflowPodName(longest).substr(DataflowPodName(longest).size() - 9), "-dataflow");
+}
+
 TEST(LabelsTest, JsonHashIsStableAndSensitive) {
   const json a = {{"x", 1}, {"y", "z"}};
   const json b = json::parse(R"({"y": "z", "x": 1})");

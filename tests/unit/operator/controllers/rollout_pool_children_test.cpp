@@ -97,7 +97,7 @@ TEST(RolloutPoolChildrenTest, ReplicaPodNameStaysAValidDnsLabel) {
 
 TEST(RolloutPoolChildrenTest, TemplateHashIgnoresScalingPlacementAndDrain) {
   const json pool = Pool();
-  const std::string hash = PoolTemplateHash(pool);
+  const std::string hash = PoolTemplateHash(pool, {});
   EXPECT_EQ(hash.size(), 10u);
   EXPECT_EQ(hash, JsonHash({{"engine", pool["spec"]["engine"]},
                             {"template", pool["spec"]["template"]},
@@ -111,36 +111,36 @@ TEST(RolloutPoolChildrenTest, TemplateHashIgnoresScalingPlacementAndDrain) {
   other["spec"]["updateStrategy"] = {{"maxUnavailable", 2}};
   other["metadata"]["generation"] = 8;
   other["status"]["replicas"] = 9;
-  EXPECT_EQ(PoolTemplateHash(other), hash);
+  EXPECT_EQ(PoolTemplateHash(other, {}), hash);
   // Policies are a set: order does not roll replicas.
   json two = pool;
   two["spec"]["policies"] = {"actor", "critic"};
   json swapped = pool;
   swapped["spec"]["policies"] = {"critic", "actor"};
-  EXPECT_EQ(PoolTemplateHash(two), PoolTemplateHash(swapped));
-  EXPECT_NE(PoolTemplateHash(two), hash);
+  EXPECT_EQ(PoolTemplateHash(two, {}), PoolTemplateHash(swapped, {}));
+  EXPECT_NE(PoolTemplateHash(two, {}), hash);
 }
 
 TEST(RolloutPoolChildrenTest, TemplateHashFollowsWhatAReplicaIsMadeFrom) {
-  const std::string hash = PoolTemplateHash(Pool());
+  const std::string hash = PoolTemplateHash(Pool(), {});
   json engine = Pool();
   engine["spec"]["engine"]["maxBatchTokens"] = 4096;
-  EXPECT_NE(PoolTemplateHash(engine), hash);
+  EXPECT_NE(PoolTemplateHash(engine, {}), hash);
   json image = Pool();
   image["spec"]["engine"]["image"] = "vllm/vllm-openai:v0.6";
-  EXPECT_NE(PoolTemplateHash(image), hash);
+  EXPECT_NE(PoolTemplateHash(image, {}), hash);
   json tmpl = Pool();
   tmpl["spec"]["template"]["env"][1]["value"] = "info";
-  EXPECT_NE(PoolTemplateHash(tmpl), hash);
+  EXPECT_NE(PoolTemplateHash(tmpl, {}), hash);
   json df = Pool();
   df["spec"]["dataflowRef"]["name"] = "other";
-  EXPECT_NE(PoolTemplateHash(df), hash);
+  EXPECT_NE(PoolTemplateHash(df, {}), hash);
 }
 
 TEST(RolloutPoolChildrenTest, PodIsNamedLabelledAndOwned) {
   const json pool = Pool();
   const json& region = pool["spec"]["placement"]["regions"][0];
-  const json pod = DesiredReplicaPod(pool, &region, 2, Dataflow(), WorkerImages{});
+  const json pod = DesiredReplicaPod(pool, {}, &region, 2, Dataflow(), WorkerImages{});
   EXPECT_EQ(pod["apiVersion"], "v1");
   EXPECT_EQ(pod["kind"], "Pod");
   EXPECT_EQ(pod["metadata"]["name"], "gen-us-east-2");
@@ -153,7 +153,7 @@ TEST(RolloutPoolChildrenTest, PodIsNamedLabelledAndOwned) {
                             {"sluice.dev/pool", "gen"},
                             {"sluice.dev/region", "us-east"},
                             {"sluice.dev/replica-index", "2"},
-                            {"sluice.dev/template-hash", PoolTemplateHash(pool)},
+                            {"sluice.dev/template-hash", PoolTemplateHash(pool, {})},
                             {"sluice.dev/dataflow", "arith"},
                             {"sluice.dev/policy", "actor"}};
   EXPECT_EQ(pod["metadata"]["labels"], want_labels);
@@ -171,7 +171,7 @@ TEST(RolloutPoolChildrenTest, PodWithoutPlacementOrWithManyPolicies) {
   json pool = Pool();
   pool["spec"].erase("placement");
   pool["spec"]["policies"] = {"critic", "actor"};
-  const json pod = DesiredReplicaPod(pool, nullptr, 0, Dataflow(), WorkerImages{});
+  const json pod = DesiredReplicaPod(pool, {}, nullptr, 0, Dataflow(), WorkerImages{});
   EXPECT_EQ(pod["metadata"]["name"], "gen-0");
   const json& labels = pod["metadata"]["labels"];
   EXPECT_FALSE(labels.contains(kRegionLabel));
@@ -188,7 +188,7 @@ TEST(RolloutPoolChildrenTest, PodWithoutPlacementOrWithManyPolicies) {
 TEST(RolloutPoolChildrenTest, ArgsFollowTheWorkerContract) {
   const json pool = Pool();
   const json& region = pool["spec"]["placement"]["regions"][1];
-  const json pod = DesiredReplicaPod(pool, &region, 0, Dataflow(), WorkerImages{});
+  const json pod = DesiredReplicaPod(pool, {}, &region, 0, Dataflow(), WorkerImages{});
   const json c = pod["spec"]["containers"][0];
   const std::vector<std::string> want = {
       "--dataflow-url=http://arith.rl.svc:8080",
@@ -217,7 +217,7 @@ TEST(RolloutPoolChildrenTest, ArgsUseEngineDefaults) {
   json pool = Pool();
   pool["spec"]["engine"] = json::object();
   pool["spec"]["policies"] = {"b", "a", "b"};
-  const json pod = DesiredReplicaPod(pool, nullptr, 1, Dataflow(), WorkerImages{});
+  const json pod = DesiredReplicaPod(pool, {}, nullptr, 1, Dataflow(), WorkerImages{});
   const std::vector<std::string> args = Strings(pod["spec"]["containers"][0]["args"]);
   ASSERT_EQ(args.size(), 13u);
   EXPECT_EQ(args[2], "--policies=a,b");
@@ -234,10 +234,11 @@ TEST(RolloutPoolChildrenTest, ImageComesFromTheEngineOrTheOperator) {
   images.pull_policy = "Always";
   json pool = Pool();
   EXPECT_EQ(
-      DesiredReplicaPod(pool, nullptr, 0, Dataflow(), images)["spec"]["containers"][0]["image"],
+      DesiredReplicaPod(pool, {}, nullptr, 0, Dataflow(), images)["spec"]["containers"][0]["image"],
       "registry.local/rollout:9");
   pool["spec"]["engine"]["image"] = "vllm/vllm-openai:v0.6";
-  const json c = DesiredReplicaPod(pool, nullptr, 0, Dataflow(), images)["spec"]["containers"][0];
+  const json c =
+      DesiredReplicaPod(pool, {}, nullptr, 0, Dataflow(), images)["spec"]["containers"][0];
   EXPECT_EQ(c["image"], "vllm/vllm-openai:v0.6");
   EXPECT_EQ(c["imagePullPolicy"], "Always");
 }
@@ -245,7 +246,7 @@ TEST(RolloutPoolChildrenTest, ImageComesFromTheEngineOrTheOperator) {
 TEST(RolloutPoolChildrenTest, EnvComesInContractOrderThenTheTemplates) {
   const json pool = Pool();
   const json& region = pool["spec"]["placement"]["regions"][0];
-  const json env = DesiredReplicaPod(pool, &region, 0, Dataflow(),
+  const json env = DesiredReplicaPod(pool, {}, &region, 0, Dataflow(),
                                      WorkerImages{})["spec"]["containers"][0]["env"];
   const json want = json::parse(R"([
     {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
@@ -258,7 +259,7 @@ TEST(RolloutPoolChildrenTest, EnvComesInContractOrderThenTheTemplates) {
 }
 
 TEST(RolloutPoolChildrenTest, ResourcesRequestEqualsLimitWithTheGpuResourceName) {
-  const json pod = DesiredReplicaPod(Pool(), nullptr, 0, Dataflow(), WorkerImages{});
+  const json pod = DesiredReplicaPod(Pool(), {}, nullptr, 0, Dataflow(), WorkerImages{});
   const json want = {{"cpu", "8"}, {"memory", "64Gi"}, {"amd.com/gpu", "2"}};
   const json res = pod["spec"]["containers"][0]["resources"];
   EXPECT_EQ(res["requests"], want);
@@ -266,20 +267,20 @@ TEST(RolloutPoolChildrenTest, ResourcesRequestEqualsLimitWithTheGpuResourceName)
 
   json cpu_only = Pool();
   cpu_only["spec"]["template"]["resources"] = {{"gpus", 0}, {"cpu", "500m"}};
-  const json cpu_res = DesiredReplicaPod(cpu_only, nullptr, 0, Dataflow(),
+  const json cpu_res = DesiredReplicaPod(cpu_only, {}, nullptr, 0, Dataflow(),
                                          WorkerImages{})["spec"]["containers"][0]["resources"];
   EXPECT_EQ(cpu_res["requests"], json({{"cpu", "500m"}}));
   EXPECT_EQ(cpu_res["limits"], json({{"cpu", "500m"}}));
 
   json default_name = Pool();
   default_name["spec"]["template"]["resources"] = {{"gpus", 1}};
-  EXPECT_EQ(DesiredReplicaPod(default_name, nullptr, 0, Dataflow(),
+  EXPECT_EQ(DesiredReplicaPod(default_name, {}, nullptr, 0, Dataflow(),
                               WorkerImages{})["spec"]["containers"][0]["resources"]["limits"],
             json({{"nvidia.com/gpu", "1"}}));
 
   json none = Pool();
   none["spec"]["template"].erase("resources");
-  EXPECT_EQ(DesiredReplicaPod(none, nullptr, 0, Dataflow(),
+  EXPECT_EQ(DesiredReplicaPod(none, {}, nullptr, 0, Dataflow(),
                               WorkerImages{})["spec"]["containers"][0]["resources"],
             json::object());
 }
@@ -287,25 +288,25 @@ TEST(RolloutPoolChildrenTest, ResourcesRequestEqualsLimitWithTheGpuResourceName)
 TEST(RolloutPoolChildrenTest, NodeSelectorMergesTemplateAndRegionRegionWins) {
   const json pool = Pool();
   const json& us = pool["spec"]["placement"]["regions"][0];
-  EXPECT_EQ(DesiredReplicaPod(pool, &us, 0, Dataflow(), WorkerImages{})["spec"]["nodeSelector"],
+  EXPECT_EQ(DesiredReplicaPod(pool, {}, &us, 0, Dataflow(), WorkerImages{})["spec"]["nodeSelector"],
             json({{"pool", "inference"},
                   {"topology.kubernetes.io/region", "us-east-1"},
                   {"nvidia.com/gpu.product", "H100"}}));
   // A region without a nodeSelector adds nothing.
   const json& eu = pool["spec"]["placement"]["regions"][1];
-  EXPECT_EQ(DesiredReplicaPod(pool, &eu, 0, Dataflow(), WorkerImages{})["spec"]["nodeSelector"],
+  EXPECT_EQ(DesiredReplicaPod(pool, {}, &eu, 0, Dataflow(), WorkerImages{})["spec"]["nodeSelector"],
             json({{"pool", "inference"}, {"topology.kubernetes.io/region", "any"}}));
   // Neither: no nodeSelector at all.
   json bare = Pool();
   bare["spec"]["template"].erase("nodeSelector");
-  EXPECT_FALSE(
-      DesiredReplicaPod(bare, &eu, 0, Dataflow(), WorkerImages{})["spec"].contains("nodeSelector"));
+  EXPECT_FALSE(DesiredReplicaPod(bare, {}, &eu, 0, Dataflow(), WorkerImages{})["spec"].contains(
+      "nodeSelector"));
 }
 
 TEST(RolloutPoolChildrenTest, PodSpecProbesVolumesAndTolerations) {
   const json pool = Pool();
   const json& region = pool["spec"]["placement"]["regions"][0];
-  const json spec = DesiredReplicaPod(pool, &region, 0, Dataflow(), WorkerImages{})["spec"];
+  const json spec = DesiredReplicaPod(pool, {}, &region, 0, Dataflow(), WorkerImages{})["spec"];
   EXPECT_EQ(spec["restartPolicy"], "Always");
   EXPECT_EQ(spec["enableServiceLinks"], false);
   EXPECT_EQ(spec["terminationGracePeriodSeconds"], 120);  // 90 + 30.
@@ -332,7 +333,8 @@ TEST(RolloutPoolChildrenTest, PodSpecProbesVolumesAndTolerations) {
   defaults["spec"].erase("drain");
   defaults["spec"]["template"].erase("tolerations");
   defaults["spec"]["template"].erase("serviceAccountName");
-  const json dspec = DesiredReplicaPod(defaults, nullptr, 0, Dataflow(), WorkerImages{})["spec"];
+  const json dspec =
+      DesiredReplicaPod(defaults, {}, nullptr, 0, Dataflow(), WorkerImages{})["spec"];
   EXPECT_EQ(dspec["terminationGracePeriodSeconds"], 150);  // Default 120 + 30.
   EXPECT_FALSE(dspec.contains("tolerations"));
   EXPECT_FALSE(dspec.contains("serviceAccountName"));
@@ -341,7 +343,7 @@ TEST(RolloutPoolChildrenTest, PodSpecProbesVolumesAndTolerations) {
 TEST(RolloutPoolChildrenTest, MatchesComparesTheTemplateHash) {
   const json pool = Pool();
   const json& region = pool["spec"]["placement"]["regions"][0];
-  const json desired = DesiredReplicaPod(pool, &region, 0, Dataflow(), WorkerImages{});
+  const json desired = DesiredReplicaPod(pool, {}, &region, 0, Dataflow(), WorkerImages{});
   json existing = desired;
   existing["metadata"]["resourceVersion"] = "42";
   existing["status"] = {{"phase", "Running"}};
@@ -351,18 +353,156 @@ TEST(RolloutPoolChildrenTest, MatchesComparesTheTemplateHash) {
   // Scaling builds the same pods.
   json scaled = pool;
   scaled["spec"]["replicas"] = 10;
-  EXPECT_TRUE(ReplicaPodMatches(DesiredReplicaPod(scaled, &region, 0, Dataflow(), WorkerImages{}),
-                                existing));
+  EXPECT_TRUE(ReplicaPodMatches(
+      DesiredReplicaPod(scaled, {}, &region, 0, Dataflow(), WorkerImages{}), existing));
   // An engine change does not.
   json changed = pool;
   changed["spec"]["engine"]["kvCacheFraction"] = 0.5;
-  EXPECT_FALSE(ReplicaPodMatches(DesiredReplicaPod(changed, &region, 0, Dataflow(), WorkerImages{}),
-                                 existing));
+  EXPECT_FALSE(ReplicaPodMatches(
+      DesiredReplicaPod(changed, {}, &region, 0, Dataflow(), WorkerImages{}), existing));
   // A pod without the label never matches.
   json unlabelled = existing;
   unlabelled["metadata"]["labels"].erase(kTemplateHashLabel);
   EXPECT_FALSE(ReplicaPodMatches(desired, unlabelled));
   EXPECT_FALSE(ReplicaPodMatches(unlabelled, unlabelled));
+}
+
+json PvcPolicy(const std::string& name, const std::string& claim, const std::string& path) {
+  return {{"apiVersion", "sluice.dev/v1alpha1"},
+          {"kind", "Policy"},
+          {"metadata", {{"name", name}, {"namespace", "rl"}}},
+          {"spec", {{"model", {{"source", {{"pvc", {{"claimName", claim}, {"path", path}}}}}}}}}};
+}
+
+TEST(RolloutPoolChildrenTest, PodMountsEachHostedPolicysClaimReadOnlyAtItsOwnDirectory) {
+  json pool = Pool();
+  pool["spec"]["policies"] = {"actor", "judge", "critic"};
+  const std::vector<json> policies = {
+      PvcPolicy("judge", "judge-weights", "/qwen3"), PvcPolicy("actor", "actor-weights", "/"),
+      json::parse(R"({"metadata": {"name": "critic", "namespace": "rl"},
+                      "spec": {"model": {"source": {"path": "/models/critic"}}}})"),
+      // Not hosted by the pool: ignored.
+      PvcPolicy("other", "other-weights", "/")};
+  const json pod = DesiredReplicaPod(pool, policies, nullptr, 0, Dataflow(), WorkerImages{});
+  const json& volumes = pod["spec"]["volumes"];
+  const json& mounts = pod["spec"]["containers"][0]["volumeMounts"];
+  const std::string actor_volume = "model-" + JsonHash(json("actor-weights"));
+  const std::string judge_volume = "model-" + JsonHash(json("judge-weights"));
+  ASSERT_EQ(volumes.size(), 4u) << volumes.dump();
+  ASSERT_EQ(mounts.size(), 4u) << mounts.dump();
+  EXPECT_EQ(volumes[0]["name"], "token");
+  EXPECT_EQ(volumes[1]["name"], "config");
+  EXPECT_EQ(mounts[0]["name"], "token");
+  EXPECT_EQ(mounts[1]["name"], "config");
+  // Volumes sorted by name, mounts by path: the order of `policies` does not matter.
+  const json want_volumes = {
+      {{"name", actor_volume},
+       {"persistentVolumeClaim", {{"claimName", "actor-weights"}, {"readOnly", true}}}},
+      {{"name", judge_volume},
+       {"persistentVolumeClaim", {{"claimName", "judge-weights"}, {"readOnly", true}}}}};
+  const json sorted_volumes =
+      actor_volume < judge_volume ? want_volumes : json::array({want_volumes[1], want_volumes[0]});
+  EXPECT_EQ(json::array({volumes[2], volumes[3]}), sorted_volumes);
+  EXPECT_EQ(mounts[2], json({{"name", actor_volume},
+                             {"mountPath", "/var/lib/sluice/model/actor"},
+                             {"readOnly", true}}));
+  EXPECT_EQ(mounts[3], json({{"name", judge_volume},
+                             {"mountPath", "/var/lib/sluice/model/judge"},
+                             {"readOnly", true}}));
+  // Volume names are DNS labels whatever the claim's name.
+  for (const json& v : volumes) EXPECT_LE(v["name"].get<std::string>().size(), 63u);
+  // Same policies in another order: the same pod.
+  const std::vector<json> reversed(policies.rbegin(), policies.rend());
+  EXPECT_EQ(DesiredReplicaPod(pool, reversed, nullptr, 0, Dataflow(), WorkerImages{}), pod);
+}
+
+TEST(RolloutPoolChildrenTest, TwoPoliciesOnOneClaimShareItsVolume) {
+  json pool = Pool();
+  pool["spec"]["policies"] = {"actor", "judge"};
+  const json pod = DesiredReplicaPod(
+      pool, {PvcPolicy("actor", "models", "/a"), PvcPolicy("judge", "models", "/b")}, nullptr, 0,
+      Dataflow(), WorkerImages{});
+  const json& volumes = pod["spec"]["volumes"];
+  const json& mounts = pod["spec"]["containers"][0]["volumeMounts"];
+  ASSERT_EQ(volumes.size(), 3u);
+  ASSERT_EQ(mounts.size(), 4u);
+  const std::string volume = "model-" + JsonHash(json("models"));
+  EXPECT_EQ(volumes[2]["name"], volume);
+  EXPECT_EQ(mounts[2]["name"], volume);
+  EXPECT_EQ(mounts[2]["mountPath"], "/var/lib/sluice/model/actor");
+  EXPECT_EQ(mounts[3]["name"], volume);
+  EXPECT_EQ(mounts[3]["mountPath"], "/var/lib/sluice/model/judge");
+}
+
+TEST(RolloutPoolChildrenTest, BuiltinAndPathPoliciesAddNoVolume) {
+  json pool = Pool();
+  pool["spec"]["policies"] = {"actor", "critic"};
+  const std::vector<json> policies = {json::parse(R"({"metadata": {"name": "actor"},
+                      "spec": {"model": {"source": {"builtin": {}}}}})"),
+                                      json::parse(R"({"metadata": {"name": "critic"},
+                      "spec": {"model": {"source": {"path": "/models/critic"}}}})")};
+  const json pod = DesiredReplicaPod(pool, policies, nullptr, 0, Dataflow(), WorkerImages{});
+  EXPECT_EQ(pod, DesiredReplicaPod(pool, {}, nullptr, 0, Dataflow(), WorkerImages{}));
+  EXPECT_EQ(pod["spec"]["volumes"].size(), 2u);
+  EXPECT_EQ(pod["spec"]["containers"][0]["volumeMounts"].size(), 2u);
+  // And they leave the template hash as it was without any Policy.
+  EXPECT_EQ(PoolTemplateHash(pool, policies), PoolTemplateHash(pool, {}));
+}
+
+TEST(RolloutPoolChildrenTest, TemplateHashFollowsTheModelMounts) {
+  json pool = Pool();
+  pool["spec"]["policies"] = {"actor", "judge"};
+  const json actor = PvcPolicy("actor", "actor-weights", "/");
+  const json judge = PvcPolicy("judge", "judge-weights", "/");
+  const std::string none = PoolTemplateHash(pool, {});
+  const std::string one = PoolTemplateHash(pool, {actor});
+  const std::string two = PoolTemplateHash(pool, {actor, judge});
+  EXPECT_NE(one, none);  // A Policy that appears with a claim adds a mount.
+  EXPECT_NE(two, one);
+  EXPECT_EQ(PoolTemplateHash(pool, {judge, actor}), two);
+  // Another claim: another mount.
+  EXPECT_NE(PoolTemplateHash(pool, {actor, PvcPolicy("judge", "judge-v2", "/")}), two);
+  // The path inside the claim is read by the worker from rollout.json, not mounted.
+  EXPECT_EQ(PoolTemplateHash(pool, {actor, PvcPolicy("judge", "judge-weights", "/x")}), two);
+  // The pod carries the hash it was built with.
+  const json pod = DesiredReplicaPod(pool, {actor, judge}, nullptr, 0, Dataflow(), WorkerImages{});
+  EXPECT_EQ(pod["metadata"]["labels"][kTemplateHashLabel], two);
+  EXPECT_FALSE(ReplicaPodMatches(
+      pod, DesiredReplicaPod(pool, {actor}, nullptr, 0, Dataflow(), WorkerImages{})));
+}
+
+TEST(RolloutPoolChildrenTest, LongPoolNameGivesValidLabelsAndNames) {
+  json pool = Pool();
+  const std::string long_name = std::string(120, 'g') + ".example";
+  pool["metadata"]["name"] = long_name;
+  const json& region = pool["spec"]["placement"]["regions"][0];
+  const json pod = DesiredReplicaPod(pool, {}, &region, 3, Dataflow(), WorkerImages{});
+  const json& labels = pod["metadata"]["labels"];
+  for (const auto& [key, value] : labels.items()) {
+    const std::string v = value.get<std::string>();
+    EXPECT_LE(v.size(), 63u) << key;
+    EXPECT_EQ(v, LabelValue(v)) << key << " is not a valid label value: " << v;
+  }
+  EXPECT_EQ(labels[kPoolLabel], LabelValue(long_name));
+  EXPECT_EQ(labels[kInstanceLabel], LabelValue(long_name));
+  EXPECT_NE(labels[kPoolLabel], long_name);
+  const std::string pod_name = pod["metadata"]["name"];
+  EXPECT_LE(pod_name.size(), 63u);
+  EXPECT_EQ(pod_name.substr(pod_name.size() - 2), "-3");
+  EXPECT_EQ(pod_name.find('.'), std::string::npos);
+  // The ConfigMap's name fits a DNS subdomain; it is the one the pod mounts.
+  const std::string very_long(250, 'g');
+  json very = Pool();
+  very["metadata"]["name"] = very_long;
+  const json cm = DesiredRolloutConfigMap(very, {});
+  const std::string cm_name = cm["metadata"]["name"];
+  EXPECT_LE(cm_name.size(), 253u);
+  EXPECT_EQ(cm_name.substr(cm_name.size() - 15), "-rollout-config");
+  EXPECT_EQ(cm_name, RolloutConfigMapName(very_long));
+  EXPECT_EQ(DesiredReplicaPod(very, {}, nullptr, 0, Dataflow(),
+                              WorkerImages{})["spec"]["volumes"][1]["configMap"]["name"],
+            cm_name);
+  EXPECT_EQ(cm["metadata"]["labels"][kPoolLabel], LabelValue(very_long));
 }
 
 }  // namespace

@@ -334,5 +334,75 @@ TEST(TrainerJobChildrenTest, RankPodCurrentNeedsTheAttemptAndTheTemplateHash) {
   EXPECT_FALSE(RankPodCurrent(json::object(), 0, hash));
 }
 
+json PvcPolicy(const std::string& claim, const std::string& path) {
+  json policy = Policy();
+  policy["spec"]["model"]["source"] = {{"pvc", {{"claimName", claim}, {"path", path}}}};
+  return policy;
+}
+
+TEST(TrainerJobChildrenTest, RankPodMountsThePolicysClaimReadOnly) {
+  const json pod = DesiredRankPod(JobWithCheckpoint("/"), PvcPolicy("qwen", "/qwen3"), Dataflow(),
+                                  0, 0, WorkerImages{});
+  const json& volumes = pod["spec"]["volumes"];
+  const json& mounts = pod["spec"]["containers"][0]["volumeMounts"];
+  ASSERT_EQ(volumes.size(), 4u) << volumes.dump();  // config, token, checkpoints, the model.
+  ASSERT_EQ(mounts.size(), 4u) << mounts.dump();
+  const std::string volume = "model-" + JsonHash(json("qwen"));
+  EXPECT_EQ(volumes[3],
+            json({{"name", volume},
+                  {"persistentVolumeClaim", {{"claimName", "qwen"}, {"readOnly", true}}}}));
+  EXPECT_EQ(
+      mounts[3],
+      json({{"name", volume}, {"mountPath", "/var/lib/sluice/model/actor"}, {"readOnly", true}}));
+  // A Policy loaded from a path or built in mounts nothing more.
+  EXPECT_EQ(Pod(Job())["spec"]["volumes"].size(), 2u);
+  json builtin = Policy();
+  builtin["spec"]["model"]["source"] = {{"builtin", json::object()}};
+  EXPECT_EQ(
+      DesiredRankPod(Job(), builtin, Dataflow(), 0, 0, WorkerImages{})["spec"]["volumes"].size(),
+      2u);
+  // Another claim is another template: the gang is replaced.
+  EXPECT_NE(TrainerTemplateHash(Job(), PvcPolicy("qwen", "/")),
+            TrainerTemplateHash(Job(), PvcPolicy("llama", "/")));
+}
+
+TEST(TrainerJobChildrenTest, LongJobNameGivesValidNamesLabelsAndSelector) {
+  json job = Job();
+  const std::string long_name = std::string(100, 't') + ".team-a";
+  job["metadata"]["name"] = long_name;
+  const json svc = DesiredTrainerService(job);
+  const std::string svc_name = svc["metadata"]["name"];
+  EXPECT_LE(svc_name.size(), 63u);
+  EXPECT_EQ(svc_name.find('.'), std::string::npos);
+  EXPECT_EQ(svc_name, TrainerServiceName(long_name));
+  // The Service selects what the rank Pods carry, and the controller matches on JobLabelValue.
+  const json pod = DesiredRankPod(job, Policy(), Dataflow(), 3, 0, WorkerImages{});
+  EXPECT_EQ(svc["spec"]["selector"][kTrainerJobLabel], pod["metadata"]["labels"][kTrainerJobLabel]);
+  EXPECT_EQ(pod["metadata"]["labels"][kTrainerJobLabel], JobLabelValue(long_name));
+  for (const auto& [key, value] : pod["metadata"]["labels"].items()) {
+    const std::string v = value.get<std::string>();
+    EXPECT_LE(v.size(), 63u) << key;
+    EXPECT_EQ(v, LabelValue(v)) << key << " is not a valid label value: " << v;
+  }
+  // The rank Pod's name is its hostname (a DNS label) under the Service's subdomain.
+  const std::string pod_name = pod["metadata"]["name"];
+  EXPECT_LE(pod_name.size(), 63u);
+  EXPECT_EQ(pod_name.substr(pod_name.size() - 2), "-3");
+  EXPECT_EQ(pod_name.find('.'), std::string::npos);
+  EXPECT_EQ(pod["spec"]["hostname"], pod_name);
+  EXPECT_EQ(pod["spec"]["subdomain"], svc_name);
+  EXPECT_EQ(MasterAddress(job), RankPodName(long_name, 0) + "." + svc_name + ".rl.svc");
+  // Distinct long names stay distinct.
+  EXPECT_NE(TrainerServiceName(long_name), TrainerServiceName(long_name + "x"));
+  EXPECT_NE(RankPodName(long_name, 0), RankPodName(long_name + "x", 0));
+  EXPECT_NE(JobLabelValue(long_name), JobLabelValue(long_name + "x"));
+  // The ConfigMap keeps the job's name up to the 253-character limit.
+  EXPECT_EQ(TrainerConfigMapName(long_name), long_name + "-config");
+  const std::string longest(253, 't');
+  EXPECT_LE(TrainerConfigMapName(longest).size(), 253u);
+  EXPECT_EQ(DesiredTrainerConfigMap(job, Policy(), Dataflow())["metadata"]["name"],
+            TrainerConfigMapName(long_name));
+}
+
 }  // namespace
 }  // namespace sluice::controllers

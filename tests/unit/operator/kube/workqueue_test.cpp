@@ -1,5 +1,5 @@
 // The workqueue layers: dedup and one-worker-per-key, AddAfter on a FakeClock, the rate
-// limiters, metrics, and shutdown with drain.
+// limiters, metrics (including the scrape-time in-progress gauges), and shutdown with drain.
 #include "operator/kube/workqueue.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include "operator/kube/delaying_queue.h"
 #include "operator/kube/rate_limiter.h"
 #include "operator/kube/rate_limiting_queue.h"
+#include "tests/unit/operator/promtool_check.h"
 
 namespace sluice::kube {
 namespace {
@@ -192,6 +193,107 @@ TEST(RateLimitingQueueTest, RetriesBackOffAndForgetResets) {
   EXPECT_NE(text.find("workqueue_work_duration_seconds_count{name=\"rolloutpool\"} 3"),
             std::string::npos);
   q.ShutDown();
+}
+
+// The value of family `name`'s child with `labels` at a scrape; nullopt when it is not exported.
+std::optional<double> Scraped(const metrics::Registry& registry, const std::string& name,
+                              const std::vector<std::string>& labels) {
+  for (const metrics::FamilySnapshot& f : registry.Collect()) {
+    if (f.name != name) continue;
+    for (const metrics::ChildSnapshot& c : f.children) {
+      if (c.label_values == labels) return c.value;
+    }
+  }
+  return std::nullopt;
+}
+
+TEST(WorkqueueMetricsTest, InProgressWorkGrowsWhileHeldAndDropsToZeroAfterDone) {
+  FakeClock clock;
+  metrics::Registry registry;
+  auto unfinished = [&] {
+    return Scraped(registry, "workqueue_unfinished_work_seconds", {"pools"});
+  };
+  auto longest = [&] {
+    return Scraped(registry, "workqueue_longest_running_processor_seconds", {"pools"});
+  };
+  {
+    Workqueue q({.name = "pools", .clock = &clock, .registry = &registry});
+    EXPECT_EQ(unfinished(), 0.0);  // Exported (as 0) before any work.
+    EXPECT_EQ(longest(), 0.0);
+    q.Add("a");
+    q.Add("b");
+    clock.Advance(seconds(5));  // Waiting in the queue is not work.
+    EXPECT_EQ(unfinished(), 0.0);
+    ASSERT_EQ(*q.Get(), "a");
+    clock.Advance(seconds(2));
+    ASSERT_EQ(*q.Get(), "b");
+    clock.Advance(seconds(1));
+    // a: 3 s, b: 1 s.
+    EXPECT_DOUBLE_EQ(*unfinished(), 4.0);
+    EXPECT_DOUBLE_EQ(*longest(), 3.0);
+    EXPECT_DOUBLE_EQ(q.UnfinishedWorkSeconds(), 4.0);
+    EXPECT_DOUBLE_EQ(q.LongestRunningProcessorSeconds(), 3.0);
+    clock.Advance(milliseconds(1500));  // Both keep growing while held.
+    EXPECT_DOUBLE_EQ(*unfinished(), 7.0);
+    EXPECT_DOUBLE_EQ(*longest(), 4.5);
+
+    q.Done("a");  // Observed by work_duration now: leaves the in-progress sum.
+    EXPECT_DOUBLE_EQ(*unfinished(), 2.5);
+    EXPECT_DOUBLE_EQ(*longest(), 2.5);
+    q.Add("b");  // Re-added while processing: queued again on Done, but not in progress.
+    q.Done("b");
+    EXPECT_EQ(unfinished(), 0.0);
+    EXPECT_EQ(longest(), 0.0);
+    clock.Advance(seconds(10));
+    EXPECT_EQ(unfinished(), 0.0);  // b is queued, not being processed.
+
+    ASSERT_EQ(*q.Get(), "b");  // Handed out again: counted from this Get, not the first one.
+    clock.Advance(seconds(2));
+    EXPECT_DOUBLE_EQ(*longest(), 2.0);
+    q.Done("b");
+    EXPECT_EQ(longest(), 0.0);
+
+    const std::string text = metrics::ExposeText(registry);
+    EXPECT_NE(text.find("# TYPE workqueue_unfinished_work_seconds gauge"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("# TYPE workqueue_longest_running_processor_seconds gauge"),
+              std::string::npos);
+    sluice::testing::PromtoolCheck check = sluice::testing::RunPromtoolCheckMetrics(text);
+    if (check.available) {
+      EXPECT_TRUE(check.passed) << check.output << "\n--- input ---\n" << text;
+    }
+  }
+  // The queue is gone: its scrape-time series are removed (their functions read the queue).
+  EXPECT_EQ(unfinished(), std::nullopt);
+  EXPECT_EQ(longest(), std::nullopt);
+  (void)metrics::ExposeText(registry);
+}
+
+TEST(WorkqueueMetricsTest, InProgressGaugesAreScrapedSafelyWhileWorkersRun) {
+  metrics::Registry registry;
+  Workqueue q({.name = "busy", .registry = &registry});
+  std::atomic<bool> done{false};
+  std::thread scraper([&] {
+    while (!done.load()) {
+      const std::optional<double> v =
+          Scraped(registry, "workqueue_unfinished_work_seconds", {"busy"});
+      ASSERT_TRUE(v.has_value());
+      EXPECT_GE(*v, 0.0);
+    }
+  });
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 3; ++w) {
+    workers.emplace_back([&] {
+      while (auto item = q.Get()) q.Done(*item);
+    });
+  }
+  for (int i = 0; i < 3000; ++i) q.Add("k" + std::to_string(i % 40));
+  q.ShutDownWithDrain();
+  for (auto& t : workers) t.join();
+  done = true;
+  scraper.join();
+  EXPECT_EQ(Scraped(registry, "workqueue_unfinished_work_seconds", {"busy"}), 0.0);
+  EXPECT_EQ(Scraped(registry, "workqueue_longest_running_processor_seconds", {"busy"}), 0.0);
 }
 
 }  // namespace

@@ -60,5 +60,21 @@ TEST(RolloutSettingsTest, ErrorsNameTheField) {
   EXPECT_EQ(none.status().field(), "policies[0].spec.tokenizer.chatTemplate");
 }
 
+TEST(RolloutSettingsTest, PoliciesOnClaimsResolveToTheirOwnMounts) {
+  // Two Policies on two claims (and the same path in each): each under its own directory.
+  Result<RolloutSettings> s = ParseRolloutConfig(
+      R"({"policies": [
+        {"metadata": {"name": "actor"},
+         "spec": {"model": {"source": {"pvc": {"claimName": "actor-weights", "path": "/m"}}}}},
+        {"metadata": {"name": "judge"},
+         "spec": {"model": {"source": {"pvc": {"claimName": "judge-weights", "path": "/m"}}}}}]})",
+      {"actor", "judge"});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->policies.size(), 2u);
+  EXPECT_EQ(s->policies[0].model.directory, "/var/lib/sluice/model/actor/m");
+  EXPECT_EQ(s->policies[0].tokenizer_file, "/var/lib/sluice/model/actor/m/tokenizer.json");
+  EXPECT_EQ(s->policies[1].model.directory, "/var/lib/sluice/model/judge/m");
+}
+
 }  // namespace
 }  // namespace sluice::rollout

@@ -79,13 +79,33 @@ TEST(TrainerSettingsTest, ErrorsNameTheField) {
 TEST(TrainerSettingsTest, ResolvesModelSources) {
   api::PolicySpecModelSource src;
   src.path = "/models/qwen3";
-  EXPECT_EQ(ResolveModelSource(src)->directory, "/models/qwen3");
-  src = {};
-  src.pvc = api::PolicySpecModelSourcePvc{"models", "/qwen3/"};
-  EXPECT_EQ(ResolveModelSource(src)->directory, "/var/lib/sluice/model/qwen3");
+  EXPECT_EQ(ResolveModelSource("actor", src)->directory, "/models/qwen3");
   src = {};
   src.uri = "hf://Qwen/Qwen3-0.6B";
-  EXPECT_EQ(ResolveModelSource(src).status().field(), "spec.model.source.uri");
+  EXPECT_EQ(ResolveModelSource("actor", src).status().field(), "spec.model.source.uri");
+}
+
+TEST(TrainerSettingsTest, PvcModelsLiveUnderThePolicysOwnMount) {
+  // The operator mounts each Policy's claim at /var/lib/sluice/model/<policy>
+  // (operator/controllers/policy_model_volumes.h); the model is the claim's path inside it.
+  EXPECT_EQ(PolicyModelDir("actor"), "/var/lib/sluice/model/actor");
+  api::PolicySpecModelSource src;
+  src.pvc = api::PolicySpecModelSourcePvc{"models", "/qwen3/"};
+  EXPECT_EQ(ResolveModelSource("actor", src)->directory, "/var/lib/sluice/model/actor/qwen3");
+  EXPECT_EQ(ResolveModelSource("judge", src)->directory, "/var/lib/sluice/model/judge/qwen3");
+  src.pvc = api::PolicySpecModelSourcePvc{"models", "/"};
+  EXPECT_EQ(ResolveModelSource("actor", src)->directory, "/var/lib/sluice/model/actor");
+  // Without the Policy's name there is no directory to look in.
+  EXPECT_EQ(ResolveModelSource("", src).status().field(), "metadata.name");
+}
+
+TEST(TrainerSettingsTest, ConfigWithAPvcModelUsesThePolicysMount) {
+  json c = Config();
+  c["policy"]["spec"]["model"]["source"] = {{"pvc", {{"claimName", "weights"}, {"path", "/q"}}}};
+  Result<TrainerSettings> s = ParseTrainerConfig(c.dump());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->model.directory, "/var/lib/sluice/model/actor/q");
+  EXPECT_TRUE(s->model.builtin_uri.empty());
 }
 
 }  // namespace
