@@ -138,6 +138,19 @@ TEST(OperatorAutoscaleTest, ReplicasFollowThePrometheusMetricWithAScaleDownWindo
   CommandResult events = kubectl("get events --field-selector involvedObject.name=elastic");
   EXPECT_NE(events.output.find("ScaledUp"), std::string::npos) << events.output;
   EXPECT_NE(events.output.find("pending-work=35"), std::string::npos) << events.output;
+  {
+    // The operator exports the decision (and, still at 35, keeps it at 4).
+    http::ClientOptions options;
+    options.base_url = "http://127.0.0.1:" + std::to_string(cluster.operator_port());
+    auto client = http::Client::Create(options);
+    ASSERT_TRUE(client.ok());
+    auto scrape = (*client)->Get("/metrics");
+    ASSERT_TRUE(scrape.ok()) << scrape.status().ToString();
+    EXPECT_NE(scrape->body.find(
+                  "sluice_autoscaler_desired_replicas{namespace=\"default\",pool=\"elastic\"} 4"),
+              std::string::npos)
+        << scrape->body;
+  }
 
   // Load drops to 5 (1 replica): the scale-down window (8 s) keeps 4 for a while, then 1.
   pending = 5;
