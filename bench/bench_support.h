@@ -39,10 +39,17 @@ inline std::string& TempPath() {
   return path;
 }
 
+// Run by Fail before it exits (e.g. to kill a child process the benchmark started).
+inline void (*&OnFail())() {
+  static void (*hook)() = nullptr;
+  return hook;
+}
+
 // Exits at once (threads may still be running, so no destructors run).
 [[noreturn]] inline void Fail(const std::string& what) {
   std::fprintf(stderr, "FAIL: %s\n", what.c_str());
   std::fflush(stdout);
+  if (OnFail() != nullptr) OnFail()();
   std::error_code ignored;
   if (!TempPath().empty()) std::filesystem::remove_all(TempPath(), ignored);
   std::_Exit(1);

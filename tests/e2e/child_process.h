@@ -56,6 +56,7 @@ class ChildProcess {
     s << in.rdbuf();
     return s.str();
   }
+  pid_t pid() const { return pid_; }  // -1 once waited for.
   void Signal(int sig) {
     if (pid_ > 0) ::kill(pid_, sig);
   }
