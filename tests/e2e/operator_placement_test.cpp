@@ -26,20 +26,6 @@ namespace {
 
 using nlohmann::json;
 
-// The Policy the pools host. Without it every reconcile records a PolicyNotFound event, and the
-// operator's per-object event rate limit (burst 25) would soon drop the events checked here.
-constexpr char kTinyPolicy[] = R"(apiVersion: sluice.dev/v1alpha1
-kind: Policy
-metadata:
-  name: tiny
-spec:
-  model:
-    source:
-      builtin: {layers: 2, hiddenSize: 64, heads: 4, kvHeads: 2, maxSequenceLength: 64, seed: 1}
-    dtype: float32
----
-)";
-
 // Region west (one GPU in the cluster) first, then east (two GPUs); each replica needs a GPU.
 constexpr char kSpillPool[] = R"(apiVersion: sluice.dev/v1alpha1
 kind: RolloutPool
@@ -152,7 +138,8 @@ TEST(OperatorPlacementTest, PriorityPoolSpillsUnschedulableReplicasToTheNextRegi
            kubectl("get events").output + cluster.Log("operator");
   };
   const auto start = std::chrono::steady_clock::now();
-  ASSERT_EQ(cluster.Apply(kTinyPolicy + std::string(kTestDataflowManifest) + "---\n" + kSpillPool),
+  ASSERT_EQ(cluster.Apply(kTestPolicyManifest + std::string(kTestDataflowManifest) + "---\n" +
+                          kSpillPool),
             0);
 
   // West's one GPU runs one replica; the two it cannot take spill over to east's two GPUs.
@@ -234,8 +221,9 @@ TEST(OperatorPlacementTest, ReplicasOfAFailedNodeAreRecreatedOnAnotherNodeOfTheR
     return kubectl("get rolloutpool heal -o yaml").output + kubectl("get pods -o wide").output +
            kubectl("get nodes").output + kubectl("get events").output + cluster.Log("operator");
   };
-  ASSERT_EQ(cluster.Apply(kTinyPolicy + std::string(kTestDataflowManifest) + "---\n" + kHealPool),
-            0);
+  ASSERT_EQ(
+      cluster.Apply(kTestPolicyManifest + std::string(kTestDataflowManifest) + "---\n" + kHealPool),
+      0);
   ASSERT_TRUE(WaitUntil(
       [&] {
         const json pool = cluster.Get("rolloutpool heal");
@@ -298,7 +286,7 @@ TEST(OperatorPlacementTest, InvalidSpecIsRefusedByTheApiServerAndReportedByTheOp
   SluiceSession cluster;
   ASSERT_TRUE(cluster.Up()) << cluster.up().output;
   auto kubectl = [&](const std::string& args) { return cluster.Kubectl(args); };
-  ASSERT_EQ(cluster.Apply(kTinyPolicy + std::string(kTestDataflowManifest)), 0);
+  ASSERT_EQ(cluster.Apply(kTestPolicyManifest + std::string(kTestDataflowManifest)), 0);
 
   // The installed CRD carries the CEL rule: the API server refuses the pool, naming the field.
   const std::string file = cluster.dir() + "/invalid-pool.yaml";

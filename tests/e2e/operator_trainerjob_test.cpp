@@ -18,16 +18,6 @@ namespace {
 using nlohmann::json;
 
 constexpr char kManifest[] = R"(apiVersion: sluice.dev/v1alpha1
-kind: Policy
-metadata:
-  name: tiny
-spec:
-  model:
-    source:
-      builtin: {layers: 2, hiddenSize: 64, heads: 4, kvHeads: 2, maxSequenceLength: 64, seed: 1}
-    dtype: float32
----
-apiVersion: sluice.dev/v1alpha1
 kind: TrainerJob
 metadata:
   name: train
@@ -74,7 +64,9 @@ TEST(OperatorTrainerJobTest, GangRunsRestartsOnRankFailureCompletesAndPublishes)
   auto kubectl = [&](const std::string& args) { return cluster.Kubectl(args); };
   auto get = [&](const std::string& what) { return cluster.Get(what); };
   auto operator_log = [&] { return cluster.Log("operator"); };
-  ASSERT_EQ(cluster.Apply(std::string(kManifest) + "---\n" + kTestDataflowManifest), 0);
+  ASSERT_EQ(
+      cluster.Apply(kTestPolicyManifest + std::string(kManifest) + "---\n" + kTestDataflowManifest),
+      0);
 
   // Both ranks start with the gang's environment.
   ASSERT_TRUE(WaitUntil(

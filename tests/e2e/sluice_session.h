@@ -33,6 +33,21 @@ spec:
   storage: {size: 64Mi}
 )";
 
+// The Policy "tiny" the test pools and jobs name (the built-in tiny model), ending in "---" so a
+// manifest can follow. Pools that host a missing Policy get a PolicyNotFound event, so tests
+// that check events apply it.
+inline constexpr char kTestPolicyManifest[] = R"(apiVersion: sluice.dev/v1alpha1
+kind: Policy
+metadata:
+  name: tiny
+spec:
+  model:
+    source:
+      builtin: {layers: 2, hiddenSize: 64, heads: 4, kvHeads: 2, maxSequenceLength: 64, seed: 1}
+    dtype: float32
+---
+)";
+
 class SluiceSession {
  public:
   SluiceSession() {

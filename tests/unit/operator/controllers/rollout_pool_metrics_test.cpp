@@ -14,23 +14,14 @@
 #include "operator/kube/informer.h"
 #include "operator/kube/rest_client.h"
 #include "tests/unit/operator/promtool_check.h"
+#include "tests/unit/operator/scraped_metric.h"
 
 namespace sluice::controllers {
 namespace {
 
 using nlohmann::json;
 
-// The value of family `name`'s child with `labels` at a scrape; nullopt when not exported.
-std::optional<double> Scraped(const metrics::Registry& registry, const std::string& name,
-                              const std::vector<std::string>& labels) {
-  for (const metrics::FamilySnapshot& f : registry.Collect()) {
-    if (f.name != name) continue;
-    for (const metrics::ChildSnapshot& c : f.children) {
-      if (c.label_values == labels) return c.value;
-    }
-  }
-  return std::nullopt;
-}
+using sluice::test_support::Scraped;
 
 // How many series of the registry carry label values `ns` and `pool` in first position.
 int SeriesOfPool(const metrics::Registry& registry, const std::string& ns,

@@ -12,6 +12,7 @@
 #include "operator/kube/rate_limiter.h"
 #include "operator/kube/rate_limiting_queue.h"
 #include "tests/unit/operator/promtool_check.h"
+#include "tests/unit/operator/scraped_metric.h"
 
 namespace sluice::kube {
 namespace {
@@ -195,17 +196,7 @@ TEST(RateLimitingQueueTest, RetriesBackOffAndForgetResets) {
   q.ShutDown();
 }
 
-// The value of family `name`'s child with `labels` at a scrape; nullopt when it is not exported.
-std::optional<double> Scraped(const metrics::Registry& registry, const std::string& name,
-                              const std::vector<std::string>& labels) {
-  for (const metrics::FamilySnapshot& f : registry.Collect()) {
-    if (f.name != name) continue;
-    for (const metrics::ChildSnapshot& c : f.children) {
-      if (c.label_values == labels) return c.value;
-    }
-  }
-  return std::nullopt;
-}
+using sluice::test_support::Scraped;
 
 TEST(WorkqueueMetricsTest, InProgressWorkGrowsWhileHeldAndDropsToZeroAfterDone) {
   FakeClock clock;
