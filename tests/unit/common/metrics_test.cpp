@@ -23,6 +23,7 @@
 #include "common/metrics/histogram.h"
 #include "common/metrics/names.h"
 #include "common/metrics/registry.h"
+#include "tests/unit/common/promtool_check.h"
 
 namespace sluice::metrics {
 namespace {
@@ -425,33 +426,10 @@ std::string RealisticExposition() {
 }
 
 TEST(MetricsPromtoolTest, RealisticExpositionPassesCheckMetrics) {
-  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "promtool not on PATH; CI installs it";
-  }
-  std::string path_template =
-      (std::filesystem::temp_directory_path() / "sluice_metrics_test_XXXXXX").string();
-  char* path = path_template.data();
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0) << std::strerror(errno);
-  close(fd);
   const std::string text = RealisticExposition();
-  {
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    ASSERT_TRUE(out.good());
-  }
-  const std::string command = std::string("promtool check metrics < '") + path + "' 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) output.append(buf, n);
-  const int status = pclose(pipe);
-  std::remove(path);
-  ASSERT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << output << "\n--- input ---\n" << text;
-  EXPECT_EQ(output, "") << "\n--- input ---\n" << text;
+  const test_support::PromtoolCheck check = test_support::RunPromtoolCheckMetrics(text);
+  if (!check.available) GTEST_SKIP() << "promtool not on PATH; CI installs it";
+  EXPECT_TRUE(check.passed) << check.output << "\n--- input ---\n" << text;
 }
 
 }  // namespace

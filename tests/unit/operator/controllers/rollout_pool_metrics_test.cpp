@@ -13,8 +13,8 @@
 #include "operator/kube/event_recorder.h"
 #include "operator/kube/informer.h"
 #include "operator/kube/rest_client.h"
-#include "tests/unit/operator/promtool_check.h"
-#include "tests/unit/operator/scraped_metric.h"
+#include "tests/unit/common/promtool_check.h"
+#include "tests/unit/common/scraped_metric.h"
 
 namespace sluice::controllers {
 namespace {
@@ -241,7 +241,8 @@ TEST(RolloutPoolMetricsTest, ExpositionPassesPromtool) {
         "sluice_autoscaler_desired_replicas{namespace=\"ns\",pool=\"p\"} 5"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n--- in ---\n" << text;
   }
-  const sluice::testing::PromtoolCheck check = sluice::testing::RunPromtoolCheckMetrics(text);
+  const sluice::test_support::PromtoolCheck check =
+      sluice::test_support::RunPromtoolCheckMetrics(text);
   if (!check.available) GTEST_SKIP() << "promtool not on PATH; CI installs it";
   EXPECT_TRUE(check.passed) << check.output << "\n--- input ---\n" << text;
 }

@@ -11,8 +11,8 @@
 #include "operator/kube/delaying_queue.h"
 #include "operator/kube/rate_limiter.h"
 #include "operator/kube/rate_limiting_queue.h"
-#include "tests/unit/operator/promtool_check.h"
-#include "tests/unit/operator/scraped_metric.h"
+#include "tests/unit/common/promtool_check.h"
+#include "tests/unit/common/scraped_metric.h"
 
 namespace sluice::kube {
 namespace {
@@ -249,7 +249,7 @@ TEST(WorkqueueMetricsTest, InProgressWorkGrowsWhileHeldAndDropsToZeroAfterDone) 
         << text;
     EXPECT_NE(text.find("# TYPE workqueue_longest_running_processor_seconds gauge"),
               std::string::npos);
-    sluice::testing::PromtoolCheck check = sluice::testing::RunPromtoolCheckMetrics(text);
+    sluice::test_support::PromtoolCheck check = sluice::test_support::RunPromtoolCheckMetrics(text);
     if (check.available) {
       EXPECT_TRUE(check.passed) << check.output << "\n--- input ---\n" << text;
     }

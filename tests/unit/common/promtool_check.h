@@ -1,5 +1,5 @@
-// `promtool check metrics` on an exposition text, for the operator's metric tests (the same
-// check tests/unit/common/metrics_test.cpp runs on the registry's own output).
+// `promtool check metrics` on an exposition text, for the metric tests (the registry's own
+// output in metrics_test.cpp, the operator's series in its tests).
 //
 //   PromtoolCheck check = RunPromtoolCheckMetrics(metrics::ExposeText(registry));
 //   if (!check.available) GTEST_SKIP() << "promtool not on PATH";
@@ -19,7 +19,7 @@
 #include <fstream>
 #include <string>
 
-namespace sluice::testing {
+namespace sluice::test_support {
 
 struct PromtoolCheck {
   bool available = false;  // promtool is on PATH (CI installs it).
@@ -64,4 +64,4 @@ inline PromtoolCheck RunPromtoolCheckMetrics(const std::string& exposition) {
   return check;
 }
 
-}  // namespace sluice::testing
+}  // namespace sluice::test_support
