@@ -4,6 +4,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,6 +17,23 @@
 
 namespace sluice::http {
 namespace {
+
+// httplib (0.11, a prebuilt library) sends without MSG_NOSIGNAL and OpenSSL writes with write(),
+// so a request written into a pooled connection the server has just closed raises SIGPIPE, which
+// kills a process that did not ignore it (the `sluice` CLI died with 141 while following a run).
+// Ignoring it turns that write into EPIPE, a connection error that Execute retries where safe.
+// httplib::Server does the same in its constructor; a client-only process needs it here. A
+// handler the process installed itself is kept.
+void IgnoreBrokenPipes() {
+  static const bool done = [] {
+    struct sigaction current {};
+    if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      ::signal(SIGPIPE, SIG_IGN);
+    }
+    return true;
+  }();
+  (void)done;
+}
 
 Result<std::string> ReadFile(const std::string& path, std::string_view what) {
   std::ifstream in(path, std::ios::binary);
@@ -106,6 +124,7 @@ Client::Client(ClientOptions options, Url url)
       clock_(options_.clock ? options_.clock : &SystemClock::Instance()) {}
 
 Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
+  IgnoreBrokenPipes();
   SLUICE_ASSIGN_OR_RETURN(Url url, ParseBaseUrl(options.base_url));
   if (options.max_attempts < 1) {
     return Status::InvalidArgument("max_attempts must be at least 1", "max_attempts");

@@ -14,6 +14,9 @@
 //   insecure_skip_verify.
 // - Streaming responses (watch, weight downloads) delivered chunk by chunk, never buffered.
 // - A hosts-file resolver hook (hosts_file.h) consulted before the system resolver.
+// - Create() makes the process ignore SIGPIPE (when its disposition is still the default): a
+//   write into a connection the peer closed then fails with EPIPE and is retried, instead of
+//   killing a client-only process such as the `sluice` CLI.
 //
 // Thread safety: every method may be called from many threads at once.
 #pragma once

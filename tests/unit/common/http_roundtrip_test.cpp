@@ -3,11 +3,14 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -699,6 +702,33 @@ TEST_F(HttpRoundTrip, ListenBacklogIsRaisedForBurstsOfConnections) {
   int cap = 4096;
   somaxconn >> cap;
   EXPECT_EQ(backlog, std::min(128, cap));
+}
+
+// A client-only process (the `sluice` CLI) must survive a write into a connection the peer has
+// closed: creating a Client ignores SIGPIPE, so the write fails with EPIPE. Each case runs in a
+// re-executed child whose SIGPIPE starts at the default action.
+[[noreturn]] void WriteIntoClosedPipe(bool create_client) {
+  ::signal(SIGPIPE, SIG_DFL);
+  if (create_client) {
+    ClientOptions options;
+    options.base_url = "http://127.0.0.1:1";
+    if (!Client::Create(options).ok()) std::_Exit(2);
+  }
+  int fds[2];
+  if (::pipe(fds) != 0) std::_Exit(3);
+  ::close(fds[0]);
+  const char byte = 'x';
+  const bool epipe = ::write(fds[1], &byte, 1) == -1 && errno == EPIPE;
+  std::_Exit(epipe ? 0 : 4);
+}
+
+TEST(HttpClientSignals, CreatingAClientTurnsSigpipeIntoEpipe) {
+  const std::string style = GTEST_FLAG_GET(death_test_style);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(WriteIntoClosedPipe(true), testing::ExitedWithCode(0), "");
+  // The control: without a client the same write kills the process.
+  EXPECT_EXIT(WriteIntoClosedPipe(false), testing::KilledBySignal(SIGPIPE), "");
+  GTEST_FLAG_SET(death_test_style, style);
 }
 
 }  // namespace
