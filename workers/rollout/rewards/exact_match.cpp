@@ -3,28 +3,14 @@
 #include <string>
 
 #include "workers/rollout/rewards/answer_extraction.h"
+#include "workers/rollout/rewards/extract_option.h"
 
 namespace sluice::rollout {
 
 Result<std::unique_ptr<ExactMatchReward>> ExactMatchReward::Create(const nlohmann::json& options) {
-  if (!options.is_object()) {
-    return Status::InvalidArgument("must be an object, got " + std::string(options.type_name()),
-                                   "reward.options");
-  }
+  SLUICE_ASSIGN_OR_RETURN(const bool extract, ParseExtractOption(options, "exact-match"));
   Options parsed;
-  for (const auto& [key, value] : options.items()) {
-    const std::string field = "reward.options." + key;
-    if (key == "extract") {
-      if (!value.is_boolean()) {
-        return Status::InvalidArgument("must be a boolean, got " + std::string(value.type_name()),
-                                       field);
-      }
-      parsed.extract = value.get<bool>();
-    } else {
-      return Status::InvalidArgument("unknown option for exact-match; the only one is \"extract\"",
-                                     field);
-    }
-  }
+  parsed.extract = extract;
   return std::make_unique<ExactMatchReward>(parsed);
 }
 

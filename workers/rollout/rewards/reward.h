@@ -2,6 +2,8 @@
 //
 // The Dataflow's spec.reward ({type, options}) picks the reward (MakeReward):
 //   exact-match  1 when the normalised answer equals the normalised reference (exact_match.h)
+//   digit-match  partial credit for integer answers: the share of right-aligned digit positions
+//                (and the sign) that match the reference; 1 only when equal (digit_match.h)
 //   math         1 when the answer is numerically/symbolically equivalent (math_equivalence.h)
 //   code-exec    fraction of the row's test cases the program passes, run in a sandbox
 //                (code_exec_reward.h)
@@ -39,7 +41,7 @@ struct RewardOutcome {
 class Reward {
  public:
   virtual ~Reward() = default;
-  virtual std::string_view name() const = 0;  // "exact-match", "math", "code-exec".
+  virtual std::string_view name() const = 0;  // "exact-match", "digit-match", "math", ...
   virtual RewardOutcome Score(const RewardInput& input) const = 0;
 };
 

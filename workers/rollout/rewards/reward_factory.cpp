@@ -5,6 +5,7 @@
 #include <string>
 
 #include "workers/rollout/rewards/code_exec_reward.h"
+#include "workers/rollout/rewards/digit_match.h"
 #include "workers/rollout/rewards/exact_match.h"
 #include "workers/rollout/rewards/math_equivalence.h"
 #include "workers/rollout/rewards/reward.h"
@@ -52,6 +53,7 @@ Result<std::unique_ptr<Reward>> MakeReward(const nlohmann::json& spec) {
     }
   }
   if (type == "exact-match") return AsReward(ExactMatchReward::Create(options));
+  if (type == "digit-match") return AsReward(DigitMatchReward::Create(options));
   if (type == "math") return AsReward(MathReward::Create(options));
   if (type == "code-exec") return AsReward(CodeExecReward::Create(options));
   if (type == "verifier") {
@@ -59,7 +61,9 @@ Result<std::unique_ptr<Reward>> MakeReward(const nlohmann::json& spec) {
                                    "reward.type");
   }
   return Status::InvalidArgument(
-      "must be one of \"exact-match\", \"math\", \"code-exec\", \"verifier\"; got \"" + type + "\"",
+      "must be one of \"exact-match\", \"digit-match\", \"math\", \"code-exec\", "
+      "\"verifier\"; got \"" +
+          type + "\"",
       "reward.type");
 }
 

@@ -138,7 +138,8 @@ Result<std::unique_ptr<Reward>> MakeCheckReward(const json& reward_spec) {
   }
   if (check == "verifier") {
     return Bad("workflow.reward.options.check",
-               "must name a reward that checks answers (exact-match, math, code-exec)");
+               "must name a reward that checks answers (exact-match, digit-match, math, "
+               "code-exec)");
   }
   Result<std::unique_ptr<Reward>> reward = MakeReward(json{{"type", check}, {"options", options}});
   if (!reward.ok()) {

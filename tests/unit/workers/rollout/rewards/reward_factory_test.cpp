@@ -6,6 +6,7 @@
 #include <string>
 
 #include "workers/rollout/rewards/code_exec_reward.h"
+#include "workers/rollout/rewards/digit_match.h"
 #include "workers/rollout/rewards/exact_match.h"
 #include "workers/rollout/rewards/math_equivalence.h"
 #include "workers/rollout/rewards/reward.h"
@@ -33,6 +34,11 @@ TEST(MakeRewardTest, EachType) {
   EXPECT_EQ(exact->name(), "exact-match");
   EXPECT_NE(dynamic_cast<const ExactMatchReward*>(exact.get()), nullptr);
 
+  const std::unique_ptr<Reward> digits = Make({{"type", "digit-match"}});
+  ASSERT_NE(digits, nullptr);
+  EXPECT_EQ(digits->name(), "digit-match");
+  EXPECT_NE(dynamic_cast<const DigitMatchReward*>(digits.get()), nullptr);
+
   const std::unique_ptr<Reward> math = Make({{"type", "math"}});
   ASSERT_NE(math, nullptr);
   EXPECT_EQ(math->name(), "math");
@@ -58,6 +64,11 @@ TEST(MakeRewardTest, PassesOptionsThrough) {
   ASSERT_NE(exact, nullptr);
   EXPECT_FALSE(dynamic_cast<const ExactMatchReward&>(*exact).options().extract);
 
+  const std::unique_ptr<Reward> digits =
+      Make({{"type", "digit-match"}, {"options", {{"extract", false}}}});
+  ASSERT_NE(digits, nullptr);
+  EXPECT_FALSE(dynamic_cast<const DigitMatchReward&>(*digits).options().extract);
+
   const std::unique_ptr<Reward> math = Make({{"type", "math"}, {"options", {{"tolerance", 0.5}}}});
   ASSERT_NE(math, nullptr);
   EXPECT_EQ(dynamic_cast<const MathReward&>(*math).options().tolerance, 0.5);
@@ -74,7 +85,8 @@ TEST(MakeRewardTest, BadTypeNamesTheField) {
   const Status unknown = MakeError({{"type", "llm-judge"}});
   EXPECT_EQ(unknown.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(unknown.field(), "reward.type");
-  for (const char* valid : {"exact-match", "math", "code-exec", "verifier", "llm-judge"}) {
+  for (const char* valid :
+       {"exact-match", "digit-match", "math", "code-exec", "verifier", "llm-judge"}) {
     EXPECT_NE(unknown.message().find(valid), std::string::npos) << unknown.message();
   }
 
@@ -95,6 +107,7 @@ TEST(MakeRewardTest, BadOptionsNameTheField) {
       {{{"type", "math"}, {"options", "tolerance=1"}}, "reward.options"},
       {{{"options", json::array()}}, "reward.options"},
       {{{"type", "exact-match"}, {"options", {{"extract", 1}}}}, "reward.options.extract"},
+      {{{"type", "digit-match"}, {"options", {{"extract", 1}}}}, "reward.options.extract"},
       {{{"type", "math"}, {"options", {{"tolerance", -0.5}}}}, "reward.options.tolerance"},
       {{{"type", "math"}, {"options", {{"extract", true}}}}, "reward.options.extract"},
       {{{"type", "code-exec"}, {"options", {{"timeoutSeconds", -1}}}},
