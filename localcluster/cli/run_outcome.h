@@ -1,7 +1,8 @@
 // When `sluice run` stops following, decided from the TrainerJobs' statuses. Pure.
 //
 //   kFailed     some TrainerJob has status.phase Failed (the first one, in manifest order): exit 1
-//               with its name and why (FailureReason).
+//               with its name and why (FailureReason). A job whose Dataflow ran out of data
+//               before spec.steps is Failed with reason DataExhausted (the operator's Starved).
 //   kSucceeded  every TrainerJob has status.phase Succeeded: exit 0 with a summary.
 //   kRunning    otherwise (also with no TrainerJob at all: the caller does not follow then).
 //

@@ -1,5 +1,7 @@
 #include "operator/controllers/dataflow_children.h"
 
+#include <algorithm>
+
 #include "operator/controllers/labels.h"
 
 namespace sluice::controllers {
@@ -180,7 +182,8 @@ json DataflowStatusFromWorker(const json& df, const json& worker, const json& pr
                         {"accepted", a},
                         {"filtered", p.value("filtered_samples", int64_t{0})},
                         {"staleDropped", s},
-                        {"servedBatches", p.value("served_batches", int64_t{0})},
+                        // The CRD counts batches served and acknowledged.
+                        {"servedBatches", p.value("acked_batches", int64_t{0})},
                         {"latestVersion", p.value("version", int64_t{0})}});
   }
   status["policies"] = policies;
@@ -189,7 +192,12 @@ json DataflowStatusFromWorker(const json& df, const json& worker, const json& pr
   status["staleDropped"] = stale;
   status["promptsConsumed"] = worker.value("/prompts/consumed"_json_pointer, int64_t{0});
   status["promptsTotal"] = worker.value("/prompts/total"_json_pointer, int64_t{0});
-  status["epoch"] = worker.value("epoch", int64_t{0});
+  // The worker's cursor reports `epochs` once done; the CRD's epoch is the current one, from 0.
+  int64_t epoch = worker.value("epoch", int64_t{0});
+  if (const int64_t epochs = worker.value("epochs", int64_t{0}); epochs > 0) {
+    epoch = std::min(epoch, epochs - 1);
+  }
+  status["epoch"] = epoch;
   double rate = previous.value("trajectoriesPerSecond", 0.0);
   if (seconds_since_previous > 0 && previous.contains("accepted")) {
     const int64_t before = previous.value("accepted", int64_t{0});
@@ -199,9 +207,11 @@ json DataflowStatusFromWorker(const json& df, const json& worker, const json& pr
   status["trajectoriesPerSecond"] = rate;
   const json last =
       worker.contains("/eval/last"_json_pointer) ? worker.at("/eval/last"_json_pointer) : json();
-  if (last.is_object() && last.contains("version") && last.contains("overall_mean_reward")) {
+  // accuracy is the share of correct completions (avg@k; correct = the full reward), not the mean
+  // reward, so partial-credit rewards do not inflate it. The CRD has no mean-reward field.
+  if (last.is_object() && last.contains("version") && last.contains("overall_avg_at_k")) {
     status["evaluation"] = {{"version", last["version"]},
-                            {"accuracy", last["overall_mean_reward"]},
+                            {"accuracy", last["overall_avg_at_k"]},
                             {"passAtK", last.value("overall_pass_at_k", 0.0)}};
   } else if (previous.contains("evaluation")) {
     status["evaluation"] = previous["evaluation"];

@@ -53,8 +53,10 @@ nlohmann::json DesiredDataflowService(const nlohmann::json& dataflow);
 nlohmann::json DesiredDataflowPod(const nlohmann::json& dataflow, const WorkerImages& images);
 
 // The Dataflow's status fields (besides conditions) from the worker's GET /v1/status reply:
-// endpoint, per-policy buffered/accepted/filtered/staleDropped/servedBatches/latestVersion,
-// totals, prompts consumed/total, epoch and the newest evaluation round. `previous` supplies
+// endpoint, per-policy buffered/accepted/filtered/staleDropped/servedBatches (acknowledged
+// batches)/latestVersion, totals, prompts consumed/total, epoch (0-based: at most epochs - 1,
+// also once the last epoch is done) and the newest evaluation round (accuracy = its
+// overall_avg_at_k, the share of completions earning the full reward; passAtK). `previous` supplies
 // trajectoriesPerSecond's baseline: (accepted now - accepted then) / `seconds_since_previous`.
 nlohmann::json DataflowStatusFromWorker(const nlohmann::json& dataflow,
                                         const nlohmann::json& worker_status,

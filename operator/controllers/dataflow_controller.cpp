@@ -7,6 +7,7 @@
 #include "common/openapi/field_error.h"
 #include "operator/api/meta.h"
 #include "operator/api/validation.h"
+#include "operator/controllers/data_exhaustion.h"
 #include "operator/kube/kubeconfig.h"
 
 namespace sluice::controllers {
@@ -210,11 +211,28 @@ json DataflowController::CurrentStatus(const json& df, const std::string& pod_st
       set("Ready", true, "DataflowReady", "serving at " + DataflowEndpoint(df));
       const bool backpressure = worker.value("backpressure", false);
       set("Backpressure", backpressure, backpressure ? "AdmissionFull" : "AdmissionOpen",
-          backpressure ? "buffered and leased work reached spec.buffer.capacity; leases wait" : "");
+          backpressure ? "buffered, leased and in-training work reached the admission limit "
+                         "(spec.buffer.capacity, or spec.buffer.maxStaleness + 1 batches); "
+                         "leases wait"
+                       : "");
       const size_t failed = worker.value("failed_tasks", json::array()).size();
       set("Degraded", failed > 0, failed > 0 ? "TasksFailed" : "AsExpected",
           failed > 0 ? std::to_string(failed) + " task(s) failed every attempt and were set aside"
                      : "");
+      // The end of the data: an event when it comes, and one whenever a policy is drained.
+      const DataflowExhaustion exhaustion = ExhaustionFromWorker(worker);
+      const api::Condition* before = api::FindCondition(conditions, kExhaustedCondition);
+      const bool was_exhausted = before != nullptr && before->status == "True";
+      const std::string before_message = was_exhausted ? before->message : "";
+      set(kExhaustedCondition, exhaustion.exhausted,
+          exhaustion.exhausted ? kDatasetExhaustedReason : kDataRemainingReason,
+          exhaustion.message);
+      if (exhaustion.exhausted && !was_exhausted) {
+        (void)events_.Record(df, kube::kEventNormal, kDatasetExhaustedReason, exhaustion.message);
+      }
+      if (!exhaustion.drained.empty() && exhaustion.message != before_message) {
+        (void)events_.Record(df, kube::kEventWarning, kDataflowDrainedReason, exhaustion.message);
+      }
     }
   }
   status["conditions"] = api::ToJson(conditions);

@@ -6,9 +6,10 @@
 // token Secret once, the WAL claim once, never updated), update the ConfigMap and Service when
 // they differ, replace the pod when its config hash is stale or it ended; then ask the ready pod's
 // GET /v1/status (at its pod IP, with the experiment's token) and write status: the worker's
-// counters, `endpoint`, and conditions Ready (the pod serves), Backpressure (admission full) and
-// Degraded (the worker reports failed tasks or cannot be asked). It re-runs every
-// `status_period` to keep the counters fresh.
+// counters, `endpoint`, and conditions Ready (the pod serves), Backpressure (admission full),
+// Degraded (the worker reports failed tasks or cannot be asked) and Exhausted (the data ran out;
+// events DatasetExhausted, then DataflowDrained per drained policy: data_exhaustion.h). It
+// re-runs every `status_period` to keep the counters fresh.
 //
 // Ownership: borrows the client, informers and recorder, which must outlive it.
 // Thread safety: Reconcile may run concurrently for different keys (the runner never runs one

@@ -62,12 +62,15 @@
 //                          load; 60 s without an answer kills the container, and with
 //                          restartPolicy Never that fails the Pod and so the attempt.
 //     GET /readyz          200 once the rank has joined the gang and loaded the model.
-//     GET /v1/status       {"phase": "Running"|"Succeeded"|"Failed", "step": int (optimizer
-//                          steps completed), "version": int (newest published weight version),
-//                          "metrics": {"loss", "rewardMean", "kl", "entropy", "tokensPerSecond",
-//                          "stalenessMean", "dataWaitFraction"} (of the last completed step;
-//                          numbers), "lastCheckpointStep": int (0 without one)}. Rank 0's answer
-//                          is the job's; the other ranks answer the same shape.
+//     GET /v1/status       {"phase": "Running"|"Succeeded"|"Failed"|"Starved", "step": int
+//                          (optimizer steps completed), "version": int (newest published weight
+//                          version), "metrics": {"loss", "rewardMean", "kl", "entropy",
+//                          "tokensPerSecond", "stalenessMean", "dataWaitFraction"} (of the last
+//                          completed step; numbers), "lastCheckpointStep": int (0 without one),
+//                          "message": string (why, e.g. for Starved; optional)}. Rank 0's answer
+//                          is the job's; the other ranks answer the same shape. "Starved": the
+//                          Dataflow can never feed the job again before spec.steps; the worker
+//                          keeps running (and answering) until SIGTERM, and the job ends Failed.
 //     GET /v1/weights/<v>  rank 0 only: the weights of version v (WeightsUrl), for rollout
 //                          workers, kept for the Policy's retention window.
 //   The process exits 0 after the last step (and its checkpoint, when configured); any other exit

@@ -7,6 +7,7 @@
 #include "common/openapi/field_error.h"
 #include "operator/api/meta.h"
 #include "operator/api/validation.h"
+#include "operator/controllers/data_exhaustion.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/trainer_job_children.h"
@@ -327,6 +328,12 @@ Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) 
       status["step"] = steps;
     SLUICE_RETURN_IF_ERROR(
         finish(true, "StepsCompleted", "all " + std::to_string(steps) + " steps completed"));
+    return ReconcileResult{};
+  }
+  // Rank 0 says its Dataflow can never feed it again before spec.steps: the job cannot complete.
+  if (std::optional<std::string> starved = StarvedMessage(rank0_report, df_name)) {
+    set(kStarvedCondition, true, kDataflowDrainedReason, *starved);
+    SLUICE_RETURN_IF_ERROR(finish(false, kDataExhaustedReason, *starved));
     return ReconcileResult{};
   }
   if (failed_rank) {

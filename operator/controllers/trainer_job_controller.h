@@ -13,7 +13,9 @@
 //     BackoffLimitExceeded; a rank pending unschedulable longer than the gang timeout gives
 //     Admitted=False/GangPending; activeDeadlineSeconds gives Failed/DeadlineExceeded; rank 0's
 //     GET /v1/status supplies step, version and lastMetrics, and its reaching spec.steps (or
-//     rank 0 exiting 0) completes the job: phase Succeeded, Complete=True.
+//     rank 0 exiting 0) completes the job: phase Succeeded, Complete=True; rank 0 reporting
+//     phase Starved (its Dataflow ran out of data first) ends it: Starved=True/DataflowDrained,
+//     phase Failed, Failed=True/DataExhausted (data_exhaustion.h).
 //
 // Ownership: borrows the client, informers and recorder. Thread safety: Reconcile may run
 // concurrently for different keys.

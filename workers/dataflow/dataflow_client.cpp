@@ -4,8 +4,11 @@
 #include <utility>
 
 #include "common/http/json_body.h"
+#include "workers/dataflow/algorithms/drain_state.h"
 
 namespace sluice::dataflow {
+
+bool IsDrained(const Status& status) { return status.code() == StatusCode::kGone; }
 
 Result<std::optional<std::string>> DataflowClient::TakeBatchFrame(const std::string& policy,
                                                                   int64_t groups,
@@ -19,6 +22,14 @@ Result<std::optional<std::string>> DataflowClient::TakeBatchFrame(const std::str
   Result<http::Response> res = client_->Send(std::move(req));
   if (!res.ok()) return res.status();
   if (res->status == 204) return std::optional<std::string>();
+  if (res->status == 410) {
+    // Drained: the message is the dataflow's sentence, passed on as it is (the trainer reports it).
+    const nlohmann::json body = nlohmann::json::parse(res->body, nullptr, false);
+    const nlohmann::json::json_pointer reason("/error/reason");
+    if (body.is_object() && body.contains(reason) && body.at(reason) == kDrainedReason) {
+      return Status::Gone(res->ToStatus().message());
+    }
+  }
   SLUICE_RETURN_IF_ERROR(res->ToStatus().WithContext("GET /v1/batches/" + policy));
   return std::optional<std::string>(std::move(res->body));
 }

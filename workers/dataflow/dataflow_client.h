@@ -57,14 +57,19 @@ struct VersionAnnouncement {
   int64_t delta_base = -1;  // The version a delta is offered from; -1: full only.
 };
 
+// Whether a TakeBatch / TakeBatchFrame error says the policy is drained (410 DataflowDrained):
+// the dataset is exhausted and what is left can never fill a batch, so polling again is useless.
+bool IsDrained(const Status& status);
+
 class DataflowClient {
  public:
   // `client` is shared with the caller (its base URL is the dataflow's).
   explicit DataflowClient(std::shared_ptr<http::Client> client) : client_(std::move(client)) {}
 
   // GET /v1/batches/{policy}?groups=N&wait=S: a batch, or nullopt when none became available
-  // within `wait` (204). Errors: NotFound for an unknown policy, Corruption for an undecodable
-  // frame, Unavailable when the dataflow cannot be reached.
+  // within `wait` (204). Errors: NotFound for an unknown policy, Gone (IsDrained) once the
+  // dataflow can never serve this policy a batch again (its message says why), Corruption for an
+  // undecodable frame, Unavailable when the dataflow cannot be reached.
   Result<std::optional<Batch>> TakeBatch(const std::string& policy, int64_t groups,
                                          std::chrono::seconds wait,
                                          const CancellationToken& cancel);

@@ -107,6 +107,9 @@ struct DataflowCore::PolicyState {
   std::map<uint64_t, BufferedGroup> replay_groups;  // The groups replay's entries name.
   PolicyCounters counters;
   std::vector<FilterCounters> filters;  // Parallel to the filter chain.
+  // A batch was acknowledged after the newest announcement: its trainer is about to announce the
+  // version it trained (the drain decision's announce_due).
+  bool acked_since_announce = false;
 };
 
 struct DataflowCore::OutstandingBatch {
@@ -280,7 +283,8 @@ DataflowCore::DataflowCore(DataflowConfig config, const Dataset* dataset, Clock*
                                                        .replay = replay_prototype,
                                                        .replay_groups = {},
                                                        .counters = {},
-                                                       .filters = chain_.counters()});
+                                                       .filters = chain_.counters(),
+                                                       .acked_since_announce = false});
     for (FilterCounters& f : p->filters) f.groups_dropped = f.samples_dropped = 0;
     p->version.number = 0;
     policies_.push_back(std::move(p));
@@ -360,21 +364,30 @@ const DataflowCore::PolicyState* DataflowCore::FindPolicy(std::string_view name)
   return nullptr;
 }
 
-int64_t DataflowCore::AdmissionLocked() const {
-  int64_t in_flight = 0;
+AdmissionDecision DataflowCore::AdmissionLocked() const {
+  int64_t train_leases = 0;
   for (const auto& [id, lease] : leases_) {
     auto it = tasks_.find(lease->task_id);
-    if (it != tasks_.end() && !it->second->eval) ++in_flight;
+    if (it != tasks_.end() && !it->second->eval) ++train_leases;
   }
-  int64_t most_used = 0;
+  std::vector<PolicyLoad> loads;
+  loads.reserve(policies_.size());
   for (const auto& p : policies_) {
-    int64_t used = static_cast<int64_t>(p->buffer.size());
+    PolicyLoad load;
+    load.policy = p->name;
+    load.buffered = static_cast<int64_t>(p->buffer.size());
     for (const auto& [id, b] : outstanding_) {
-      if (b->policy == p->name) used += b->fresh_groups;
+      if (b->policy == p->name) load.unacked_fresh += b->fresh_groups;
     }
-    most_used = std::max(most_used, used);
+    auto per_policy = config_.groups_per_batch_by_policy.find(p->name);
+    const int64_t groups = per_policy != config_.groups_per_batch_by_policy.end()
+                               ? per_policy->second
+                               : config_.groups_per_batch;
+    load.fresh_per_batch = FreshGroupsPerBatch(groups, config_.replay.replay_ratio);
+    loads.push_back(std::move(load));
   }
-  return std::max<int64_t>(0, config_.capacity_groups - in_flight - most_used);
+  return DecideAdmission(loads, train_leases, config_.capacity_groups,
+                         config_.staleness.max_staleness);
 }
 
 double DataflowCore::TrajectoryReward(const Sample& s) const {
@@ -476,7 +489,8 @@ void DataflowCore::FinishEvalTaskLocked(int64_t round_id, const std::optional<Ev
 
 // ---- Leases. ----
 
-LeaseReply DataflowCore::LeaseLocked(const LeaseRequest& request, int64_t now_ns) {
+LeaseReply DataflowCore::LeaseLocked(const LeaseRequest& request, int64_t now_ns,
+                                     std::optional<int64_t> recorded_room, int64_t* room_used) {
   ExpireLocked(now_ns);
   LeaseReply reply;
   for (const auto& p : policies_) {
@@ -491,7 +505,8 @@ LeaseReply DataflowCore::LeaseLocked(const LeaseRequest& request, int64_t now_ns
     reply.tasks.push_back(IssueLocked(task, request.worker_id, now_ns));
     --want;
   }
-  int64_t room = AdmissionLocked();
+  int64_t room = recorded_room ? *recorded_room : AdmissionLocked().room;
+  if (room_used != nullptr) *room_used = room;
   int skips = 0;
   while (want > 0 && room > 0) {
     Task* task = nullptr;
@@ -523,7 +538,7 @@ LeaseReply DataflowCore::LeaseLocked(const LeaseRequest& request, int64_t now_ns
     --want;
     --room;
   }
-  reply.backpressure = AdmissionLocked() <= 0;
+  reply.backpressure = AdmissionLocked().room <= 0;
   return reply;
 }
 
@@ -531,13 +546,15 @@ LeaseReply DataflowCore::Lease(const LeaseRequest& request) {
   std::lock_guard<std::mutex> lock(mu_);
   dirty_ = false;
   const int64_t now = NowNs();
-  LeaseReply reply = LeaseLocked(request, now);
+  int64_t room = 0;
+  LeaseReply reply = LeaseLocked(request, now, std::nullopt, &room);
   if (dirty_) {
     Emit(RecordType::kLease, {{"now", now},
                               {"worker", request.worker_id},
                               {"pool", request.pool},
                               {"region", request.region},
-                              {"capacity", request.capacity}});
+                              {"capacity", request.capacity},
+                              {"room", room}});
     changed_.notify_all();
   }
   return reply;
@@ -707,6 +724,13 @@ Result<SubmitResult> DataflowCore::SubmitLocked(const TrajectoryGroup& group) {
     item.dataset = row.dataset;
     item.prompt_id = row.id;
     item.rewards = rewards;
+    // Correct means the full reward, so avg@k and pass@k count exact answers, not partial credit
+    // (digit-match's 0.5 for one digit right). For code-exec a completion is then correct only
+    // when it passes every test case, the usual pass@k definition; reward > 0 (the default with
+    // no flags) counted a program passing one test of ten. The tolerance absorbs rounding in
+    // fractional rewards (passed / total); rewards above 1 (some environments) count as correct.
+    item.correct.reserve(rewards.size());
+    for (double r : rewards) item.correct.push_back(r >= 1.0 - 1e-9 ? 1 : 0);
     FinishEvalTaskLocked(round, item);
     return result;
   }
@@ -986,6 +1010,7 @@ Status DataflowCore::AckLocked(std::string_view batch_id) {
   }
   ++p.counters.acked_batches;
   p.counters.acked_groups += b.fresh_groups;
+  p.acked_since_announce = true;
   acked_.Insert(b.id);
   outstanding_.erase(it);
   return Status::Ok();
@@ -1018,6 +1043,7 @@ Status DataflowCore::AnnounceLocked(std::string_view policy, const VersionInfo& 
   const int64_t previous = p->version.number;
   p->version = version;
   p->announced = true;
+  p->acked_since_announce = false;
   if (p != policies_.front().get()) return Status::Ok();
   curator_->OnVersion(version.number);
   const int64_t every = config_.eval.every_versions;
@@ -1052,7 +1078,7 @@ int64_t DataflowCore::CurrentVersion(std::string_view policy) const {
 
 bool DataflowCore::Backpressure() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return AdmissionLocked() <= 0;
+  return AdmissionLocked().room <= 0;
 }
 
 json DataflowCore::StatusJson() const {
@@ -1084,6 +1110,16 @@ json DataflowCore::StatusJson() const {
     j["filters"] = std::move(filters);
     policies[p->name] = std::move(j);
   }
+  // The end of the data, each policy at its own batch size.
+  const DrainInput drain_input = DrainInputLocked({}, 0);
+  const DrainState drain = DecideDrain(drain_input);
+  for (size_t i = 0; i < drain.policies.size(); ++i) {
+    json& j = policies[drain.policies[i].policy];
+    j["drained"] = drain.policies[i].drained;
+    j["drain_reason"] = drain.policies[i].reason;
+    j["usable_groups"] = drain_input.policies[i].usable_groups;
+    j["batch_groups"] = drain_input.policies[i].batch_groups;
+  }
   json failed = json::array();
   int64_t eval_in_flight = 0;
   for (const auto& [id, t] : tasks_) {
@@ -1101,7 +1137,8 @@ json DataflowCore::StatusJson() const {
     if (tasks_.at(lease->task_id)->eval) ++eval_in_flight;
   }
   const CoreCounters& c = *counters_;
-  const int64_t room = AdmissionLocked();
+  const AdmissionDecision admission = AdmissionLocked();
+  const int64_t room = admission.room;
   return {
       {"policies", std::move(policies)},
       {"leases_in_flight", static_cast<int64_t>(leases_.size())},
@@ -1116,8 +1153,11 @@ json DataflowCore::StatusJson() const {
       {"epoch", cursor_.epoch()},
       {"epochs", cursor_.epochs()},
       {"dataset_done", cursor_.done()},
+      {"exhausted", drain.exhausted},
       {"capacity_groups", config_.capacity_groups},
       {"admission_room", room},
+      {"admission_limit", admission.limit},
+      {"admission_policy", admission.policy},
       {"backpressure", room <= 0},
       {"failed_tasks", std::move(failed)},
       {"submits",
@@ -1138,7 +1178,7 @@ bool DataflowCore::HasWorkLocked(int64_t now_ns) const {
   for (const auto& [id, lease] : leases_) {
     if (lease->deadline_ns <= now_ns) return true;  // Lease() will re-queue it.
   }
-  return AdmissionLocked() > 0 && (!pending_.empty() || !cursor_.done());
+  return AdmissionLocked().room > 0 && (!pending_.empty() || !cursor_.done());
 }
 
 bool DataflowCore::BatchReadyLocked(std::string_view policy, int64_t groups, int64_t now_ns) const {
@@ -1153,6 +1193,60 @@ bool DataflowCore::BatchReadyLocked(std::string_view policy, int64_t groups, int
   if (!barrier.ok() || !barrier->may_serve) return false;
   const size_t n = static_cast<size_t>(groups > 0 ? groups : config_.groups_per_batch);
   return p->buffer.size() >= n - p->replay.ReplayCount(n);
+}
+
+DrainInput DataflowCore::DrainInputLocked(std::string_view policy, int64_t groups) const {
+  DrainInput in;
+  in.dataset_done = cursor_.done();
+  in.pending_train_tasks = static_cast<int64_t>(pending_.size());
+  for (const auto& [id, lease] : leases_) {
+    auto it = tasks_.find(lease->task_id);
+    if (it != tasks_.end() && !it->second->eval) ++in.leased_train_tasks;
+  }
+  in.epochs = config_.epochs;
+  in.version_barrier = config_.version_barrier;
+  for (const auto& p : policies_) {
+    DrainPolicyInput d;
+    d.policy = p->name;
+    d.version = p->version.number;
+    d.announce_due = p->acked_since_announce;
+    for (const auto& [id, b] : outstanding_) {
+      if (b->policy == p->name) ++d.unacked_batches;
+    }
+    d.buffered_groups = static_cast<int64_t>(p->buffer.size());
+    d.batch_groups = config_.groups_per_batch;
+    if (auto sized = config_.groups_per_batch_by_policy.find(p->name);
+        sized != config_.groups_per_batch_by_policy.end()) {
+      d.batch_groups = sized->second;
+    }
+    if (p->name == policy && groups > 0) d.batch_groups = groups;
+    const auto n = static_cast<size_t>(d.batch_groups);
+    d.fresh_needed = static_cast<int64_t>(n - p->replay.ReplayCount(n));
+    // What a take would serve now: every buffered group but the stale ones it would drop.
+    std::vector<QueuedGroup> queued;
+    queued.reserve(p->buffer.size());
+    for (const BufferedGroup& g : p->buffer) queued.push_back(g.Queued());
+    d.usable_groups = static_cast<int64_t>(
+        PickGroups(queued, queued.size(), d.version, config_.staleness).picked.size());
+    in.policies.push_back(std::move(d));
+  }
+  return in;
+}
+
+Result<PolicyDrain> DataflowCore::DrainLocked(std::string_view policy, int64_t groups) const {
+  if (FindPolicy(policy) == nullptr) return Status::NotFound("no policy " + std::string(policy));
+  // Cheap first: until the data is exhausted nothing is drained, and buffers need no scan.
+  if (!cursor_.done() || !pending_.empty()) return PolicyDrain{std::string(policy), false, ""};
+  const DrainState state = DecideDrain(DrainInputLocked(policy, groups));
+  for (const PolicyDrain& d : state.policies) {
+    if (d.policy == policy) return d;
+  }
+  return Status::Internal("no drain decision for policy " + std::string(policy));
+}
+
+Result<PolicyDrain> DataflowCore::Drain(std::string_view policy, int64_t groups) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return DrainLocked(policy, groups);
 }
 
 bool DataflowCore::Wait(const std::atomic<bool>& cancel,
@@ -1176,7 +1270,11 @@ bool DataflowCore::WaitForWork(const std::atomic<bool>& cancel,
 bool DataflowCore::WaitForBatch(std::string_view policy, int64_t groups,
                                 const std::atomic<bool>& cancel,
                                 std::chrono::steady_clock::time_point deadline) {
-  return Wait(cancel, deadline, [&] { return BatchReadyLocked(policy, groups, NowNs()); });
+  return Wait(cancel, deadline, [&] {
+    if (BatchReadyLocked(policy, groups, NowNs())) return true;
+    Result<PolicyDrain> drain = DrainLocked(policy, groups);
+    return drain.ok() && drain->drained;
+  });
 }
 
 // ---- Recovery. ----
@@ -1209,7 +1307,9 @@ Status DataflowCore::ApplyRecord(const Record& record) {
         request.pool = j.at("pool").get<std::string>();
         request.region = j.at("region").get<std::string>();
         request.capacity = j.at("capacity").get<int64_t>();
-        LeaseLocked(request, j.at("now").get<int64_t>());
+        std::optional<int64_t> room;  // Absent in logs written before it was recorded.
+        if (j.contains("room")) room = j.at("room").get<int64_t>();
+        LeaseLocked(request, j.at("now").get<int64_t>(), room);
         break;
       }
       case RecordType::kRenew:
@@ -1317,6 +1417,7 @@ json DataflowCore::SnapshotJsonLocked() const {
     for (const auto& [id, g] : p->replay_groups) replay_groups.push_back(g);
     pj["replay_groups"] = GroupsToJson(replay_groups).value();
     pj["counters"] = CountersToJson(p->counters, kPolicyCounterFields);
+    pj["acked_since_announce"] = p->acked_since_announce;
     json filters = json::array();
     for (const FilterCounters& f : p->filters) {
       filters.push_back({f.type, f.groups_dropped, f.samples_dropped});
@@ -1446,7 +1547,8 @@ Status DataflowCore::RestoreSnapshot(std::string_view snapshot) {
                                                          .replay = policies_[i]->replay,
                                                          .replay_groups = {},
                                                          .counters = {},
-                                                         .filters = policies_[i]->filters});
+                                                         .filters = policies_[i]->filters,
+                                                         .acked_since_announce = false});
       if (pj.at("name").get<std::string>() != p->name) {
         return Status::Corruption("policy order differs", "policies");
       }
@@ -1466,6 +1568,8 @@ Status DataflowCore::RestoreSnapshot(std::string_view snapshot) {
         }
       }
       CountersFromJson(pj.at("counters"), p->counters, kPolicyCounterFields);
+      // Absent in snapshots written before it was kept.
+      p->acked_since_announce = pj.value("acked_since_announce", false);
       const json& fj = pj.at("filters");
       if (fj.size() != p->filters.size()) return Status::Corruption("filter count", "filters");
       for (size_t f = 0; f < fj.size(); ++f) {

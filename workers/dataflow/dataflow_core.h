@@ -16,9 +16,12 @@
 //    the core's seeded generator; after kMaxCuratorSkips consecutive skips in one call the next
 //    prompt is leased regardless (as the reference's rejection-storm guard). A skipped prompt is
 //    consumed for this epoch.
-//  - Admission control (train tasks only): a lease is granted only while, for every policy,
-//    buffered groups + groups in unacknowledged batches (fresh ones, not replay) + train tasks
-//    under lease < capacity_groups. `backpressure` is on when that leaves no room.
+//  - Admission control (train tasks only, algorithms/admission.h): a lease is granted only while,
+//    for every policy, buffered groups + groups in unacknowledged batches (fresh ones, not
+//    replay) + train tasks under lease < min(capacity_groups, (max_staleness + 1) x fresh groups
+//    per batch), so the pool generates no more than the trainer consumes before it goes stale.
+//    `backpressure` is on when that leaves no room. The log records how many tasks each lease
+//    room each lease saw, so recovery re-grants exactly those tasks whatever today's limits are.
 //  - Expiry: a lease whose deadline (wall clock) has passed is removed by ExpireLeases (also run at
 //    the start of every Lease); its task counts a failure and goes back to the front of its queue,
 //    or, after max_attempts failures, is set aside with the error (status "failed_tasks"). Release
@@ -34,12 +37,18 @@
 //    and the rest must be fresh: stale groups met on the way are dropped (or down-weighted), and
 //    if fewer than the fresh count remain nothing is served (the HTTP layer waits). Fresh groups
 //    come first. On Ack the batch's fresh groups enter replay memory (consumed = trained on).
+//  - The end of the data (algorithms/drain_state.h): `exhausted` once every epoch's prompts are
+//    handed out and no train task is pending or leased; a policy is `drained` when, besides, it
+//    has no unacknowledged batch and no batch can ever be served to it again (too few usable
+//    buffered groups, or the version barrier waits for such a policy). Drain() decides it for a
+//    request, StatusJson reports it, WaitForBatch returns once it holds.
 //  - Versions. Every policy starts at version 0 (initial weights, not announced). Announcements
 //    must increase (re-announcing the current version with the same url/digest/delta_base is an
 //    idempotent no-op). Announcements of the first policy in `policies` (the primary policy) also
 //    drive the curator's OnVersion and evaluation: every eval.every_versions versions one eval
 //    round of all eval rows is queued; when all its tasks are done or set aside it is scored
-//    (avg@k, pass@k; eval_metrics.h) into the status's "last_eval".
+//    (avg@k, pass@k; eval_metrics.h) into the status's "last_eval". An eval completion is correct
+//    when it earns the full reward (>= 1 − 1e-9): partial credit counts in mean_reward only.
 //  - Curator feedback uses trajectory-level rewards: per sample, the primary policy's entry of
 //    policy_rewards when present, else policy_rewards[0], else `reward`.
 //
@@ -78,7 +87,9 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "workers/dataflow/algorithms/admission.h"
 #include "workers/dataflow/algorithms/curators.h"
+#include "workers/dataflow/algorithms/drain_state.h"
 #include "workers/dataflow/algorithms/eval_metrics.h"
 #include "workers/dataflow/algorithms/filters.h"
 #include "workers/dataflow/algorithms/group_stats.h"
@@ -118,7 +129,10 @@ struct DataflowConfig {
   std::chrono::seconds lease_duration{300};            // > 0.
   int max_attempts = 3;                                // Failures before a task is set aside.
   int64_t capacity_groups = 256;                       // Admission limit per policy; >= 1.
-  int64_t groups_per_batch = 32;          // TakeBatch's size when asked for <= 0 groups; >= 1.
+  int64_t groups_per_batch = 32;  // TakeBatch's size when asked for <= 0 groups; >= 1.
+  // Batch sizes of policies whose trainers take other than groups_per_batch (spec.batch
+  // .perPolicy); admission's staleness budget is counted in these batches (admission.h).
+  std::map<std::string, int64_t> groups_per_batch_by_policy;
   std::chrono::seconds ack_timeout{600};  // Unacknowledged batches are re-served after; > 0.
   GroupStatsOptions group_stats;
   std::vector<FilterSpec> filters;  // Applied in order to each (prompt, policy) group.
@@ -268,12 +282,17 @@ class DataflowCore {
   Status AnnounceVersion(std::string_view policy, const VersionInfo& version);
 
   nlohmann::json StatusJson() const;
+  // Whether `policy` is drained (see the header comment) for batches of `groups` groups (<= 0:
+  // its batch size, groups_per_batch_by_policy or groups_per_batch), and why. NotFound for an
+  // unknown policy.
+  Result<PolicyDrain> Drain(std::string_view policy, int64_t groups) const;
   bool Backpressure() const;
   int64_t CurrentVersion(std::string_view policy) const;  // -1 for an unknown policy.
 
   // Long-poll helpers for the HTTP layer: block (in real time, re-checking every 50 ms and on
   // every state change) until a Lease could hand out work / TakeBatch could serve `groups`
-  // groups, `cancel` becomes true, or `deadline` passes. Return whether work is available.
+  // groups (or the policy is drained: Drain tells which), `cancel` becomes true, or `deadline`
+  // passes. Return whether work is available (WaitForBatch: or the policy is drained).
   bool WaitForWork(const std::atomic<bool>& cancel, std::chrono::steady_clock::time_point deadline);
   bool WaitForBatch(std::string_view policy, int64_t groups, const std::atomic<bool>& cancel,
                     std::chrono::steady_clock::time_point deadline);
@@ -301,7 +320,12 @@ class DataflowCore {
                ReplayMemory replay_prototype);
 
   // *Locked: mu_ held; `now_ns` is the wall time of the call; they set dirty_ on any change.
-  LeaseReply LeaseLocked(const LeaseRequest& request, int64_t now_ns);
+  // `recorded_room`: replaying the log, the admission room the original call saw (the limits
+  // may have changed since), so the replay leases exactly what it leased. `*room_used` (when
+  // not null) gets the room this call used, for the log.
+  LeaseReply LeaseLocked(const LeaseRequest& request, int64_t now_ns,
+                         std::optional<int64_t> recorded_room = std::nullopt,
+                         int64_t* room_used = nullptr);
   Status RenewLocked(std::string_view lease_id, int64_t now_ns);
   Status ReleaseLocked(std::string_view lease_id, std::string_view error);
   int64_t ExpireLocked(int64_t now_ns);
@@ -321,9 +345,13 @@ class DataflowCore {
 
   void Emit(RecordType type, nlohmann::json payload);
   int64_t NowNs() const;
-  int64_t AdmissionLocked() const;
+  AdmissionDecision AdmissionLocked() const;
   bool HasWorkLocked(int64_t now_ns) const;
   bool BatchReadyLocked(std::string_view policy, int64_t groups, int64_t now_ns) const;
+  // The drain decision's inputs, `policy` asking for batches of `groups` (<= 0: its batch size;
+  // other policies: theirs). Per-policy figures cost a scan of every buffer.
+  DrainInput DrainInputLocked(std::string_view policy, int64_t groups) const;
+  Result<PolicyDrain> DrainLocked(std::string_view policy, int64_t groups) const;
   PolicyState* FindPolicy(std::string_view name);
   const PolicyState* FindPolicy(std::string_view name) const;
   LeasedTask IssueLocked(Task& task, const std::string& worker_id, int64_t now_ns);

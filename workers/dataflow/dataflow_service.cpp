@@ -547,6 +547,16 @@ void DataflowService::HandleTakeBatch(const httplib::Request& req, httplib::Resp
       return;
     }
     t_op = OpState{};  // Stale drops on the way need no fsync before a 204.
+    // The data is exhausted and what is left can never fill a batch: 410, so the trainer stops.
+    if (Result<PolicyDrain> drain = core_->Drain(policy, effective); drain.ok() && drain->drained) {
+      RecordBatchWait(policy, std::chrono::duration<double>(SteadyClock::now() - began).count(),
+                      false);
+      batch_requests_->WithLabels({policy, "drained"}).Inc();
+      const Status gone = Status::Gone(DrainedMessage(config_.epochs, drain->reason));
+      json body = http::ErrorJson(gone);
+      body["error"]["reason"] = kDrainedReason;
+      return http::ReplyJson(res, body, HttpStatusFor(gone.code()));
+    }
     if (cancel.cancelled() || SteadyClock::now() >= deadline) break;
     core_->WaitForBatch(policy, effective, cancel.flag(), deadline);
   }
@@ -706,9 +716,9 @@ void DataflowService::RegisterMetrics() {
                   "Fraction of the last training step the policy's trainer spent waiting for its "
                   "batch (wait since the previous served batch / time between the two).",
                   {"policy"});
-  batch_requests_ =
-      &r.AddCounter("sluice_dataflow_batch_requests_total",
-                    "GET /v1/batches requests by outcome (served, empty).", {"policy", "outcome"});
+  batch_requests_ = &r.AddCounter("sluice_dataflow_batch_requests_total",
+                                  "GET /v1/batches requests by outcome (served, empty, drained).",
+                                  {"policy", "outcome"});
   snapshots_total_ =
       &r.AddCounter("sluice_dataflow_snapshots_total", "Snapshots written to the log directory.")
            .WithLabels({});
@@ -756,6 +766,8 @@ void DataflowService::RegisterMetrics() {
       {"sluice_dataflow_reserved_batches_total", "reserved_batches",
        "Unacknowledged batches served again after the ack timeout.", true},
       {"sluice_dataflow_acked_batches_total", "acked_batches", "Batches acknowledged.", true},
+      {"sluice_dataflow_drained", "drained",
+       "1 once the dataset is exhausted and no batch can be served to the policy again.", false},
       {"sluice_dataflow_replayed_groups_total", "replayed_groups",
        "Groups served again from replay memory.", true},
   };
@@ -781,6 +793,10 @@ void DataflowService::RegisterMetrics() {
       {}, [this] { return CoreValue(nullptr, "admission_room"); });
   add(r.AddCallbackGauge("sluice_dataflow_epoch", "Current dataset epoch (0-based)."), {},
       [this] { return CoreValue(nullptr, "epoch"); });
+  add(r.AddCallbackGauge("sluice_dataflow_exhausted",
+                         "1 once every epoch's prompts are handed out and no train task is "
+                         "pending or leased."),
+      {}, [this] { return CoreValue(nullptr, "exhausted"); });
   add(r.AddCallbackCounter("sluice_dataflow_prompts_consumed_total",
                            "Prompts taken from the dataset (leased or skipped by the curator)."),
       {}, [this] { return CoreValue("prompts", "consumed"); });

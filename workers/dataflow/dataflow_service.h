@@ -7,7 +7,8 @@
 //   POST /v1/leases/{id}/renew           -> {"lease_id", "renewed", "lease_seconds"}
 //   POST /v1/leases/{id}/release         optional JSON {"error"} -> {"lease_id", "released"}
 //   POST /v1/trajectories                one TrajectoryGroup frame -> JSON SubmitResult
-//   GET  /v1/batches/{policy}?groups=N&wait=S   one Batch frame, or 204 after `wait` s
+//   GET  /v1/batches/{policy}?groups=N&wait=S   one Batch frame, or 204 after `wait` s, or
+//                                        410 (reason DataflowDrained) once the policy is drained
 //   POST /v1/batches/{id}/ack            -> {"batch_id", "acked"}
 //   POST /v1/policies/{policy}/versions  JSON VersionInfo -> {"policy", "version"}
 //   GET  /v1/status                      core status plus WAL, recovery and trainer-wait stats

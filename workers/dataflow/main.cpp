@@ -183,6 +183,7 @@ Result<Settings> Resolve(const config::Config& cfg, const DataflowSettings* mani
     s.dataset = manifest->dataset;
     s.config = manifest->config;
     s.service.groups_per_batch_by_policy = manifest->groups_per_batch_by_policy;
+    s.config.groups_per_batch_by_policy = manifest->groups_per_batch_by_policy;
   }
   DatasetSource& d = s.dataset;
   if (use("dataset-file")) {

@@ -16,8 +16,16 @@
 // SIGTERM stops between steps: the batch in hand (if any) is not acknowledged, so the dataflow
 // serves it again after its ack timeout; nothing accepted is lost.
 //
+// The end of the data: when the dataflow answers that it can never feed this policy again (410
+// DataflowDrained: the dataset is exhausted and what is left cannot fill a batch) before --steps,
+// rank 0 stops the gang like a SIGTERM (an empty frame, then the reason), writes a checkpoint of
+// the last step (when checkpoints are configured and it has none yet), and every rank sets phase
+// "Starved" with the dataflow's message and keeps serving /v1/status (and rank 0 the weights)
+// until SIGTERM: the operator reads the phase and ends the TrainerJob (Failed, DataExhausted).
+//
 // Exit status: 0 after the last step (or a clean stop), 1 for a runtime failure (a rank died, the
-// dataflow is unreachable for longer than --dataflow-timeout), 2 for bad flags or config.
+// dataflow is unreachable for longer than --dataflow-timeout) and for a SIGTERM while Starved (so
+// the pod never reads as having completed the job), 2 for bad flags or config.
 #include <torch/torch.h>
 
 #include <chrono>
@@ -269,6 +277,7 @@ int Main(int argc, char** argv) {
   // Resume from the newest complete checkpoint.
   const std::string checkpoint_dir = cfg->GetString("checkpoint-dir");
   const bool checkpoints = !checkpoint_dir.empty() && settings->spec.checkpoint.has_value();
+  int64_t checkpointed_step = -1;  // Of the newest checkpoint written or resumed from.
   if (!checkpoint_dir.empty()) {
     Result<std::vector<int64_t>> held = ListCheckpoints(checkpoint_dir);
     if (!held.ok()) return fail("cannot list checkpoints", held.status());
@@ -276,6 +285,7 @@ int Main(int argc, char** argv) {
       const std::string path = checkpoint_dir + "/" + CheckpointName(held->back());
       if (Status s = t.LoadState(path); !s.ok()) return fail("cannot resume", s);
       board.RecordCheckpoint(held->back());
+      checkpointed_step = held->back();
       logger.Info("resumed", {{"checkpoint", path}, {"step", t.step()}});
     }
   }
@@ -323,10 +333,26 @@ int Main(int argc, char** argv) {
                            {"from_step", t.step()},
                            {"algorithm", settings->spec.algorithm.type}});
 
+  // Rank 0, with checkpoints: writes the checkpoint of the current step.
+  auto write_checkpoint = [&]() -> Status {
+    const api::TrainerJobSpecCheckpoint& c = *settings->spec.checkpoint;
+    Result<std::string> tmp = BeginCheckpoint(checkpoint_dir, t.step());
+    Status s = tmp.ok() ? t.SaveState(*tmp) : tmp.status();
+    if (s.ok()) s = CommitCheckpoint(checkpoint_dir, t.step(), static_cast<int>(c.keep));
+    if (!s.ok()) return s;
+    checkpointed_step = t.step();
+    board.RecordCheckpoint(t.step());
+    logger.Info("checkpoint", {{"step", t.step()}, {"dir", checkpoint_dir}});
+    return Status::Ok();
+  };
+
   const auto wait =
       std::chrono::duration_cast<std::chrono::seconds>(cfg->GetDuration("batch-wait"));
   const auto dataflow_timeout = cfg->GetDuration("dataflow-timeout");
   const int64_t groups = cfg->GetInt("groups-per-batch");
+  // Why the dataflow can no longer feed this policy; empty while it can. Rank 0 learns it from
+  // the dataflow, the other ranks from rank 0.
+  std::string starved;
   while (t.step() < steps) {
     // Rank 0 takes a batch (or decides to stop) and hands the frame to everyone.
     std::string frame;
@@ -344,6 +370,11 @@ int Main(int argc, char** argv) {
           last_ok = Clock::now();
           continue;
         }
+        if (dataflow::IsDrained(got.status())) {
+          starved = got.status().message();
+          if (starved.empty()) starved = "the dataflow is drained";
+          break;
+        }
         if (Clock::now() - last_ok > dataflow_timeout) {
           return fail("the dataflow is unreachable", got.status());
         }
@@ -354,7 +385,11 @@ int Main(int argc, char** argv) {
     const double waited = std::chrono::duration<double>(Clock::now() - wait_start).count();
     board.RecordDataWait(waited);
     if (Status s = (*comm)->Broadcast(frame, 0); !s.ok()) return fail("broadcast failed", s);
-    if (frame.empty()) break;  // Stopping.
+    if (frame.empty()) {
+      // Stopping. Rank 0 tells every rank why: empty for SIGTERM, else the dataflow is drained.
+      if (Status s = (*comm)->Broadcast(starved, 0); !s.ok()) return fail("broadcast failed", s);
+      break;
+    }
     Result<dataflow::Batch> batch = dataflow::DecodeBatch(frame);
     if (!batch.ok()) return fail("undecodable batch", batch.status());
     Result<StepReport> report = t.Step(*batch);
@@ -402,16 +437,24 @@ int Main(int argc, char** argv) {
                          {"tokens_per_second", f.tokens_per_second},
                          {"data_wait_fraction", f.data_wait_fraction}});
     if (rank == 0 && checkpoints) {
-      const api::TrainerJobSpecCheckpoint& c = *settings->spec.checkpoint;
-      if (t.step() % c.every_steps == 0 || t.step() == steps) {
-        Result<std::string> tmp = BeginCheckpoint(checkpoint_dir, t.step());
-        Status s = tmp.ok() ? t.SaveState(*tmp) : tmp.status();
-        if (s.ok()) s = CommitCheckpoint(checkpoint_dir, t.step(), static_cast<int>(c.keep));
-        if (!s.ok()) return fail("checkpoint failed", s);
-        board.RecordCheckpoint(t.step());
-        logger.Info("checkpoint", {{"step", t.step()}, {"dir", checkpoint_dir}});
+      if (t.step() % settings->spec.checkpoint->every_steps == 0 || t.step() == steps) {
+        if (Status s = write_checkpoint(); !s.ok()) return fail("checkpoint failed", s);
       }
     }
+  }
+  if (!starved.empty()) {
+    // The data ran out before --steps: keep what was learned, say so, and wait to be stopped.
+    if (rank == 0 && checkpoints && t.step() > 0 && checkpointed_step != t.step()) {
+      if (Status s = write_checkpoint(); !s.ok()) return fail("checkpoint failed", s);
+    }
+    board.SetPhase("Starved", "the dataflow can no longer feed policy " + settings->policy +
+                                  " after step " + std::to_string(t.step()) + " of " +
+                                  std::to_string(steps) + ": " + starved);
+    logger.Warn("starved; waiting for SIGTERM",
+                {{"step", t.step()}, {"steps", steps}, {"reason", starved}});
+    stop.Token().Wait();
+    server.Shutdown();
+    return 1;
   }
   const bool finished = t.step() >= steps;
   board.SetPhase(finished ? "Succeeded" : "Running");

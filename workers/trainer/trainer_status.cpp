@@ -49,9 +49,10 @@ TrainerStatusBoard::TrainerStatusBoard(metrics::Registry* registry, std::string 
                                 "Seconds spent waiting for batches from the dataflow.");
 }
 
-void TrainerStatusBoard::SetPhase(const std::string& phase) {
+void TrainerStatusBoard::SetPhase(const std::string& phase, const std::string& message) {
   std::lock_guard<std::mutex> lock(mu_);
   phase_ = phase;
+  message_ = message;
 }
 
 void TrainerStatusBoard::SetReady(bool ready) {
@@ -129,6 +130,7 @@ nlohmann::json TrainerStatusBoard::StatusJson() const {
   nlohmann::json out = {{"phase", phase_}, {"step", step_},     {"version", version_},
                         {"rank", rank_},   {"policy", policy_}, {"metrics", metrics}};
   if (last_checkpoint_) out["lastCheckpointStep"] = *last_checkpoint_;
+  if (!message_.empty()) out["message"] = message_;
   return out;
 }
 

@@ -44,7 +44,10 @@ class TrainerStatusBoard {
   // Registers the sluice_trainer_* families on `registry` (may be null: no metrics).
   TrainerStatusBoard(metrics::Registry* registry, std::string policy, int rank);
 
-  void SetPhase(const std::string& phase);  // "Initializing", "Running", "Succeeded", "Failed".
+  // "Initializing", "Running", "Succeeded", "Failed", or "Starved" (the dataflow can never feed
+  // the policy again before the last step); `message` says why (empty: none), and is replaced by
+  // the next SetPhase.
+  void SetPhase(const std::string& phase, const std::string& message = "");
   void SetReady(bool ready);
   // The weights and step the rank starts from (0, or a resumed checkpoint).
   void SetStart(int64_t step, int64_t version);
@@ -55,7 +58,7 @@ class TrainerStatusBoard {
   bool ready() const;
   // {"phase", "step", "version", "rank", "policy", "metrics": {loss, rewardMean, kl, entropy,
   // tokensPerSecond, stalenessMean, dataWaitFraction, clipFraction, gradNorm, learningRate},
-  // "lastCheckpointStep" (absent before the first)}.
+  // "lastCheckpointStep" (absent before the first), "message" (absent when empty)}.
   nlohmann::json StatusJson() const;
 
  private:
@@ -63,6 +66,7 @@ class TrainerStatusBoard {
   std::string policy_;
   int rank_;
   std::string phase_ = "Initializing";
+  std::string message_;
   bool ready_ = false;
   int64_t step_ = 0;
   int64_t version_ = 0;

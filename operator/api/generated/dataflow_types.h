@@ -190,9 +190,10 @@ struct DataflowSpecReward {
   // Reward-specific settings (e.g. timeoutSeconds and memoryMiB for code-exec, tolerance for math),
   // passed through unchanged.
   std::optional<nlohmann::json> options;
-  // exact-match: 1 if the answer equals the reference after trimming; math: numeric and symbolic
-  // equivalence; code-exec: run the answer against tests in a sandbox; verifier: the verifier
-  // role's judgement (solve-and-verify only).
+  // exact-match: 1 if the answer equals the reference after trimming; digit-match: partial credit
+  // for integer answers, the share of right-aligned digits (and sign) equal to the reference's;
+  // math: numeric and symbolic equivalence; code-exec: run the answer against tests in a sandbox;
+  // verifier: the verifier role's judgement (solve-and-verify only).
   std::string type = "exact-match";
 
   friend bool operator==(const DataflowSpecReward&, const DataflowSpecReward&) = default;
@@ -334,7 +335,8 @@ nlohmann::json ToJson(const DataflowSpec& v);
 
 // The newest completed evaluation round.
 struct DataflowStatusEvaluation {
-  // Mean reward over the round's completions (accuracy for 0/1 rewards).
+  // Share of the round's completions that earned the full reward (avg@k; a partial-credit reward
+  // counts only its exact answers).
   std::optional<double> accuracy;
   // Share of prompts with at least one correct completion among evaluation.k.
   std::optional<double> pass_at_k;

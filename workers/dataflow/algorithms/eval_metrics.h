@@ -11,6 +11,8 @@
 // incomplete); mean_reward = mean over all completions. Overall = unweighted mean over datasets
 // (as the reference does). All metrics are fractions in [0, 1] (the reference prints percent).
 // A completion is correct when its `correct` flag says so or, with no flags, when reward > 0.
+// DataflowCore always sets the flags: correct = the full reward (>= 1 − 1e-9), so partial credit
+// counts in mean_reward but not in avg@k or pass@k.
 //
 // Thread safety: pure functions.
 #pragma once

@@ -330,6 +330,22 @@ TEST(RunOutcomeTest, Decision) {
   EXPECT_EQ(failed.reason, "BackoffLimitExceeded: rank 0 exited with 137");
 }
 
+// A TrainerJob whose Dataflow ran out of data ends the run with the operator's reason.
+TEST(RunOutcomeTest, StarvedJobEndsTheRun) {
+  const json job = WithStatus("tiny", R"({"phase": "Failed", "conditions": [
+      {"type": "Starved", "status": "True", "reason": "DataflowDrained", "message": "m"},
+      {"type": "Running", "status": "False", "reason": "DataExhausted", "message": "m"},
+      {"type": "Failed", "status": "True", "reason": "DataExhausted",
+       "message": "Dataflow arith: the dataflow can no longer feed policy actor after step 7 of 10"}
+      ]})");
+  ExperimentOutcome starved = DecideOutcome({job});
+  EXPECT_EQ(starved.state, ExperimentState::kFailed);
+  EXPECT_EQ(starved.failed, "tiny");
+  EXPECT_EQ(starved.reason,
+            "DataExhausted: Dataflow arith: the dataflow can no longer feed policy actor after "
+            "step 7 of 10");
+}
+
 TEST(RunOutcomeTest, FailureReasonFallbacks) {
   EXPECT_EQ(FailureReason(WithStatus("a", R"({"phase": "Failed", "conditions": [
       {"type": "Ready", "status": "True", "reason": "Ok", "message": "fine"},

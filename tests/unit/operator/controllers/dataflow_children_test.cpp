@@ -101,11 +101,13 @@ TEST(DataflowChildrenTest, StatusComesFromTheWorkersReport) {
   const json worker = json::parse(R"({
     "policies": {
       "actor": {"version": 4, "buffered_samples": 32, "accepted_samples": 200,
-                "filtered_samples": 8, "stale_dropped_samples": 3, "served_batches": 5},
+                "filtered_samples": 8, "stale_dropped_samples": 3, "served_batches": 5,
+                "acked_batches": 4},
       "critic": {"version": 2, "buffered_samples": 8, "accepted_samples": 100,
                  "filtered_samples": 0, "stale_dropped_samples": 1, "served_batches": 2}},
     "prompts": {"consumed": 40, "total": 1000}, "epoch": 1,
-    "eval": {"last": {"version": 4, "overall_mean_reward": 0.625, "overall_pass_at_k": 0.75}}
+    "eval": {"last": {"version": 4, "overall_avg_at_k": 0.5, "overall_mean_reward": 0.625,
+                      "overall_pass_at_k": 0.75}}
   })");
   const json previous = {{"accepted", 240}};
   const json status = DataflowStatusFromWorker(Dataflow(), worker, previous, 2.0);
@@ -121,8 +123,13 @@ TEST(DataflowChildrenTest, StatusComesFromTheWorkersReport) {
   EXPECT_EQ(status["policies"][0]["name"], "actor");
   EXPECT_EQ(status["policies"][0]["latestVersion"], 4);
   EXPECT_EQ(status["policies"][0]["filtered"], 8);
+  // servedBatches counts acknowledged batches, as the CRD says (not first serves).
+  EXPECT_EQ(status["policies"][0]["servedBatches"], 4);
+  EXPECT_EQ(status["policies"][1]["servedBatches"], 0);
   EXPECT_EQ(status["evaluation"]["version"], 4);
-  EXPECT_DOUBLE_EQ(status["evaluation"]["accuracy"].get<double>(), 0.625);
+  // accuracy is the share of correct completions (avg@k), not the mean (partial) reward.
+  EXPECT_DOUBLE_EQ(status["evaluation"]["accuracy"].get<double>(), 0.5);
+  EXPECT_FALSE(status["evaluation"].contains("meanReward"));
   EXPECT_DOUBLE_EQ(status["evaluation"]["passAtK"].get<double>(), 0.75);
 
   // No evaluation yet in this report: the previous one is kept.
@@ -131,6 +138,24 @@ TEST(DataflowChildrenTest, StatusComesFromTheWorkersReport) {
   const json kept = DataflowStatusFromWorker(Dataflow(), quiet, status, 1.0);
   EXPECT_EQ(kept["evaluation"], status["evaluation"]);
   EXPECT_DOUBLE_EQ(kept["trajectoriesPerSecond"].get<double>(), 0.0);
+}
+
+TEST(DataflowChildrenTest, EpochIsZeroBasedAlsoAfterTheLastOne) {
+  struct Case {
+    json worker;
+    int64_t epoch;
+  };
+  const Case cases[] = {
+      {{{"epoch", 0}, {"epochs", 3}}, 0},
+      {{{"epoch", 2}, {"epochs", 3}}, 2},
+      {{{"epoch", 3}, {"epochs", 3}, {"dataset_done", true}}, 2},  // Done: the last one.
+      {{{"epoch", 1}, {"epochs", 1}}, 0},
+      {{{"epoch", 4}}, 4},  // No epochs reported: as it is.
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(DataflowStatusFromWorker(Dataflow(), c.worker, json::object(), 0)["epoch"], c.epoch)
+        << c.worker.dump();
+  }
 }
 
 TEST(DataflowChildrenTest, LongNameGivesValidChildNamesAndLabels) {

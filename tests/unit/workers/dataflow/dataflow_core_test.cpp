@@ -20,6 +20,7 @@ namespace sluice::dataflow {
 namespace {
 
 using fixtures::Duo;
+using fixtures::Group;
 using fixtures::Single;
 
 using std::chrono::seconds;
@@ -40,18 +41,6 @@ DataflowConfig BaseConfig() {
   c.sampling = {{"temperature", 1.0}, {"max_tokens", 64}};
   c.workflow = {{"type", "single-turn"}};
   return c;
-}
-
-TrajectoryGroup Group(const LeasedTask& t, std::vector<Sample> samples) {
-  TrajectoryGroup g;
-  g.task_id = t.task_id;
-  g.attempt = t.attempt;
-  g.lease_id = t.lease_id;
-  g.worker_id = "w";
-  g.prompt_id = t.prompt_id;
-  g.eval = t.eval;
-  g.samples = std::move(samples);
-  return g;
 }
 
 // Rewards 0, 1, 0, 1 (non-zero variance) at `version`.
@@ -214,6 +203,48 @@ TEST_F(DataflowCoreTest, BackpressureStopsLeasesUntilBatchesAreAcked) {
   EXPECT_EQ(after.tasks.size(), 2U);
   EXPECT_TRUE(after.backpressure);
   EXPECT_EQ(core->StatusJson()["admission_room"], 0);
+}
+
+TEST_F(DataflowCoreTest, StalenessBudgetLeasesOnlyWhatTheTrainerConsumesInTime) {
+  DataflowConfig c = BaseConfig();
+  c.capacity_groups = 100;
+  c.groups_per_batch = 2;
+  c.staleness.max_staleness = 1;  // (1 + 1) batches of 2 groups may be ahead of the trainer.
+  auto core = Make(c);
+  LeaseReply r = core->Lease(Req(10));
+  ASSERT_EQ(r.tasks.size(), 4U);
+  EXPECT_TRUE(r.backpressure);
+  nlohmann::json st = core->StatusJson();
+  EXPECT_EQ(st["admission_limit"], "staleness");
+  EXPECT_EQ(st["admission_policy"], "actor");
+  for (const LeasedTask& t : r.tasks) SubmitOk(*core, Mixed(t));
+  EXPECT_TRUE(core->Lease(Req(10)).tasks.empty()) << "buffered groups count";
+
+  // Training one batch frees one batch of room, no more.
+  auto batch = core->TakeBatch("actor", 2);
+  ASSERT_TRUE(batch.ok() && batch->has_value());
+  EXPECT_TRUE(core->Lease(Req(10)).tasks.empty()) << "the batch in training counts";
+  ASSERT_TRUE(core->Ack((*batch)->batch_id).ok());
+  EXPECT_EQ(core->Lease(Req(10)).tasks.size(), 2U);
+
+  // A trainer of bigger batches (spec.batch.perPolicy) widens the budget.
+  DataflowConfig wide = c;
+  wide.groups_per_batch_by_policy = {{"actor", 5}};
+  EXPECT_EQ(Make(wide)->Lease(Req(20)).tasks.size(), 10U);
+}
+
+TEST_F(DataflowCoreTest, RecoveryRegrantsLeasesEvenWhenTheLimitsChanged) {
+  DataflowConfig c = BaseConfig();
+  c.capacity_groups = 6;
+  auto core = Make(c);
+  ASSERT_EQ(core->Lease(Req(10)).tasks.size(), 6U);
+  // The Dataflow's capacity was lowered and the pod replaced: the log must still apply.
+  DataflowConfig smaller = c;
+  smaller.capacity_groups = 2;
+  auto recovered = DataflowCore::Create(smaller, &dataset_, &clock_, 1).value();
+  for (const Record& rec : records_) ASSERT_TRUE(recovered->ApplyRecord(rec).ok());
+  EXPECT_EQ(recovered->StatusJson()["leases_in_flight"], 6);
+  EXPECT_EQ(recovered->StatusJson()["admission_room"], 0);
 }
 
 TEST_F(DataflowCoreTest, RemembersOnlyTheNewestCompletedTasksAndAckedBatches) {
@@ -724,6 +755,8 @@ DataflowConfig RecoveryConfig() {
   c.eval.samples = 2;      // A subset of the eval split,
   c.eval.at_start = true;  // and a round queued at creation: recovery must reproduce both.
   c.capacity_groups = 6;
+  // Batches of 8 (half replayed): the staleness budget, 2 x 4 groups, leaves capacity binding.
+  c.groups_per_batch_by_policy = {{"solver", 8}, {"verifier", 8}};
   c.shuffle = true;
   c.shuffle_seed = 3;
   return c;

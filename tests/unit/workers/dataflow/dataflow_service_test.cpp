@@ -22,6 +22,7 @@
 #include "common/metrics/exposition.h"
 #include "common/metrics/registry.h"
 #include "tests/unit/workers/dataflow/sample_fixtures.h"
+#include "workers/dataflow/dataflow_client.h"
 #include "workers/dataflow/dataset.h"
 #include "workers/dataflow/trajectory_codec.h"
 
@@ -499,6 +500,80 @@ TEST_F(DataflowServiceTest, VersionsAreAnnouncedInLeaseReplies) {
   EXPECT_EQ(reply["versions"][0]["number"], 1);
   EXPECT_EQ(reply["versions"][0]["url"], "s3://w/1");
   EXPECT_EQ(Status()["policies"]["actor"]["version"], 1);
+}
+
+// The end of the data: once the dataset is exhausted and what is left cannot fill a batch, GET
+// /v1/batches answers 410 DataflowDrained (also to a request already waiting), the client says
+// IsDrained, and the status and metrics report it.
+TEST_F(DataflowServiceTest, DrainedPolicyIsAnsweredGone) {
+  dataset_ = MakeDataset(3);
+  StartService();  // One epoch, batches of 2 groups.
+  json tasks = Lease("w1", 5)["tasks"];
+  ASSERT_EQ(tasks.size(), 3U);
+  EXPECT_EQ(Lease("w2", 1)["tasks"].size(), 0U);  // Every prompt is handed out.
+  SubmitOk(GroupFor(tasks[0]));
+  SubmitOk(GroupFor(tasks[1]));
+  EXPECT_FALSE(Status()["exhausted"].get<bool>());  // A task is still leased.
+  SubmitOk(GroupFor(tasks[2]));
+  Batch b = TakeBatchOk("actor");
+  json s = Status();
+  EXPECT_TRUE(s["exhausted"].get<bool>());
+  EXPECT_FALSE(s["policies"]["actor"]["drained"].get<bool>());  // Its batch may be served again.
+  EXPECT_EQ(GetBatch("actor").status, 204);
+
+  // A request waiting for a batch is answered as soon as the ack drains the policy.
+  http::Response polled;
+  const auto began = std::chrono::steady_clock::now();
+  std::thread poller([&] { polled = GetBatch("actor", 0, 5); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(Ack(b.batch_id), 200);
+  poller.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - began, seconds(4));
+  ASSERT_EQ(polled.status, 410) << polled.body;
+  const std::string message =
+      "the dataset is exhausted (epoch 1 of 1) and the 1 buffered group of policy actor cannot "
+      "fill a batch of 2";
+  const json error = json::parse(polled.body)["error"];
+  EXPECT_EQ(error["reason"], "DataflowDrained");
+  EXPECT_EQ(error["message"], message);
+  s = Status();
+  EXPECT_TRUE(s["policies"]["actor"]["drained"].get<bool>());
+  EXPECT_EQ(s["policies"]["actor"]["usable_groups"], 1);
+  EXPECT_EQ(s["policies"]["actor"]["batch_groups"], 2);
+  EXPECT_EQ(s["policies"]["actor"]["drain_reason"],
+            "the 1 buffered group of policy actor cannot fill a batch of 2");
+
+  // The trainer's client recognises it, with the dataflow's sentence as the message.
+  DataflowClient dataflow{std::shared_ptr<http::Client>(MakeClient(kToken))};
+  Result<std::optional<std::string>> frame =
+      dataflow.TakeBatchFrame("actor", 0, seconds(0), CancellationToken());
+  ASSERT_FALSE(frame.ok());
+  EXPECT_TRUE(IsDrained(frame.status())) << frame.status().ToString();
+  EXPECT_EQ(frame.status().message(), message);
+
+  // Drained is per batch size: a batch of one group can still be served, then none.
+  Batch last = TakeBatchOk("actor", 1);
+  EXPECT_EQ(Ack(last.batch_id), 200);
+  http::Response gone = GetBatch("actor", 1);
+  EXPECT_EQ(gone.status, 410);
+  EXPECT_EQ(json::parse(gone.body)["error"]["message"],
+            "the dataset is exhausted (epoch 1 of 1) and the 0 buffered groups of policy actor "
+            "cannot fill a batch of 1");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // The metrics' status cache.
+  const std::string m = Metrics();
+  EXPECT_NE(m.find("sluice_dataflow_exhausted 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("sluice_dataflow_drained{policy=\"actor\"} 1"), std::string::npos);
+  EXPECT_NE(m.find("outcome=\"drained\"} 3"), std::string::npos);
+}
+
+// Until the dataset is exhausted nothing is drained, however empty the buffer.
+TEST_F(DataflowServiceTest, NotDrainedWhilePromptsRemain) {
+  StartService();
+  EXPECT_EQ(GetBatch("actor").status, 204);
+  json s = Status();
+  EXPECT_FALSE(s["exhausted"].get<bool>());
+  EXPECT_FALSE(s["policies"]["actor"]["drained"].get<bool>());
+  EXPECT_EQ(s["policies"]["actor"]["drain_reason"], "");
 }
 
 class DataflowServiceRestartTest : public DataflowServiceTest,

@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "workers/dataflow/algorithms/sample.h"
+#include "workers/dataflow/dataflow_core.h"
 #include "workers/dataflow/dataset.h"
 
 namespace sluice::dataflow::fixtures {
@@ -40,6 +42,19 @@ inline Sample Duo(double solver_reward, double verifier_reward) {
 
 // The built-in arithmetic dataset with `rows` rows (seed 7, operands up to 100), `eval_split` of
 // them held out.
+// The submission of `samples` for leased task `t`, from worker "w".
+inline TrajectoryGroup Group(const LeasedTask& t, std::vector<Sample> samples) {
+  TrajectoryGroup g;
+  g.task_id = t.task_id;
+  g.attempt = t.attempt;
+  g.lease_id = t.lease_id;
+  g.worker_id = "w";
+  g.prompt_id = t.prompt_id;
+  g.eval = t.eval;
+  g.samples = std::move(samples);
+  return g;
+}
+
 inline Dataset MakeDataset(int64_t rows, double eval_split = 0.0) {
   DatasetSource src;
   src.builtin = BuiltinDataset{"arithmetic", rows, 100, 7};

@@ -1,0 +1,71 @@
+#include "workers/dataflow/algorithms/admission.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace sluice::dataflow {
+namespace {
+
+TEST(FreshGroupsPerBatchTest, ReplayedShareIsFlooredAndAtLeastOneFreshRemains) {
+  EXPECT_EQ(FreshGroupsPerBatch(16, 0.0), 16);
+  EXPECT_EQ(FreshGroupsPerBatch(16, 0.25), 12);
+  EXPECT_EQ(FreshGroupsPerBatch(10, 0.25), 8);  // floor(2.5) = 2 replayed.
+  EXPECT_EQ(FreshGroupsPerBatch(1, 0.95), 1);
+  EXPECT_EQ(FreshGroupsPerBatch(4, 0.95), 1);
+}
+
+struct AdmissionCase {
+  std::string name;
+  std::vector<PolicyLoad> policies;
+  int64_t train_leases;
+  int64_t capacity_groups;
+  int64_t max_staleness;
+  AdmissionDecision want;
+};
+
+TEST(DecideAdmissionTest, Table) {
+  const std::vector<AdmissionCase> cases = {
+      // maxStaleness 2, 16 groups a batch: 48 groups may be ahead of the trainer.
+      {"idle pool, staleness binds", {{"p", 0, 0, 16}}, 0, 8192, 2, {48, "staleness", "p"}},
+      {"leases count", {{"p", 0, 0, 16}}, 40, 8192, 2, {8, "staleness", "p"}},
+      {"buffer and the batch in training count",
+       {{"p", 20, 16, 16}},
+       10,
+       8192,
+       2,
+       {2, "staleness", "p"}},
+      {"full: never negative", {{"p", 40, 16, 16}}, 10, 8192, 2, {0, "staleness", "p"}},
+      {"maxStaleness 0 still feeds one batch",
+       {{"p", 0, 0, 16}},
+       0,
+       8192,
+       0,
+       {16, "staleness", "p"}},
+      {"capacity tighter than the budget", {{"p", 5, 0, 16}}, 0, 20, 2, {15, "capacity", "p"}},
+      {"the tightest policy binds",
+       {{"solver", 0, 0, 16}, {"verifier", 30, 0, 16}},
+       4,
+       8192,
+       2,
+       {14, "staleness", "verifier"}},
+      {"replay leaves fewer fresh groups a batch",
+       {{"p", 0, 0, 12}},
+       0,
+       8192,
+       2,
+       {36, "staleness", "p"}},
+      {"no policies: nothing", {}, 0, 8192, 2, {0, "", ""}},
+  };
+  for (const AdmissionCase& c : cases) {
+    const AdmissionDecision got =
+        DecideAdmission(c.policies, c.train_leases, c.capacity_groups, c.max_staleness);
+    EXPECT_EQ(got.room, c.want.room) << c.name;
+    EXPECT_EQ(got.limit, c.want.limit) << c.name;
+    EXPECT_EQ(got.policy, c.want.policy) << c.name;
+  }
+}
+
+}  // namespace
+}  // namespace sluice::dataflow

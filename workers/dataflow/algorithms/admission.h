@@ -1,0 +1,48 @@
+// Admission control: how many more train tasks may be leased right now.
+//
+// Two limits, the tighter of which applies per policy:
+//   capacity   spec.buffer.capacity, in groups: memory. Buffered + unacknowledged fresh groups
+//              + train tasks under lease stay within it.
+//   staleness  (maxStaleness + 1) fresh groups per batch: only as much work as the trainer can
+//              consume before it goes stale (AReaL's bound on off-policyness). A group produced
+//              against version v has at most (maxStaleness + 1) * F - 1 groups ahead of it
+//              (buffered, leased, or in the batch being trained), so it is served within
+//              maxStaleness versions of v instead of being generated only to be dropped.
+// A train task of a multi-policy workflow adds one group to every policy, so each lease counts
+// against every policy and the tightest one decides. Eval tasks produce no training groups and
+// are never limited. Everything is counted in groups, with no version arithmetic, so the rule
+// holds across trainer restarts and checkpoint resumes.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace sluice::dataflow {
+
+// One policy's load, in groups.
+struct PolicyLoad {
+  std::string policy;
+  int64_t buffered = 0;         // Groups in its buffer.
+  int64_t unacked_fresh = 0;    // Fresh groups in served, not yet acknowledged batches.
+  int64_t fresh_per_batch = 1;  // Fresh (not replayed) groups one batch takes; >= 1.
+};
+
+struct AdmissionDecision {
+  int64_t room = 0;    // Train tasks that may still be leased; >= 0.
+  std::string limit;   // "capacity" or "staleness": which limit binds; "" without policies.
+  std::string policy;  // The policy whose limit binds.
+};
+
+// Fresh groups a batch of `groups_per_batch` takes when a share `replay_ratio` of it is replayed
+// (the replay module's split: floor(G * ratio) replayed), at least 1.
+int64_t FreshGroupsPerBatch(int64_t groups_per_batch, double replay_ratio);
+
+// `train_leases`: train tasks under lease now. `capacity_groups`: spec.buffer.capacity in groups
+// (>= 1). `max_staleness`: versions (>= 0).
+AdmissionDecision DecideAdmission(std::span<const PolicyLoad> policies, int64_t train_leases,
+                                  int64_t capacity_groups, int64_t max_staleness);
+
+}  // namespace sluice::dataflow
