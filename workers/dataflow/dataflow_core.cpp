@@ -364,7 +364,8 @@ const DataflowCore::PolicyState* DataflowCore::FindPolicy(std::string_view name)
   return nullptr;
 }
 
-AdmissionDecision DataflowCore::AdmissionLocked() const {
+AdmissionDecision DataflowCore::AdmissionLocked(const LeaseRequest* request,
+                                                bool capacity_only) const {
   int64_t train_leases = 0;
   for (const auto& [id, lease] : leases_) {
     auto it = tasks_.find(lease->task_id);
@@ -384,10 +385,18 @@ AdmissionDecision DataflowCore::AdmissionLocked() const {
                                ? per_policy->second
                                : config_.groups_per_batch;
     load.fresh_per_batch = FreshGroupsPerBatch(groups, config_.replay.replay_ratio);
+    if (request != nullptr) {
+      auto hosted = request->hosted_policies.find(p->name);
+      if (hosted != request->hosted_policies.end()) {
+        load.lag_versions = std::max<int64_t>(0, p->version.number - hosted->second);
+      }
+    }
     loads.push_back(std::move(load));
   }
-  return DecideAdmission(loads, train_leases, config_.capacity_groups,
-                         config_.staleness.max_staleness);
+  // A budget of capacity_groups batches never binds (fresh groups per batch are >= 1).
+  const int64_t max_staleness =
+      capacity_only ? config_.capacity_groups : config_.staleness.max_staleness;
+  return DecideAdmission(loads, train_leases, config_.capacity_groups, max_staleness);
 }
 
 double DataflowCore::TrajectoryReward(const Sample& s) const {
@@ -490,7 +499,8 @@ void DataflowCore::FinishEvalTaskLocked(int64_t round_id, const std::optional<Ev
 // ---- Leases. ----
 
 LeaseReply DataflowCore::LeaseLocked(const LeaseRequest& request, int64_t now_ns,
-                                     std::optional<int64_t> recorded_room, int64_t* room_used) {
+                                     std::optional<int64_t> recorded_room, int64_t* room_used,
+                                     bool capacity_only) {
   ExpireLocked(now_ns);
   LeaseReply reply;
   for (const auto& p : policies_) {
@@ -505,7 +515,7 @@ LeaseReply DataflowCore::LeaseLocked(const LeaseRequest& request, int64_t now_ns
     reply.tasks.push_back(IssueLocked(task, request.worker_id, now_ns));
     --want;
   }
-  int64_t room = recorded_room ? *recorded_room : AdmissionLocked().room;
+  int64_t room = recorded_room ? *recorded_room : AdmissionLocked(&request, capacity_only).room;
   if (room_used != nullptr) *room_used = room;
   int skips = 0;
   while (want > 0 && room > 0) {
@@ -1307,9 +1317,10 @@ Status DataflowCore::ApplyRecord(const Record& record) {
         request.pool = j.at("pool").get<std::string>();
         request.region = j.at("region").get<std::string>();
         request.capacity = j.at("capacity").get<int64_t>();
-        std::optional<int64_t> room;  // Absent in logs written before it was recorded.
+        // Logs written before the room was recorded were granted under the capacity limit alone.
+        std::optional<int64_t> room;
         if (j.contains("room")) room = j.at("room").get<int64_t>();
-        LeaseLocked(request, j.at("now").get<int64_t>(), room);
+        LeaseLocked(request, j.at("now").get<int64_t>(), room, nullptr, !room.has_value());
         break;
       }
       case RecordType::kRenew:

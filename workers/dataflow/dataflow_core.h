@@ -322,10 +322,11 @@ class DataflowCore {
   // *Locked: mu_ held; `now_ns` is the wall time of the call; they set dirty_ on any change.
   // `recorded_room`: replaying the log, the admission room the original call saw (the limits
   // may have changed since), so the replay leases exactly what it leased. `*room_used` (when
-  // not null) gets the room this call used, for the log.
+  // not null) gets the room this call used, for the log. `capacity_only`: replaying a record
+  // written before rooms were recorded (AdmissionLocked).
   LeaseReply LeaseLocked(const LeaseRequest& request, int64_t now_ns,
                          std::optional<int64_t> recorded_room = std::nullopt,
-                         int64_t* room_used = nullptr);
+                         int64_t* room_used = nullptr, bool capacity_only = false);
   Status RenewLocked(std::string_view lease_id, int64_t now_ns);
   Status ReleaseLocked(std::string_view lease_id, std::string_view error);
   int64_t ExpireLocked(int64_t now_ns);
@@ -345,7 +346,11 @@ class DataflowCore {
 
   void Emit(RecordType type, nlohmann::json payload);
   int64_t NowNs() const;
-  AdmissionDecision AdmissionLocked() const;
+  // `request`: the leasing worker, whose weight lag shrinks the staleness budget; null: a
+  // worker with the newest weights (status, backpressure). `capacity_only`: the limit before the
+  // staleness budget existed, for replaying lease records that do not carry their room.
+  AdmissionDecision AdmissionLocked(const LeaseRequest* request = nullptr,
+                                    bool capacity_only = false) const;
   bool HasWorkLocked(int64_t now_ns) const;
   bool BatchReadyLocked(std::string_view policy, int64_t groups, int64_t now_ns) const;
   // The drain decision's inputs, `policy` asking for batches of `groups` (<= 0: its batch size;

@@ -17,7 +17,9 @@ AdmissionDecision DecideAdmission(std::span<const PolicyLoad> policies, int64_t 
   AdmissionDecision best;
   int64_t tightest = std::numeric_limits<int64_t>::max();
   for (const PolicyLoad& p : policies) {
-    const int64_t budget = (max_staleness + 1) * std::max<int64_t>(1, p.fresh_per_batch);
+    const int64_t batches =
+        std::max<int64_t>(0, max_staleness + 1 - std::max<int64_t>(0, p.lag_versions));
+    const int64_t budget = batches * std::max<int64_t>(1, p.fresh_per_batch);
     const bool staleness_binds = budget < capacity_groups;
     const int64_t limit = staleness_binds ? budget : capacity_groups;
     const int64_t room = limit - p.buffered - p.unacked_fresh - train_leases;

@@ -8,6 +8,9 @@
 //              against version v has at most (maxStaleness + 1) * F - 1 groups ahead of it
 //              (buffered, leased, or in the batch being trained), so it is served within
 //              maxStaleness versions of v instead of being generated only to be dropped.
+// A worker whose weights lag the newest version by L versions produces samples that are L
+// versions old at birth, so its lease sees a budget of (maxStaleness + 1 - L) batches (none once
+// L > maxStaleness: it must load the newer weights its lease reply names first).
 // A train task of a multi-policy workflow adds one group to every policy, so each lease counts
 // against every policy and the tightest one decides. Eval tasks produce no training groups and
 // are never limited. Everything is counted in groups, with no version arithmetic, so the rule
@@ -28,6 +31,7 @@ struct PolicyLoad {
   int64_t buffered = 0;         // Groups in its buffer.
   int64_t unacked_fresh = 0;    // Fresh groups in served, not yet acknowledged batches.
   int64_t fresh_per_batch = 1;  // Fresh (not replayed) groups one batch takes; >= 1.
+  int64_t lag_versions = 0;     // Newest version - the leasing worker's loaded version; >= 0.
 };
 
 struct AdmissionDecision {

@@ -56,6 +56,18 @@ TEST(DecideAdmissionTest, Table) {
        8192,
        2,
        {36, "staleness", "p"}},
+      {"a worker one version behind gets one batch less",
+       {{"p", 0, 0, 16, 1}},
+       0,
+       8192,
+       2,
+       {32, "staleness", "p"}},
+      {"a worker past maxStaleness gets nothing until it loads newer weights",
+       {{"p", 0, 0, 16, 3}},
+       0,
+       8192,
+       2,
+       {0, "staleness", "p"}},
       {"no policies: nothing", {}, 0, 8192, 2, {0, "", ""}},
   };
   for (const AdmissionCase& c : cases) {

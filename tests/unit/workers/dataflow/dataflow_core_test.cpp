@@ -227,6 +227,15 @@ TEST_F(DataflowCoreTest, StalenessBudgetLeasesOnlyWhatTheTrainerConsumesInTime) 
   ASSERT_TRUE(core->Ack((*batch)->batch_id).ok());
   EXPECT_EQ(core->Lease(Req(10)).tasks.size(), 2U);
 
+  // A worker whose weights lag the announced version by one gets one batch of budget less.
+  LeaseRequest behind = Req(10);  // Hosts version 0.
+  core = Make(c);
+  ASSERT_TRUE(core->AnnounceVersion("actor", {1, "u1", "d1", -1}).ok());
+  EXPECT_EQ(core->Lease(behind).tasks.size(), 2U);
+  LeaseRequest current = Req(10);
+  current.hosted_policies = {{"actor", 1}};
+  EXPECT_EQ(core->Lease(current).tasks.size(), 2U) << "the rest of the full budget";
+
   // A trainer of bigger batches (spec.batch.perPolicy) widens the budget.
   DataflowConfig wide = c;
   wide.groups_per_batch_by_policy = {{"actor", 5}};
