@@ -77,7 +77,7 @@ std::vector<std::string> RolloutFlags(const std::string& dir, const std::string&
 }
 
 TEST(RolloutProcessTest, ClosedLoopWithTheTrainerThenDrainsOnSigterm) {
-  if (!HaveBinaries()) GTEST_SKIP() << "sluice-rollout/sluice-trainer not built (no libtorch)";
+  ASSERT_TRUE(HaveBinaries()) << "sluice-rollout or sluice-trainer is not built in " << BinDir();
   const std::string dir = ::testing::TempDir() + "/rollout_e2e_" + std::to_string(getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -166,7 +166,7 @@ TEST(RolloutProcessTest, ClosedLoopWithTheTrainerThenDrainsOnSigterm) {
 }
 
 TEST(RolloutProcessTest, AKilledWorkersLeasesAreRunAgainByAnother) {
-  if (!HaveBinaries()) GTEST_SKIP() << "sluice-rollout not built (no libtorch)";
+  ASSERT_TRUE(HaveBinaries()) << "sluice-rollout or sluice-trainer is not built in " << BinDir();
   const std::string dir = ::testing::TempDir() + "/rollout_e2e_kill_" + std::to_string(getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);

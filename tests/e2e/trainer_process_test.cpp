@@ -80,7 +80,7 @@ int RunTrainer(const std::vector<std::string>& flags, const std::string& log,
 bool HaveTrainer() { return fs::exists(BinDir() + "/sluice-trainer"); }
 
 TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
-  if (!HaveTrainer()) GTEST_SKIP() << "sluice-trainer is not built (no libtorch)";
+  ASSERT_TRUE(HaveTrainer()) << "sluice-trainer is not built in " << BinDir();
   const std::string dir = ::testing::TempDir() + "/trainer_e2e_" + std::to_string(getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -249,7 +249,7 @@ TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
 }
 
 TEST(TrainerProcessTest, ABadConfigExitsTwoNamingTheField) {
-  if (!HaveTrainer()) GTEST_SKIP() << "sluice-trainer is not built (no libtorch)";
+  ASSERT_TRUE(HaveTrainer()) << "sluice-trainer is not built in " << BinDir();
   const std::string dir = ::testing::TempDir() + "/trainer_e2e_bad_" + std::to_string(getpid());
   fs::create_directories(dir);
   std::ofstream(dir + "/trainer.json") << R"({"trainerJob": {"metadata": {"name": "t"},

@@ -39,7 +39,7 @@ class CliApiServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     bin_dir_ = FindBinDir();
-    if (bin_dir_.empty()) GTEST_SKIP() << "sluice-apiserver not built";
+    ASSERT_FALSE(bin_dir_.empty()) << "sluice-apiserver is not built";
     root_ = ::testing::TempDir() + "/sluice_cli_e2e_" + std::to_string(getpid());
     std::filesystem::remove_all(root_);
     layout_ = StateLayout(root_);

@@ -82,7 +82,7 @@ class CliRunApiServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     bin_dir_ = FindBinDir();
-    if (bin_dir_.empty()) GTEST_SKIP() << "sluice-apiserver not built";
+    ASSERT_FALSE(bin_dir_.empty()) << "sluice-apiserver is not built";
     example_ = FindExample("single-policy-grpo.yaml");
     ASSERT_FALSE(example_.empty()) << "examples/single-policy-grpo.yaml not found";
     // Normalized, as the commands print it.
