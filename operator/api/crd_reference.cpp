@@ -130,8 +130,14 @@ std::vector<std::string> Constraints(const YAML::Node& schema) {
     }
     parts.push_back("one of " + values);
   }
-  if (Has(schema, "minimum")) parts.push_back(">= " + ScalarOf(schema, "minimum"));
-  if (Has(schema, "maximum")) parts.push_back("<= " + ScalarOf(schema, "maximum"));
+  if (Has(schema, "minimum")) {
+    parts.push_back((IsTrue(schema, "exclusiveMinimum") ? "> " : ">= ") +
+                    ScalarOf(schema, "minimum"));
+  }
+  if (Has(schema, "maximum")) {
+    parts.push_back((IsTrue(schema, "exclusiveMaximum") ? "< " : "<= ") +
+                    ScalarOf(schema, "maximum"));
+  }
   if (Has(schema, "minLength")) parts.push_back("length >= " + ScalarOf(schema, "minLength"));
   if (Has(schema, "maxLength")) parts.push_back("length <= " + ScalarOf(schema, "maxLength"));
   if (Has(schema, "pattern")) parts.push_back("pattern " + Code(ScalarOf(schema, "pattern")));

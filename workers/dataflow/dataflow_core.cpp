@@ -1098,9 +1098,15 @@ json DataflowCore::StatusJson() const {
     json j = CountersToJson(p->counters, kPolicyCounterFields);
     j["version"] = p->version.number;
     int64_t samples = 0;
-    for (const BufferedGroup& g : p->buffer) samples += static_cast<int64_t>(g.samples.size());
+    std::vector<QueuedGroup> queued;
+    queued.reserve(p->buffer.size());
+    for (const BufferedGroup& g : p->buffer) {
+      samples += static_cast<int64_t>(g.samples.size());
+      queued.push_back(g.Queued());
+    }
     j["buffered_groups"] = static_cast<int64_t>(p->buffer.size());
     j["buffered_samples"] = samples;
+    j["buffer_lag"] = BufferLag(queued, p->version.number);
     int64_t unacked = 0;
     int64_t unacked_groups = 0;
     for (const auto& [id, b] : outstanding_) {
@@ -1149,6 +1155,12 @@ json DataflowCore::StatusJson() const {
   const CoreCounters& c = *counters_;
   const AdmissionDecision admission = AdmissionLocked();
   const int64_t room = admission.room;
+  RolloutDemandInput demand;
+  demand.leases_in_flight = static_cast<int64_t>(leases_.size());
+  demand.pending_eval_tasks = static_cast<int64_t>(eval_pending_.size());
+  demand.pending_train_tasks = static_cast<int64_t>(pending_.size());
+  demand.unleased_prompts = static_cast<int64_t>(cursor_.total() - cursor_.consumed());
+  demand.admission_room = room;
   return {
       {"policies", std::move(policies)},
       {"leases_in_flight", static_cast<int64_t>(leases_.size())},
@@ -1169,6 +1181,7 @@ json DataflowCore::StatusJson() const {
       {"admission_limit", admission.limit},
       {"admission_policy", admission.policy},
       {"backpressure", room <= 0},
+      {"rollout_demand", RolloutDemand(demand)},
       {"failed_tasks", std::move(failed)},
       {"submits",
        {{"accepted", c.submits_accepted}, {"late", c.submits_late}, {"duplicates", c.duplicates}}},

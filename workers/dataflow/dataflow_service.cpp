@@ -749,6 +749,10 @@ void DataflowService::RegisterMetrics() {
       {"sluice_dataflow_unacked_batches", "unacked_batches", "Served batches not yet acknowledged.",
        false},
       {"sluice_dataflow_policy_version", "version", "Newest announced weight version.", false},
+      {"sluice_dataflow_policy_lag", "buffer_lag",
+       "Versions the oldest buffered data is behind the newest announced version (0 with an "
+       "empty buffer); groups go stale above maxStaleness.",
+       false},
       {"sluice_dataflow_accepted_groups_total", "accepted_groups",
        "(prompt, policy) groups accepted into the buffer.", true},
       {"sluice_dataflow_accepted_samples_total", "accepted_samples",
@@ -791,6 +795,12 @@ void DataflowService::RegisterMetrics() {
   add(r.AddCallbackGauge("sluice_dataflow_admission_room",
                          "Train tasks admission control would still lease."),
       {}, [this] { return CoreValue(nullptr, "admission_room"); });
+  add(r.AddCallbackGauge("sluice_dataflow_rollout_demand",
+                         "Tasks the rollout pool could be running now: leases in flight, queued "
+                         "eval tasks, and train tasks admission control would still lease (as "
+                         "many as remain). RolloutPool autoscaling divides it by the tasks one "
+                         "replica runs at once."),
+      {}, [this] { return CoreValue(nullptr, "rollout_demand"); });
   add(r.AddCallbackGauge("sluice_dataflow_epoch", "Current dataset epoch (0-based)."), {},
       [this] { return CoreValue(nullptr, "epoch"); });
   add(r.AddCallbackGauge("sluice_dataflow_exhausted",

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -17,7 +18,10 @@
 #include "operator/api/validation.h"
 #include "workers/dataflow/algorithms/curators.h"
 #include "workers/dataflow/algorithms/filters.h"
+#include "workers/dataflow/algorithms/group_stats.h"
 #include "workers/dataflow/algorithms/options_json.h"
+#include "workers/dataflow/algorithms/replay.h"
+#include "workers/dataflow/algorithms/staleness.h"
 
 namespace sluice::dataflow {
 namespace {
@@ -99,11 +103,15 @@ Status ResolveDataset(const api::DataflowSpecDataset& in, const DataflowMounts& 
   return Status::Ok();
 }
 
-// Filters in list order; a greso entry also selects the greso prompt curator (the filter chain
-// skips it, so it stays in the list for ordering and status).
+bool IsCurator(std::string_view type) { return type == "greso" || type == "filter-solved"; }
+
+// Filters in list order; a curator entry (greso, filter-solved) also selects that prompt curator
+// with its options (the filter chain skips it, so it stays in the list for ordering and status).
+// At most one curator entry: there is one curator.
 Status ResolveFilters(const std::vector<api::DataflowSpecBufferFilter>& filters,
                       DataflowConfig* c) {
   std::set<std::string> seen;
+  std::string curator_at;  // Where the curator entry is, once one was seen.
   for (size_t i = 0; i < filters.size(); ++i) {
     const std::string where = Index("spec.buffer.filters", i);
     const api::DataflowSpecBufferFilter& f = filters[i];
@@ -112,11 +120,17 @@ Status ResolveFilters(const std::vector<api::DataflowSpecBufferFilter>& filters,
     }
     const json options = f.options.value_or(json::object());
     if (!options.is_object()) return Bad("must be an object", where + ".options");
-    if (f.type == "greso") {
-      Result<std::unique_ptr<PromptCurator>> curator = MakeCurator("greso", options);
+    if (IsCurator(f.type)) {
+      if (!curator_at.empty()) {
+        return Bad("'" + f.type + "' and '" + c->curator + "' (" + curator_at +
+                       ") are both prompt curators; list at most one",
+                   where + ".type");
+      }
+      Result<std::unique_ptr<PromptCurator>> curator = MakeCurator(f.type, options);
       if (!curator.ok()) return PrefixField(curator.status(), where + ".options");
-      c->curator = "greso";
+      c->curator = f.type;
       c->curator_options = options;
+      curator_at = where;
     } else {
       Result<std::unique_ptr<GroupFilter>> made = MakeGroupFilter(f.type, options);
       if (!made.ok()) {
@@ -128,6 +142,28 @@ Status ResolveFilters(const std::vector<api::DataflowSpecBufferFilter>& filters,
     c->filters.push_back(FilterSpec{f.type, options});
   }
   return Status::Ok();
+}
+
+// spec.buffer.replayRatio and spec.buffer.replay. The validator names its knobs as the flags do
+// (replayCapacity); errors name the CR's field (spec.buffer.replay.capacity).
+Status ResolveReplay(const api::DataflowSpecBuffer& b, ReplayOptions* replay) {
+  replay->replay_ratio = b.replay_ratio;
+  Result<ReplaySelector> selector = ParseReplaySelector(b.replay.selector);
+  if (!selector.ok()) return Bad(selector.status().message(), "spec.buffer.replay.selector");
+  replay->selector = *selector;
+  if (b.replay.capacity < 1) return Bad("must be >= 1", "spec.buffer.replay.capacity");
+  replay->capacity = static_cast<size_t>(b.replay.capacity);
+  replay->alpha = b.replay.alpha;
+  replay->epsilon = b.replay.epsilon;
+  const Status st = ValidateReplayOptions(*replay);
+  if (st.ok()) return st;
+  static const std::map<std::string, std::string> kFields = {
+      {"replayRatio", "spec.buffer.replayRatio"},
+      {"replayCapacity", "spec.buffer.replay.capacity"},
+      {"replayAlpha", "spec.buffer.replay.alpha"},
+      {"replayEpsilon", "spec.buffer.replay.epsilon"}};
+  const auto it = kFields.find(st.field());
+  return Bad(st.message(), it != kFields.end() ? it->second : "spec.buffer.replay");
 }
 
 Status ResolveBatch(const api::DataflowSpecBatch& batch, const std::vector<std::string>& policies,
@@ -260,11 +296,14 @@ Result<DataflowSettings> SettingsFromDataflow(const api::Dataflow& df,
   Result<QueueOrder> order = ParseQueueOrder(b.order);
   if (!order.ok()) return Bad(order.status().message(), "spec.buffer.order");
   c.staleness.order = *order;
+  c.staleness.down_weight_decay = b.down_weight_decay;
   if (Status st = ValidateStalenessOptions(c.staleness); !st.ok()) {
-    return PrefixField(st, "spec.buffer");
+    return PrefixField(st, "spec.buffer");  // spec.buffer.downWeightDecay, ...
   }
-  c.replay.replay_ratio = b.replay_ratio;
-  if (Status st = ValidateReplayOptions(c.replay); !st.ok()) return PrefixField(st, "spec.buffer");
+  SLUICE_RETURN_IF_ERROR(ResolveReplay(b, &c.replay));
+  Result<AdvantageMode> advantage = ParseAdvantageMode(b.advantage);
+  if (!advantage.ok()) return Bad(advantage.status().message(), "spec.buffer.advantage");
+  c.group_stats.advantage = *advantage;
   c.curator = "accept-all";
   c.curator_options = json::object();
   if (b.filters) {

@@ -49,12 +49,33 @@ nlohmann::json ToJson(const DataflowSpecBufferFilter& v) {
   return j;
 }
 
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecBufferReplay* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "alpha", path, &out->alpha));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "capacity", path, &out->capacity));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "epsilon", path, &out->epsilon));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "selector", path, &out->selector));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const DataflowSpecBufferReplay& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "alpha", v.alpha);
+  WriteField(j, "capacity", v.capacity);
+  WriteField(j, "epsilon", v.epsilon);
+  WriteField(j, "selector", v.selector);
+  return j;
+}
+
 Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecBuffer* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "advantage", path, &out->advantage));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "capacity", path, &out->capacity));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "downWeightDecay", path, &out->down_weight_decay));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "filters", path, &out->filters));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "maxStaleness", path, &out->max_staleness));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "order", path, &out->order));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "replay", path, &out->replay));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "replayRatio", path, &out->replay_ratio));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "staleAction", path, &out->stale_action));
   return Status::Ok();
@@ -62,10 +83,13 @@ Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecBuff
 
 nlohmann::json ToJson(const DataflowSpecBuffer& v) {
   nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "advantage", v.advantage);
   WriteField(j, "capacity", v.capacity);
+  WriteField(j, "downWeightDecay", v.down_weight_decay);
   WriteField(j, "filters", v.filters);
   WriteField(j, "maxStaleness", v.max_staleness);
   WriteField(j, "order", v.order);
+  WriteField(j, "replay", v.replay);
   WriteField(j, "replayRatio", v.replay_ratio);
   WriteField(j, "staleAction", v.stale_action);
   return j;

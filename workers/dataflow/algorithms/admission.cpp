@@ -33,4 +33,12 @@ AdmissionDecision DecideAdmission(std::span<const PolicyLoad> policies, int64_t 
   return best;
 }
 
+int64_t RolloutDemand(const RolloutDemandInput& in) {
+  const int64_t train_available =
+      std::max<int64_t>(0, in.pending_train_tasks) + std::max<int64_t>(0, in.unleased_prompts);
+  const int64_t train = std::min(std::max<int64_t>(0, in.admission_room), train_available);
+  return std::max<int64_t>(0, in.leases_in_flight) + std::max<int64_t>(0, in.pending_eval_tasks) +
+         train;
+}
+
 }  // namespace sluice::dataflow

@@ -1,4 +1,5 @@
-// Admission control: how many more train tasks may be leased right now.
+// Admission control: how many more train tasks may be leased right now; and the rollout demand
+// derived from it, the signal RolloutPool autoscaling scales on.
 //
 // Two limits, the tighter of which applies per policy:
 //   capacity   spec.buffer.capacity, in groups: memory. Buffered + unacknowledged fresh groups
@@ -48,5 +49,21 @@ int64_t FreshGroupsPerBatch(int64_t groups_per_batch, double replay_ratio);
 // (>= 1). `max_staleness`: versions (>= 0).
 AdmissionDecision DecideAdmission(std::span<const PolicyLoad> policies, int64_t train_leases,
                                   int64_t capacity_groups, int64_t max_staleness);
+
+// The rollout demand (sluice_dataflow_rollout_demand, the pool-wide total RolloutPool
+// autoscaling divides by tasks per replica): tasks the rollout pool could be running right now.
+// Leases in flight (train and eval) are work it has; queued eval tasks are never limited; train
+// tasks count up to admission's room, and only as many as exist (re-queued ones plus prompts
+// the dataset cursor has not handed out yet). So while rollouts are the bottleneck (the buffer
+// is empty) the demand stays at the admission limit, and when the trainer is (buffered and
+// unacknowledged groups fill the limit) it falls, whatever the pool's current size.
+struct RolloutDemandInput {
+  int64_t leases_in_flight = 0;     // Train and eval leases held now.
+  int64_t pending_eval_tasks = 0;   // Queued eval tasks.
+  int64_t pending_train_tasks = 0;  // Re-queued train tasks.
+  int64_t unleased_prompts = 0;     // Train prompts the cursor has yet to hand out (all epochs).
+  int64_t admission_room = 0;       // AdmissionDecision::room for a worker with the newest weights.
+};
+int64_t RolloutDemand(const RolloutDemandInput& in);
 
 }  // namespace sluice::dataflow

@@ -8,6 +8,9 @@
 // version. Serialize()/Deserialize() carry the whole state for WAL snapshots; a state change is
 // exactly an Update or OnVersion call, so replaying those calls reproduces the state.
 //
+// A Dataflow selects filter-solved or greso by listing it in `spec.buffer.filters` (at most one
+// of them); the flags are --curator and --curator-options.
+//
 // Curators (type, then options with defaults):
 //   accept-all     {}  leases everything.
 //   filter-solved  {threshold: 0.95, decay: 0.9, prior: 0.0, minAttempts: 1, successThreshold: 0}

@@ -90,7 +90,9 @@ FilterOutcome TruncationFilter::Apply(std::vector<Sample>& group) const {
 
 Result<std::unique_ptr<GroupFilter>> MakeGroupFilter(std::string_view type,
                                                      const nlohmann::json& options) {
-  if (type == "greso") return Status::NotFound("greso is a prompt curator, not a group filter");
+  if (type == "greso" || type == "filter-solved") {
+    return Status::NotFound(std::string(type) + " is a prompt curator, not a group filter");
+  }
   auto created = JsonOptions::Create(options);
   if (!created.ok()) return created.status();
   JsonOptions& reader = *created;
@@ -116,7 +118,8 @@ Result<std::unique_ptr<GroupFilter>> MakeGroupFilter(std::string_view type,
     filter = std::make_unique<TruncationFilter>(o);
   } else {
     return Status::InvalidArgument("unknown filter type '" + std::string(type) +
-                                       "' (want dynamic-sampling, length, truncated or greso)",
+                                       "' (want dynamic-sampling, length, truncated, greso or "
+                                       "filter-solved)",
                                    "type");
   }
   return filter;
@@ -127,7 +130,7 @@ Result<FilterChain> FilterChain::Create(const std::vector<FilterSpec>& specs) {
   for (size_t i = 0; i < specs.size(); ++i) {
     const std::string where = "filters[" + std::to_string(i) + "]";
     auto made = MakeGroupFilter(specs[i].type, specs[i].options);
-    if (made.status().code() == StatusCode::kNotFound) continue;  // greso: a curator.
+    if (made.status().code() == StatusCode::kNotFound) continue;  // A curator.
     if (!made.ok()) {
       const bool about_type = made.status().field() == "type";
       return PrefixField(made.status(), about_type ? where : where + ".options");

@@ -15,7 +15,9 @@
 //                                               whole group when any sample is outside.
 //   truncated         {scope: "sample"}         drop samples with finish reason "length"; scope
 //                                               "group" drops the group if any was truncated.
-//   greso             (a prompt curator, see curators.h) accepted and skipped by the chain.
+//   greso, filter-solved
+//                     (prompt curators, see curators.h) accepted and skipped by the chain; the
+//                     Dataflow mapping makes such an entry select the curator.
 // A group left with no samples is dropped. Lengths are in generated tokens.
 //
 // Ownership: the chain owns its filters. Thread safety: filters are immutable after creation and
@@ -100,8 +102,8 @@ class TruncationFilter final : public GroupFilter {
 };
 
 // Builds one filter from its CRD type and options object. InvalidArgument with field "type" for
-// an unknown type, or the option's name for a bad or unknown option. "greso" is not a group
-// filter: NotFound (the chain skips it).
+// an unknown type, or the option's name for a bad or unknown option. "greso" and "filter-solved"
+// are not group filters: NotFound (the chain skips them).
 Result<std::unique_ptr<GroupFilter>> MakeGroupFilter(std::string_view type,
                                                      const nlohmann::json& options);
 

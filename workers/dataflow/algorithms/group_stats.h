@@ -1,5 +1,6 @@
 // Group statistics: per (prompt, policy) group mean and unbiased standard deviation of rewards,
-// stamped on every sample of the group, and optionally a GRPO-style advantage.
+// stamped on every sample of the group, and optionally a GRPO-style advantage (CRD
+// `spec.buffer.advantage`, flag --advantage).
 //
 //   mean = (1/n) Σ r_i
 //   std  = sqrt( Σ (r_i − mean)² / (n − 1) )   for n ≥ 2;   std = 1 for n = 1 (singleton)

@@ -1,9 +1,10 @@
 // Replay: a bounded memory of recently consumed (trained-on) groups and the selectors that pick
 // replayRatio of each batch from it.
 //
-// Knobs: replayRatio (CRD `spec.buffer.replayRatio`, in [0, 0.95]); Sluice's own (not in the
-// CRD yet): replaySelector latest | prioritized (default latest), replayCapacity (groups,
-// default 1024), replayAlpha (default 0.6), replayEpsilon (default 1e-6).
+// Knobs: replayRatio (CRD `spec.buffer.replayRatio`, in [0, 0.95]); under CRD
+// `spec.buffer.replay`: replaySelector (`selector`) latest | prioritized (default latest),
+// replayCapacity (`capacity`, groups, default 1024), replayAlpha (`alpha`, default 0.6),
+// replayEpsilon (`epsilon`, default 1e-6).
 //
 //   replay groups in a batch of B groups = floor(B × replayRatio); fresh = B − replay.
 //   latest:      the most recently consumed groups, newest first.

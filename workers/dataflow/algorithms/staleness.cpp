@@ -102,4 +102,12 @@ std::vector<size_t> EvictForCapacity(std::span<const QueuedGroup> buffer, size_t
   return evict;
 }
 
+int64_t BufferLag(std::span<const QueuedGroup> buffer, int64_t current_version) {
+  int64_t lag = 0;
+  for (const QueuedGroup& g : buffer) {
+    if (g.min_version >= 0) lag = std::max(lag, current_version - g.min_version);
+  }
+  return lag;
+}
+
 }  // namespace sluice::dataflow

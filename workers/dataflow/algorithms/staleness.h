@@ -3,8 +3,8 @@
 //
 // Knobs (CRD `spec.buffer`): maxStaleness (versions, default 4), staleAction (drop |
 // down-weight, default drop), order (fifo | edf, default edf), capacity (the CRD counts
-// trajectories; EvictForCapacity takes a limit in groups). downWeightDecay is Sluice's own knob
-// for down-weight (not in the CRD yet; default 0.5).
+// trajectories; EvictForCapacity takes a limit in groups), downWeightDecay (for down-weight;
+// default 0.5).
 //
 //   age   = currentVersion(policy) − MinVersion()        (0 when the sample has no versions)
 //   stale = age > maxStaleness
@@ -89,5 +89,11 @@ PickResult PickGroups(std::span<const QueuedGroup> buffer, size_t n, int64_t cur
 // serving order (CRD: "on overflow the first in serving order is evicted").
 std::vector<size_t> EvictForCapacity(std::span<const QueuedGroup> buffer, size_t capacity,
                                      QueueOrder order, int64_t max_staleness);
+
+// The policy lag of a buffer (sluice_dataflow_policy_lag): how many versions the oldest buffered
+// data is behind `current_version`, i.e. the largest current_version − min_version over the
+// groups that have a version, at least 0; 0 for an empty buffer or one without versions. A
+// group goes stale once this exceeds maxStaleness.
+int64_t BufferLag(std::span<const QueuedGroup> buffer, int64_t current_version);
 
 }  // namespace sluice::dataflow

@@ -79,5 +79,24 @@ TEST(DecideAdmissionTest, Table) {
   }
 }
 
+TEST(RolloutDemandTest, LeasesPlusWhatAWorkerCouldLeaseNow) {
+  struct Case {
+    std::string name;
+    RolloutDemandInput in;
+    int64_t want;
+  };
+  // Fields: leases in flight, pending eval, pending train, unleased prompts, admission room.
+  const std::vector<Case> cases = {
+      {"idle: the whole room", {0, 0, 0, 1000, 48}, 48},
+      {"leases and room add up to the limit", {40, 0, 0, 1000, 8}, 48},
+      {"trainer behind: the buffer fills the limit", {10, 0, 0, 1000, 0}, 10},
+      {"re-queued tasks are train work", {2, 0, 5, 0, 10}, 7},
+      {"the end of the data: only what remains", {3, 0, 1, 2, 40}, 6},
+      {"eval tasks are not limited by admission", {1, 4, 0, 1000, 0}, 5},
+      {"nothing at all", {}, 0},
+  };
+  for (const Case& c : cases) EXPECT_EQ(RolloutDemand(c.in), c.want) << c.name;
+}
+
 }  // namespace
 }  // namespace sluice::dataflow

@@ -242,6 +242,38 @@ TEST_F(DataflowCoreTest, StalenessBudgetLeasesOnlyWhatTheTrainerConsumesInTime) 
   EXPECT_EQ(Make(wide)->Lease(Req(20)).tasks.size(), 10U);
 }
 
+// The autoscaling signals of the status: rollout_demand (leases in flight plus the train tasks
+// admission would still lease, as many as remain) and each policy's buffer_lag.
+TEST_F(DataflowCoreTest, StatusReportsRolloutDemandAndBufferLag) {
+  auto core = Make(BaseConfig());  // Capacity 8 binds (the staleness budget is 5 x 2 groups).
+  nlohmann::json st = core->StatusJson();
+  EXPECT_EQ(st["rollout_demand"], 8);
+  EXPECT_EQ(st["policies"]["actor"]["buffer_lag"], 0);
+
+  LeaseReply r = core->Lease(Req(3));
+  ASSERT_EQ(r.tasks.size(), 3U);
+  EXPECT_EQ(core->StatusJson()["rollout_demand"], 8) << "leased work still counts";
+  SubmitOk(*core, Mixed(r.tasks[0]));
+  SubmitOk(*core, Mixed(r.tasks[1]));
+  EXPECT_EQ(core->StatusJson()["rollout_demand"], 6) << "1 lease + room (8 - 2 buffered - 1)";
+  ASSERT_TRUE(core->AnnounceVersion("actor", {3, "u3", "d3", -1}).ok());
+  EXPECT_EQ(core->StatusJson()["policies"]["actor"]["buffer_lag"], 3);
+  auto batch = core->TakeBatch("actor", 2);
+  ASSERT_TRUE(batch.ok() && batch->has_value());
+  st = core->StatusJson();
+  EXPECT_EQ(st["policies"]["actor"]["buffer_lag"], 0) << "the buffer is empty";
+  EXPECT_EQ(st["rollout_demand"], 6) << "the batch in training still takes room";
+
+  // At the end of the data only the work that exists counts.
+  const Dataset three = MakeDataset(3);
+  auto small = Make(BaseConfig(), &three);
+  LeaseReply all = small->Lease(Req(10));
+  ASSERT_EQ(all.tasks.size(), 3U);
+  EXPECT_EQ(small->StatusJson()["rollout_demand"], 3) << "no prompts left: the leases only";
+  ASSERT_TRUE(small->Release(all.tasks[0].lease_id).ok());
+  EXPECT_EQ(small->StatusJson()["rollout_demand"], 3) << "2 leases + the re-queued task";
+}
+
 TEST_F(DataflowCoreTest, RecoveryRegrantsLeasesEvenWhenTheLimitsChanged) {
   DataflowConfig c = BaseConfig();
   c.capacity_groups = 6;

@@ -21,6 +21,8 @@
 #include "common/logging/logger.h"
 #include "common/metrics/exposition.h"
 #include "common/metrics/registry.h"
+#include "tests/unit/common/example_queries.h"
+#include "tests/unit/common/scraped_metric.h"
 #include "tests/unit/workers/dataflow/sample_fixtures.h"
 #include "workers/dataflow/dataflow_client.h"
 #include "workers/dataflow/dataset.h"
@@ -500,6 +502,41 @@ TEST_F(DataflowServiceTest, VersionsAreAnnouncedInLeaseReplies) {
   EXPECT_EQ(reply["versions"][0]["number"], 1);
   EXPECT_EQ(reply["versions"][0]["url"], "s3://w/1");
   EXPECT_EQ(Status()["policies"]["actor"]["version"], 1);
+}
+
+// The gauges RolloutPool autoscaling reads (docs/operator.md, "Autoscaling signals"), and every
+// sluice_dataflow_* name the example manifests' queries use is in the live registry (the source
+// scan of tests/unit/operator/autoscale/example_queries_test.cpp checks all names).
+TEST_F(DataflowServiceTest, ExportsTheAutoscalingSignalsTheExamplesUse) {
+  StartService();  // Capacity 8 binds admission (the staleness budget is 5 x 2 groups).
+  json reply = Lease("w1", 3);
+  ASSERT_EQ(reply["tasks"].size(), 3U);
+  SubmitOk(GroupFor(reply["tasks"][0]));  // Generated at version 0.
+  EXPECT_EQ(PostJson("/v1/policies/actor/versions",
+                     {{"number", 2}, {"url", "s3://w/2"}, {"digest", "d2"}})
+                .status,
+            200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // The metrics' status cache.
+  // 2 leases + room (8 - 1 buffered - 2 leased).
+  EXPECT_EQ(test_support::Scraped(*registry_, "sluice_dataflow_rollout_demand", {}), 7.0);
+  EXPECT_EQ(test_support::Scraped(*registry_, "sluice_dataflow_policy_lag", {"actor"}), 2.0);
+  EXPECT_EQ(test_support::Scraped(*registry_, "sluice_dataflow_trainer_wait_fraction", {"actor"}),
+            0.0);
+
+  std::map<std::string, std::string> registered;
+  for (const metrics::FamilySnapshot& f : registry_->Collect()) registered[f.name] = "registry";
+  const test_support::ExampleQuerySet examples = test_support::ExampleQueries();
+  EXPECT_TRUE(examples.errors.empty()) << testing::PrintToString(examples.errors);
+  int checked = 0;
+  for (const test_support::ExampleQuery& q : examples.queries) {
+    for (const std::string& name : test_support::MetricNamesInQuery(q.query)) {
+      if (name.rfind("sluice_dataflow_", 0) != 0) continue;
+      ++checked;
+      EXPECT_TRUE(test_support::IsExportedName(name, registered))
+          << q.file << " " << q.field << ": " << name << " is not registered by the dataflow";
+    }
+  }
+  EXPECT_GE(checked, 3) << "the examples scale on the dataflow's rollout demand";
 }
 
 // The end of the data: once the dataset is exhausted and what is left cannot fill a batch, GET

@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
+#include "workers/dataflow/algorithms/filters.h"
 #include "workers/dataflow/dataflow_core.h"
 #include "workers/dataflow/dataset.h"
 
@@ -21,10 +23,11 @@ using nlohmann::json;
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
-std::string Example(const std::string& name) {
+std::string SourceFile(const std::string& path) {
   const char* dir = std::getenv("SLUICE_SOURCE_DIR");
-  return (dir != nullptr ? std::string(dir) : std::string(".")) + "/examples/" + name;
+  return (dir != nullptr ? std::string(dir) : std::string(".")) + "/" + path;
 }
+std::string Example(const std::string& name) { return SourceFile("examples/" + name); }
 
 DataflowMounts TestMounts() { return {"/mnt/cm", "/mnt/pvc"}; }
 
@@ -212,6 +215,165 @@ TEST(DataflowSettingsTest, BadFilterOptionsNameTheField) {
       "spec.buffer.filters[0].options.minSubmitEasy");
 }
 
+// The buffer knobs that once were flag-only (--down-weight-decay, --replay-*, --advantage,
+// --curator filter-solved) take their flags' defaults when the manifest leaves them out.
+TEST(DataflowSettingsTest, BufferKnobsDefaultLikeTheirFlags) {
+  Result<DataflowSettings> s = MapYaml(Manifest(kBuiltin));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const DataflowConfig& c = s->config;
+  const DataflowConfig flags{};  // The core's defaults, which are the flags' defaults.
+  EXPECT_DOUBLE_EQ(c.staleness.down_weight_decay, flags.staleness.down_weight_decay);
+  EXPECT_EQ(c.replay.selector, ReplaySelector::kLatest);
+  EXPECT_EQ(c.replay.capacity, flags.replay.capacity);
+  EXPECT_DOUBLE_EQ(c.replay.alpha, flags.replay.alpha);
+  EXPECT_DOUBLE_EQ(c.replay.epsilon, flags.replay.epsilon);
+  EXPECT_EQ(c.group_stats.advantage, AdvantageMode::kNone);
+  EXPECT_EQ(c.curator, "accept-all");
+}
+
+TEST(DataflowSettingsTest, DownWeightDecayMapsToStaleness) {
+  Result<DataflowSettings> s = MapYaml(Manifest(
+      std::string(kBuiltin) + "  buffer: {staleAction: down-weight, downWeightDecay: 0.25}\n"));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->config.staleness.stale_action, StaleAction::kDownWeight);
+  EXPECT_DOUBLE_EQ(s->config.staleness.down_weight_decay, 0.25);
+}
+
+TEST(DataflowSettingsTest, ReplayMapsToReplayOptions) {
+  Result<DataflowSettings> s = MapYaml(
+      Manifest(std::string(kBuiltin) +
+               "  buffer:\n    replayRatio: 0.25\n"
+               "    replay: {selector: prioritized, capacity: 64, alpha: 0.5, epsilon: 0.001}\n"));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const ReplayOptions& r = s->config.replay;
+  EXPECT_DOUBLE_EQ(r.replay_ratio, 0.25);
+  EXPECT_EQ(r.selector, ReplaySelector::kPrioritized);
+  EXPECT_EQ(r.capacity, 64U);
+  EXPECT_DOUBLE_EQ(r.alpha, 0.5);
+  EXPECT_DOUBLE_EQ(r.epsilon, 0.001);
+}
+
+TEST(DataflowSettingsTest, AdvantageMapsToGroupStats) {
+  const std::vector<std::pair<std::string, AdvantageMode>> cases = {
+      {"none", AdvantageMode::kNone},
+      {"grpo", AdvantageMode::kGrpo},
+      {"mean-only", AdvantageMode::kMeanOnly}};
+  for (const auto& [name, mode] : cases) {
+    SCOPED_TRACE(name);
+    Result<DataflowSettings> s =
+        MapYaml(Manifest(std::string(kBuiltin) + "  buffer: {advantage: " + name + "}\n"));
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(s->config.group_stats.advantage, mode);
+  }
+}
+
+TEST(DataflowSettingsTest, TruncatedFilterIsAGroupFilter) {
+  Result<DataflowSettings> s =
+      MapYaml(Manifest(std::string(kBuiltin) + "  buffer:\n    filters:\n      - type: truncated\n"
+                                               "        options: {scope: group}\n"));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(FilterTypes(s->config), (std::vector<std::string>{"truncated"}));
+  EXPECT_EQ(s->config.filters[0].options, (json{{"scope", "group"}}));
+  EXPECT_EQ(s->config.curator, "accept-all");
+  Result<FilterChain> chain = FilterChain::Create(s->config.filters);
+  ASSERT_TRUE(chain.ok()) << chain.status().ToString();
+  EXPECT_EQ(chain->size(), 1U);
+
+  ExpectFieldError(
+      MapYaml(Manifest(std::string(kBuiltin) + "  buffer:\n    filters:\n      - type: truncated\n"
+                                               "        options: {scope: batch}\n")),
+      "spec.buffer.filters[0].options.scope");
+}
+
+// filter-solved is expressed like greso: a filter entry that selects the prompt curator.
+TEST(DataflowSettingsTest, FilterSolvedEntrySelectsTheCurator) {
+  Result<DataflowSettings> s = MapYaml(Manifest(
+      std::string(kBuiltin) +
+      "  buffer:\n    filters:\n      - type: dynamic-sampling\n      - type: filter-solved\n"
+      "        options: {threshold: 0.8, minAttempts: 2}\n"));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const DataflowConfig& c = s->config;
+  EXPECT_EQ(FilterTypes(c), (std::vector<std::string>{"dynamic-sampling", "filter-solved"}));
+  EXPECT_EQ(c.curator, "filter-solved");
+  EXPECT_EQ(c.curator_options, (json{{"threshold", 0.8}, {"minAttempts", 2}}));
+  // The core accepts it: the chain skips the curator entry.
+  Result<Dataset> dataset = Dataset::Load(s->dataset);
+  ASSERT_TRUE(dataset.ok()) << dataset.status().ToString();
+  FakeClock clock;
+  Result<std::unique_ptr<DataflowCore>> core = DataflowCore::Create(c, &*dataset, &clock, 1);
+  EXPECT_TRUE(core.ok()) << core.status().ToString();
+
+  ExpectFieldError(MapYaml(Manifest(std::string(kBuiltin) +
+                                    "  buffer:\n    filters:\n      - type: filter-solved\n"
+                                    "        options: {decay: 1.0}\n")),
+                   "spec.buffer.filters[0].options.decay");
+}
+
+TEST(DataflowSettingsTest, AtMostOneCuratorEntry) {
+  const std::string both =
+      Manifest(std::string(kBuiltin) +
+               "  buffer:\n    filters:\n      - type: greso\n      - type: filter-solved\n");
+  // The CRD's rule refuses the manifest...
+  Result<api::Dataflow> df = LoadDataflowManifest(both, "");
+  ASSERT_FALSE(df.ok());
+  EXPECT_EQ(df.status().code(), StatusCode::kUnprocessable);
+  EXPECT_NE(df.status().message().find("spec.buffer.filters"), std::string::npos)
+      << df.status().message();
+  // ...and the mapping refuses a typed object that skipped validation.
+  df = LoadDataflowManifest(Manifest(kBuiltin), "");
+  ASSERT_TRUE(df.ok()) << df.status().ToString();
+  df->spec.buffer.filters = std::vector<api::DataflowSpecBufferFilter>(2);
+  (*df->spec.buffer.filters)[0].type = "greso";
+  (*df->spec.buffer.filters)[1].type = "filter-solved";
+  ExpectFieldError(SettingsFromDataflow(*df, TestMounts()), "spec.buffer.filters[1].type");
+}
+
+TEST(DataflowSettingsTest, ReplayAndCurationManifestMapsEveryBufferKnob) {
+  Result<api::Dataflow> df = LoadDataflowManifestFile(
+      SourceFile("tests/data/manifests/valid/dataflow-replay-and-curation.yaml"), "");
+  ASSERT_TRUE(df.ok()) << df.status().ToString();
+  Result<DataflowSettings> s = SettingsFromDataflow(*df, TestMounts());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const DataflowConfig& c = s->config;
+  EXPECT_EQ(c.staleness.max_staleness, 2);
+  EXPECT_EQ(c.staleness.stale_action, StaleAction::kDownWeight);
+  EXPECT_DOUBLE_EQ(c.staleness.down_weight_decay, 0.8);
+  EXPECT_DOUBLE_EQ(c.replay.replay_ratio, 0.25);
+  EXPECT_EQ(c.replay.selector, ReplaySelector::kPrioritized);
+  EXPECT_EQ(c.replay.capacity, 256U);
+  EXPECT_DOUBLE_EQ(c.replay.alpha, 0.7);
+  EXPECT_DOUBLE_EQ(c.replay.epsilon, 1e-4);
+  EXPECT_EQ(c.group_stats.advantage, AdvantageMode::kGrpo);
+  EXPECT_EQ(FilterTypes(c), (std::vector<std::string>{"truncated", "length", "filter-solved"}));
+  EXPECT_EQ(c.curator, "filter-solved");
+  EXPECT_EQ(c.curator_options, (json{{"threshold", 0.9}, {"decay", 0.8}, {"minAttempts", 2}}));
+  Result<Dataset> dataset = Dataset::Load(s->dataset);
+  ASSERT_TRUE(dataset.ok()) << dataset.status().ToString();
+  FakeClock clock;
+  Result<std::unique_ptr<DataflowCore>> core = DataflowCore::Create(c, &*dataset, &clock, 1);
+  EXPECT_TRUE(core.ok()) << core.status().ToString();
+}
+
+// Values outside the CRD's bounds and enums are refused when the manifest is loaded.
+TEST(DataflowSettingsTest, ManifestRefusesBadBufferKnobs) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"downWeightDecay: 0", "spec.buffer.downWeightDecay"},
+      {"downWeightDecay: 1.5", "spec.buffer.downWeightDecay"},
+      {"replay: {selector: random}", "spec.buffer.replay.selector"},
+      {"replay: {capacity: 0}", "spec.buffer.replay.capacity"},
+      {"replay: {alpha: -1}", "spec.buffer.replay.alpha"},
+      {"replay: {epsilon: 0}", "spec.buffer.replay.epsilon"},
+      {"advantage: ppo", "spec.buffer.advantage"}};
+  for (const auto& [buffer, field] : cases) {
+    SCOPED_TRACE(buffer);
+    Result<api::Dataflow> df =
+        LoadDataflowManifest(Manifest(std::string(kBuiltin) + "  buffer: {" + buffer + "}\n"), "");
+    ASSERT_FALSE(df.ok());
+    EXPECT_EQ(df.status().code(), StatusCode::kUnprocessable);
+    EXPECT_NE(df.status().message().find(field), std::string::npos) << df.status().message();
+  }
+}
+
 TEST(DataflowSettingsTest, BadDatasetPathsNameTheField) {
   ExpectFieldError(MapYaml(Manifest("  dataset:\n    pvc: {claimName: data}\n")),
                    "spec.dataset.pvc.path");  // Default path "/" is the claim's root.
@@ -262,6 +424,30 @@ TEST(DataflowSettingsTest, UnvalidatedObjectsAreChecked) {
   df = *valid;
   df.spec.buffer.replay_ratio = 0.99;
   ExpectFieldError(SettingsFromDataflow(df, TestMounts()), "spec.buffer.replayRatio");
+
+  df = *valid;
+  df.spec.buffer.down_weight_decay = 0;
+  ExpectFieldError(SettingsFromDataflow(df, TestMounts()), "spec.buffer.downWeightDecay");
+
+  df = *valid;
+  df.spec.buffer.replay.selector = "random";
+  ExpectFieldError(SettingsFromDataflow(df, TestMounts()), "spec.buffer.replay.selector");
+
+  df = *valid;
+  df.spec.buffer.replay.capacity = 0;
+  ExpectFieldError(SettingsFromDataflow(df, TestMounts()), "spec.buffer.replay.capacity");
+
+  df = *valid;
+  df.spec.buffer.replay.alpha = -0.5;
+  ExpectFieldError(SettingsFromDataflow(df, TestMounts()), "spec.buffer.replay.alpha");
+
+  df = *valid;
+  df.spec.buffer.replay.epsilon = 0;
+  ExpectFieldError(SettingsFromDataflow(df, TestMounts()), "spec.buffer.replay.epsilon");
+
+  df = *valid;
+  df.spec.buffer.advantage = "ppo";
+  ExpectFieldError(SettingsFromDataflow(df, TestMounts()), "spec.buffer.advantage");
 
   df = *valid;
   df.spec.sampling.group_size = 1;

@@ -130,6 +130,23 @@ TEST(DataflowFilterChainTest, AppliesInOrderAndCounts) {
   EXPECT_EQ(chain->counters()[1].samples_dropped, 2);
 }
 
+// greso and filter-solved are prompt curators: a Dataflow lists them among its filters, and the
+// chain skips them.
+TEST(DataflowFilterChainTest, SkipsCuratorEntries) {
+  for (const char* type : {"greso", "filter-solved"}) {
+    SCOPED_TRACE(type);
+    EXPECT_EQ(MakeGroupFilter(type, nlohmann::json::object()).status().code(),
+              StatusCode::kNotFound);
+  }
+  const std::vector<FilterSpec> specs = {
+      FilterSpec{"filter-solved", nlohmann::json{{"threshold", 0.9}}},
+      FilterSpec{"truncated", nlohmann::json{{"scope", "group"}}}};
+  auto chain = FilterChain::Create(specs);
+  ASSERT_TRUE(chain.ok()) << chain.status().ToString();
+  ASSERT_EQ(chain->size(), 1U);
+  EXPECT_EQ(chain->counters()[0].type, "truncated");
+}
+
 TEST(DataflowFilterChainTest, EmptyGroupAndNanRewards) {
   FilterChain chain;
   std::vector<Sample> empty;

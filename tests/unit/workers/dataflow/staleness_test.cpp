@@ -123,6 +123,16 @@ TEST(DataflowStalenessTest, EvictForCapacity) {
   EXPECT_TRUE(EvictForCapacity(kBuffer, 5, QueueOrder::kEdf, 2).empty());
 }
 
+// The oldest buffered data decides; groups without versions do not count.
+TEST(DataflowStalenessTest, BufferLag) {
+  EXPECT_EQ(BufferLag(kBuffer, 8), 4);  // The group at version 4.
+  EXPECT_EQ(BufferLag({}, 8), 0);
+  const std::vector<QueuedGroup> unversioned = {{0, kNoVersion, 10}, {1, 7, 10}};
+  EXPECT_EQ(BufferLag(unversioned, 8), 1);
+  EXPECT_EQ(BufferLag(std::vector<QueuedGroup>{{0, kNoVersion, 10}}, 8), 0);
+  EXPECT_EQ(BufferLag(kBuffer, 3), 0) << "never negative";
+}
+
 TEST(DataflowStalenessTest, ParseAndValidate) {
   EXPECT_EQ(ParseStaleAction("drop").value(), StaleAction::kDrop);
   EXPECT_EQ(ParseStaleAction("down-weight").value(), StaleAction::kDownWeight);
