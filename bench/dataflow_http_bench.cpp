@@ -127,7 +127,7 @@ DataflowConfig MakeConfig() {
   c.group_size = kSamplesPerGroup;
   c.lease_duration = std::chrono::seconds(3600);
   c.capacity_groups = int64_t{1} << 30;  // Never throttles,
-  c.staleness.max_staleness = 100000;     // nor does the staleness budget (no versions here).
+  c.staleness.max_staleness = 100000;    // nor does the staleness budget (no versions here).
   c.groups_per_batch = kBatchGroups;
   c.ack_timeout = std::chrono::seconds(3600);
   c.sampling = {{"temperature", 1.0}, {"max_tokens", kTokensPerSample - kPromptTokens}};
