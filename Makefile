@@ -15,7 +15,7 @@ ifeq ($(SANITIZE),thread)
 TEST_ENV := TSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/tsan.supp
 endif
 
-.PHONY: all deps configure build test demo bench format format-check clean
+.PHONY: all deps configure build test demo demo-foundation bench format format-check clean
 
 all: build
 
@@ -33,6 +33,10 @@ test: deps build
 
 demo: deps build
 	@bash scripts/demo.sh $(BUILD_DIR)
+
+# The shared core end to end on loopback: HTTP server, client, auth, wire format, metrics.
+demo-foundation: deps build
+	$(BUILD_DIR)/bin/sluice-foundation-demo --log-level=warn
 
 bench: build
 	@bash bench/run.sh $(BUILD_DIR)

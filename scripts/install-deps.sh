@@ -15,6 +15,7 @@ PACKAGES=(
   prometheus      # promtool (exposition checks) and the real server (autoscaling tests)
   clang-format
   python3         # the rollout worker runs models' Python (code-exec reward, python environment)
+  gnuplot-nox     # `sluice plot` and `make demo` draw the PNG progress plot
 )
 
 missing=()

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/config/help.h"
+#include "common/config/value_parsers.h"
 #include "localcluster/cli/components.h"
 #include "localcluster/cli/state_layout.h"
 
@@ -185,7 +186,11 @@ CommandSpec RunSpec() {
       "appended to <state-dir>/experiments/EXPERIMENT/progress.jsonl (see `sluice plot`). Exits "
       "0 when every TrainerJob Succeeded (or the manifests have none: nothing to follow), 1 when "
       "one Failed, a document was rejected or --timeout passed, 130 on Ctrl-C (the resources "
-      "stay).";
+      "stay). Once every TrainerJob Succeeded, sampling goes on (up to --eval-wait) until each "
+      "Dataflow with spec.evaluation reports the evaluation round at the TrainerJobs' final "
+      "version (when that version is a multiple of everyVersions); then a summary line per "
+      "TrainerJob and the eval line `eval accuracy: before X% -> after Y% (versions A -> B)`, "
+      "from the first and last evaluation seen while following.";
   spec.flags = {
       StateDirFlag(),
       {"namespace", 'n', FlagType::kString, "NS", "default",
@@ -198,8 +203,14 @@ CommandSpec RunSpec() {
        "Seconds between two samples while following (fractions allowed, at least 0.05).",
        std::nullopt, std::nullopt},
       IntFlag("timeout", "SECONDS", 0,
-              "Stop following and exit 1 after this long; 0 waits for the TrainerJobs.", 0,
-              100000000),
+              "Stop following and exit 1 after this long; 0 waits for the TrainerJobs. Once they "
+              "succeeded it only shortens the --eval-wait.",
+              0, 100000000),
+      {"eval-wait", '\0', FlagType::kString, "DURATION", "120s",
+       "After every TrainerJob succeeded, how long to keep following for the evaluation at the "
+       "final version (e.g. 90s, 5m; a plain number is seconds, at most 24h); 0 does not wait. "
+       "Ctrl-C during this wait ends it with exit 0.",
+       std::nullopt, std::nullopt},
       {"follow", '\0', FlagType::kBool, "", "true",
        "Follow the experiment after applying (--no-follow: apply and exit 0).", std::nullopt,
        std::nullopt},
@@ -420,6 +431,13 @@ Result<Parsed<RunOptions>> ParseRun(const std::vector<std::string>& args,
   }
   o.interval = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000 + 0.5));
   o.timeout = std::chrono::seconds(flags.GetInt("timeout"));
+  const std::string& eval_wait = flags.GetString("eval-wait");
+  Result<std::chrono::nanoseconds> wait = config::ParseDuration(eval_wait);
+  if (!wait.ok()) return Status::InvalidArgument("flag --eval-wait: " + wait.status().message());
+  if (*wait > std::chrono::hours(24)) {
+    return Status::InvalidArgument("flag --eval-wait: " + eval_wait + " is longer than 24h");
+  }
+  o.eval_wait = std::chrono::ceil<std::chrono::milliseconds>(*wait);
   o.follow = flags.GetBool("follow");
   parsed.options = std::move(o);
   return parsed;

@@ -9,7 +9,7 @@
 //   sluice node    cordon|uncordon|fail|recover NODE [--state-dir DIR]
 //   sluice logs    COMPONENT [--state-dir DIR] [-f|--follow] [--tail N]
 //   sluice run     MANIFEST... [--state-dir DIR] [--namespace NS] [--name EXPERIMENT]
-//                  [--interval SECONDS] [--timeout SECONDS] [--no-follow]
+//                  [--interval SECONDS] [--timeout SECONDS] [--eval-wait DURATION] [--no-follow]
 //   sluice plot    EXPERIMENT [--state-dir DIR] [--output FILE] [--format png|svg|auto]
 //
 // The state directory defaults to $HOME/.sluice. Each Parse* returns either options, or help
@@ -85,6 +85,9 @@ struct RunOptions {
   std::string experiment;              // --name, else the first manifest's stem.
   std::chrono::milliseconds interval{2000};
   std::chrono::seconds timeout{0};  // 0: none.
+  // After every TrainerJob succeeded: how long to keep sampling for the evaluation round at the
+  // final version (eval_wait.h). 0: do not wait.
+  std::chrono::milliseconds eval_wait{120000};
   bool follow = true;
   RunDisplay display = RunDisplay::kAuto;  // Not a flag: tests pick kPlain or kLive.
 };

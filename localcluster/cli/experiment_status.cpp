@@ -53,6 +53,7 @@ TrainerView TrainerViewOf(const json& trainerjob) {
   v.loss = Number(trainerjob, {"status", "lastMetrics", "loss"});
   v.staleness_mean = Number(trainerjob, {"status", "lastMetrics", "stalenessMean"});
   v.tokens_per_second = Number(trainerjob, {"status", "lastMetrics", "tokensPerSecond"});
+  v.data_wait_fraction = Number(trainerjob, {"status", "lastMetrics", "dataWaitFraction"});
   return v;
 }
 
@@ -101,6 +102,7 @@ std::vector<ProgressRow> JoinProgress(const ExperimentView& view, double t) {
     row.loss = trainer.loss;
     row.staleness_mean = trainer.staleness_mean;
     row.train_tokens_per_second = trainer.tokens_per_second;
+    row.data_wait_share = trainer.data_wait_fraction;
 
     const DataflowView* dataflow = nullptr;
     for (const DataflowView& d : view.dataflows) {

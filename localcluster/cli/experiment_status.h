@@ -4,7 +4,7 @@
 // Fields read (a missing or mistyped one stays unknown, rendered "-"):
 //   TrainerJob   metadata.name, spec.steps, spec.dataflowRef.name, status.phase, status.step,
 //                status.version, status.lastMetrics.{rewardMean, loss, stalenessMean,
-//                tokensPerSecond}
+//                tokensPerSecond, dataWaitFraction}
 //   Dataflow     metadata.name, status.buffered, status.trajectoriesPerSecond,
 //                status.evaluation.{version, accuracy}
 //   RolloutPool  metadata.name, spec.dataflowRef.name, status.replicas, status.readyReplicas,
@@ -39,6 +39,7 @@ struct TrainerView {
   std::optional<double> loss;
   std::optional<double> staleness_mean;
   std::optional<double> tokens_per_second;
+  std::optional<double> data_wait_fraction;  // Of the last step's time spent waiting for a batch.
 };
 
 struct DataflowView {

@@ -25,6 +25,13 @@ std::string FormatStepProgress(std::optional<int64_t> step, std::optional<int64_
   return FormatInt(step) + "/" + FormatInt(steps);
 }
 
+std::string FormatShare(std::optional<double> share) {
+  if (!share || !std::isfinite(*share)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.0f%%", *share * 100);
+  return buf;
+}
+
 std::string ClockText(double t) {
   const std::time_t seconds = static_cast<std::time_t>(std::floor(t));
   std::tm local{};
@@ -43,6 +50,7 @@ std::string PlainLine(const ProgressRow& row, const std::string& clock) {
   line += " eval " + FormatNumber(row.eval_accuracy);
   line += " rollout " + FormatNumber(row.rollout_tokens_per_second) + " tok/s";
   line += " train " + FormatNumber(row.train_tokens_per_second) + " tok/s";
+  line += " wait " + FormatShare(row.data_wait_share);
   line += " buffer " + FormatInt(row.buffered);
   line += " staleness " + FormatNumber(row.staleness_mean);
   line += " replicas";
@@ -66,10 +74,11 @@ std::string LiveView(const std::string& experiment, const std::string& clock,
     for (const TrainerView& t : view.trainers) {
       rows.push_back({t.name, t.phase.empty() ? "-" : t.phase, FormatStepProgress(t.step, t.steps),
                       FormatInt(t.version), FormatNumber(t.reward_mean), FormatNumber(t.loss),
-                      FormatNumber(t.staleness_mean), FormatNumber(t.tokens_per_second)});
+                      FormatNumber(t.staleness_mean), FormatNumber(t.tokens_per_second),
+                      FormatShare(t.data_wait_fraction)});
     }
     out += "\n" + RenderTable({"TRAINERJOB", "PHASE", "STEP", "VERSION", "REWARD", "LOSS",
-                               "STALENESS", "TOK/S"},
+                               "STALENESS", "TOK/S", "WAIT"},
                               rows);
   }
   if (!view.dataflows.empty()) {

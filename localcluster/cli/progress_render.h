@@ -2,8 +2,10 @@
 //
 // Plain (stdout not a terminal): one line per TrainerJob per sample, e.g.
 //   12:00:05 tiny-grpo Running step 12/200 v12 reward 0.41 loss 0.12 eval 0.38 rollout 5230
-//   tok/s train 1200 tok/s buffer 64 staleness 0.8 replicas local-eu-west=1 local-us-east=2
-// (one line; wrapped here). Unknown values are "-"; "replicas" lists the regions, else the total.
+//   tok/s train 1200 tok/s wait 12% buffer 64 staleness 0.8 replicas local-eu-west=1
+//   local-us-east=2
+// (one line; wrapped here). Unknown values are "-"; "replicas" lists the regions, else the total;
+// "wait" is the share of the trainer's last step spent waiting for a batch.
 //
 // Live (a terminal): a compact view of every object, redrawn in place. LiveRedraw moves the
 // cursor up over the previous frame ("ESC [ n A", carriage return), rewrites each line after
@@ -31,6 +33,8 @@ std::string FormatNumber(std::optional<double> value);
 std::string FormatInt(std::optional<int64_t> value);
 // "12/200", "12/-", "-/200".
 std::string FormatStepProgress(std::optional<int64_t> step, std::optional<int64_t> steps);
+// A share (0 to 1) as a whole percentage: 0.123 -> "12%"; "-" for nullopt.
+std::string FormatShare(std::optional<double> share);
 
 // "HH:MM:SS" of `t` (seconds since the epoch) in the local time zone.
 std::string ClockText(double t);

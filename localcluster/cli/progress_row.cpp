@@ -63,6 +63,7 @@ json ProgressRowToJson(const ProgressRow& row) {
   Put(j, "loss", row.loss);
   Put(j, "stalenessMean", row.staleness_mean);
   Put(j, "trainTokensPerSecond", row.train_tokens_per_second);
+  Put(j, "dataWaitShare", row.data_wait_share);
   Put(j, "buffered", row.buffered);
   Put(j, "trajectoriesPerSecond", row.trajectories_per_second);
   Put(j, "evalAccuracy", row.eval_accuracy);
@@ -90,6 +91,7 @@ Result<ProgressRow> ProgressRowFromJson(const json& j) {
   SLUICE_RETURN_IF_ERROR(ReadDouble(j, "loss", &row.loss));
   SLUICE_RETURN_IF_ERROR(ReadDouble(j, "stalenessMean", &row.staleness_mean));
   SLUICE_RETURN_IF_ERROR(ReadDouble(j, "trainTokensPerSecond", &row.train_tokens_per_second));
+  SLUICE_RETURN_IF_ERROR(ReadDouble(j, "dataWaitShare", &row.data_wait_share));
   SLUICE_RETURN_IF_ERROR(ReadInt(j, "buffered", &row.buffered));
   SLUICE_RETURN_IF_ERROR(ReadDouble(j, "trajectoriesPerSecond", &row.trajectories_per_second));
   SLUICE_RETURN_IF_ERROR(ReadDouble(j, "evalAccuracy", &row.eval_accuracy));

@@ -4,18 +4,19 @@
 // `sluice plot` reads the lines back.
 //
 // The JSON line (keys absent when the value is unknown, so old readers skip new keys):
-//   {"t": 1700000000.25,                 wall time, seconds since the Unix epoch
+//   {"t": 1700000000.25,                             wall time, seconds since the Unix epoch
 //    "trainer": "tiny-grpo", "phase": "Running",
-//    "step": 12, "steps": 200, "version": 12,              TrainerJob status.step, spec.steps,
-//                                                          status.version
+//    "step": 12, "steps": 200, "version": 12,        TrainerJob status.step, spec.steps,
+//                                                    status.version
 //    "rewardMean": 0.41, "loss": 0.12, "stalenessMean": 0.8,
-//    "trainTokensPerSecond": 1200,                         TrainerJob status.lastMetrics.*
-//    "buffered": 64, "trajectoriesPerSecond": 30.5,        Dataflow status.*
-//    "evalAccuracy": 0.38, "evalVersion": 10,              Dataflow status.evaluation.*
-//    "rolloutTokensPerSecond": 5230,                       sum of RolloutPool
-//    status.tokensPerSecond "replicasTotal": 3, "readyTotal": 3,                  sum of
-//    status.replicas / readyReplicas "replicas": {"local-us-east": 2}, "ready": {"local-us-east":
-//    2}}   per status.regions[].name
+//    "trainTokensPerSecond": 1200,                   TrainerJob status.lastMetrics.*
+//    "dataWaitShare": 0.12,                          TrainerJob status.lastMetrics.dataWaitFraction
+//    "buffered": 64, "trajectoriesPerSecond": 30.5,  Dataflow status.*
+//    "evalAccuracy": 0.38, "evalVersion": 10,        Dataflow status.evaluation.*
+//    "rolloutTokensPerSecond": 5230,                 sum of RolloutPool status.tokensPerSecond
+//    "replicasTotal": 3, "readyTotal": 3,            sum of status.replicas / readyReplicas
+//    "replicas": {"local-us-east": 2},               per status.regions[].name
+//    "ready": {"local-us-east": 2}}
 //
 // Thread safety: plain values and pure functions.
 #pragma once
@@ -41,6 +42,7 @@ struct ProgressRow {
   std::optional<double> loss;
   std::optional<double> staleness_mean;
   std::optional<double> train_tokens_per_second;
+  std::optional<double> data_wait_share;  // Of the last step's time spent waiting for a batch, 0-1.
   std::optional<int64_t> buffered;
   std::optional<double> trajectories_per_second;
   std::optional<double> eval_accuracy;

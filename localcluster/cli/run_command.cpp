@@ -7,11 +7,14 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "localcluster/cli/apply_manifest.h"
 #include "localcluster/cli/cluster_client.h"
+#include "localcluster/cli/eval_summary.h"
+#include "localcluster/cli/eval_wait.h"
 #include "localcluster/cli/experiment_status.h"
 #include "localcluster/cli/install_paths.h"
 #include "localcluster/cli/interrupt_guard.h"
@@ -66,26 +69,36 @@ class Follower {
   int Run(const std::function<bool()>& interrupted) {
     const auto start = SteadyClock::now();
     const auto deadline = start + options_.timeout;
+    // Set once every TrainerJob succeeded: until when to wait for the final evaluation rounds.
+    std::optional<SteadyClock::time_point> eval_deadline;
     while (true) {
       Sample();
       const ExperimentOutcome outcome = DecideOutcome(Objects(ExperimentRole::kTrainerJob));
       if (outcome.state == ExperimentState::kSucceeded) {
-        out_ << "Experiment " << options_.experiment << " succeeded.\n"
-             << SuccessSummary(last_rows_) << std::flush;
-        return kExitOk;
-      }
-      if (outcome.state == ExperimentState::kFailed) {
+        const std::vector<PendingEvaluation> pending = PendingEvaluations(
+            Objects(ExperimentRole::kTrainerJob), Objects(ExperimentRole::kDataflow));
+        const auto now = SteadyClock::now();
+        if (!eval_deadline) {
+          eval_deadline = now + options_.eval_wait;
+          // --timeout still bounds the run, but no longer fails it.
+          if (options_.timeout.count() > 0) eval_deadline = std::min(*eval_deadline, deadline);
+          if (!pending.empty() && now < *eval_deadline) StartWaiting(pending, *eval_deadline - now);
+        }
+        if (pending.empty() || now >= *eval_deadline) return Succeeded(pending, "");
+      } else if (outcome.state == ExperimentState::kFailed) {
         out_ << std::flush;
         err_ << "sluice run: trainerjob " << outcome.failed << " failed: " << outcome.reason
              << "\n";
         return kExitFailure;
       }
-      if (interrupted()) return Interrupted();
+      if (interrupted()) return Interrupted(eval_deadline.has_value());
       // Wait for the next sample in slices, so Ctrl-C and the timeout are noticed promptly.
       const auto next = SteadyClock::now() + options_.interval;
       while (SteadyClock::now() < next) {
-        if (interrupted()) return Interrupted();
-        if (options_.timeout.count() > 0 && SteadyClock::now() >= deadline) {
+        if (interrupted()) return Interrupted(eval_deadline.has_value());
+        if (eval_deadline) {
+          if (SteadyClock::now() >= *eval_deadline) break;  // One last sample, then done.
+        } else if (options_.timeout.count() > 0 && SteadyClock::now() >= deadline) {
           out_ << std::flush;
           err_ << "sluice run: timed out after " << options_.timeout.count()
                << " s (the resources stay)\n";
@@ -98,7 +111,33 @@ class Follower {
   }
 
  private:
-  int Interrupted() {
+  // Every TrainerJob succeeded, but evaluation rounds at their final versions are still to come.
+  void StartWaiting(const std::vector<PendingEvaluation>& pending, SteadyClock::duration wait) {
+    const auto seconds = std::chrono::ceil<std::chrono::seconds>(wait).count();
+    waiting_note_ = "Every TrainerJob succeeded; waiting up to " + std::to_string(seconds) +
+                    " s for the evaluation at " + DescribePending(pending) +
+                    " (Ctrl-C stops waiting).\n";
+    if (!live_) out_ << waiting_note_ << std::flush;
+  }
+
+  // `pending`: the rounds that did not come (the wait ran out or was cut short by `why`).
+  int Succeeded(const std::vector<PendingEvaluation>& pending, const std::string& why) {
+    if (!pending.empty() && (options_.eval_wait.count() > 0 || !why.empty())) {
+      out_ << "No evaluation at " << DescribePending(pending)
+           << (why.empty() ? " within --eval-wait" : why)
+           << "; the eval line shows the newest seen.\n";
+    }
+    out_ << "Experiment " << options_.experiment << " succeeded.\n"
+         << SuccessSummary(last_rows_) << EvalSummary(eval_rows_) << std::flush;
+    return kExitOk;
+  }
+
+  int Interrupted(bool waiting_for_eval) {
+    if (waiting_for_eval) {
+      return Succeeded(PendingEvaluations(Objects(ExperimentRole::kTrainerJob),
+                                          Objects(ExperimentRole::kDataflow)),
+                       " (interrupted while waiting)");
+    }
     out_ << std::flush;
     err_ << "\nsluice run: interrupted; stopped following " << options_.experiment
          << " (the resources stay)\n";
@@ -137,21 +176,33 @@ class Follower {
     }
     const double t = WallSeconds();
     last_rows_ = JoinProgress(view, t);
+    for (const ProgressRow& row : last_rows_) KeepForEvalLine(row);
     if (Status s = AppendProgress(progress_path_, last_rows_); !s.ok() && !append_failed_) {
       append_failed_ = true;  // Say it once; following is still worth it.
       err_ << "sluice run: " << s.message() << "\n";
     }
     const std::string clock = ClockText(t);
     if (live_) {
-      const std::string frame =
-          LiveView(options_.experiment, clock,
-                   std::chrono::duration<double>(options_.interval).count(), view);
+      std::string frame = LiveView(options_.experiment, clock,
+                                   std::chrono::duration<double>(options_.interval).count(), view);
+      if (!waiting_note_.empty()) frame += "\n" + waiting_note_;
       out_ << LiveRedraw(live_lines_, frame) << std::flush;
       live_lines_ = LineCount(frame);
     } else {
       for (const ProgressRow& row : last_rows_) out_ << PlainLine(row, clock) << "\n";
       out_ << std::flush;
     }
+  }
+
+  // Keeps what EvalSummary needs of the whole run: each row whose evaluation differs from the
+  // previous one kept for its TrainerJob (EvalSummary over these equals it over every row).
+  void KeepForEvalLine(const ProgressRow& row) {
+    if (!row.eval_version || !row.eval_accuracy) return;
+    const std::pair<int64_t, double> evaluation{*row.eval_version, *row.eval_accuracy};
+    auto [it, added] = last_evaluation_.try_emplace(row.trainer, evaluation);
+    if (!added && it->second == evaluation) return;
+    it->second = evaluation;
+    eval_rows_.push_back(row);
   }
 
   const RunOptions& options_;
@@ -162,6 +213,9 @@ class Follower {
   std::ostream& out_;
   std::ostream& err_;
   std::vector<ProgressRow> last_rows_;
+  std::vector<ProgressRow> eval_rows_;                                 // See KeepForEvalLine.
+  std::map<std::string, std::pair<int64_t, double>> last_evaluation_;  // Trainer -> kept last.
+  std::string waiting_note_;  // While waiting for evaluations: shown under the live view.
   size_t live_lines_ = 0;
   bool append_failed_ = false;
 };

@@ -9,9 +9,16 @@
 //   4. Every --interval: Get each TrainerJob, Dataflow and RolloutPool applied (a read error is
 //      reported and the last good object kept), append one ProgressRow per TrainerJob to
 //      DIR/experiments/<name>/progress.jsonl, render (progress_render.h: live view on a
-//      terminal, else plain lines), and decide (run_outcome.h): all Succeeded -> summary, exit
-//      0; one Failed -> its name and reason on stderr, exit 1; --timeout passed -> "timed out
-//      after N s", exit 1; SIGINT/SIGTERM -> exit 130. The resources are never deleted.
+//      terminal, else plain lines), and decide (run_outcome.h): all Succeeded -> step 5; one
+//      Failed -> its name and reason on stderr, exit 1; --timeout passed -> "timed out after N
+//      s", exit 1; SIGINT/SIGTERM -> exit 130. The resources are never deleted.
+//   5. Every TrainerJob Succeeded: while an evaluation round at a TrainerJob's final version is
+//      still to come (eval_wait.h), keep sampling as in 4 (one note says so: a line, or under
+//      the live view) until it comes, --eval-wait passes or --timeout passes (whichever is
+//      first; neither fails the run now), or SIGINT/SIGTERM (stops waiting). Then a line naming
+//      the rounds that did not come (if any, and --eval-wait > 0), "Experiment NAME
+//      succeeded.", the summary (run_outcome.h) and the eval line (eval_summary.h, from every
+//      row sampled during this run): exit 0.
 //
 // Thread safety: a plain function; RunRun installs SIGINT/SIGTERM handlers for its duration
 // (interrupt_guard.h), so run one at a time.
@@ -29,7 +36,8 @@ inline constexpr int kExitInterrupted = 130;
 int RunRun(const RunOptions& options, std::ostream& out, std::ostream& err);
 
 // RunRun with the stop condition given: `interrupted` is asked between samples (and during the
-// wait between them, every 50 ms); true stops following with exit 130.
+// wait between them, every 50 ms); true stops following with exit 130 (or, while waiting for
+// evaluations after success, ends that wait: exit 0).
 int RunExperiment(const RunOptions& options, const std::function<bool()>& interrupted,
                   std::ostream& out, std::ostream& err);
 

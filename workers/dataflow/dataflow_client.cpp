@@ -1,6 +1,8 @@
 #include "workers/dataflow/dataflow_client.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <utility>
 
 #include "common/http/json_body.h"
@@ -59,6 +61,7 @@ Status DataflowClient::Announce(const std::string& policy, const VersionAnnounce
   nlohmann::json body = {{"number", version.number}, {"delta_base", version.delta_base}};
   if (!version.url.empty()) body["url"] = version.url;
   if (!version.digest.empty()) body["digest"] = version.digest;
+  if (version.evaluate) body["evaluate"] = true;
   http::Request req;
   req.method = "POST";
   req.path = "/v1/policies/" + policy + "/versions";
@@ -69,6 +72,74 @@ Status DataflowClient::Announce(const std::string& policy, const VersionAnnounce
   if (!res.ok()) return res.status();
   if (res->status == 409) return Status::Ok();
   return res->ToStatus().WithContext("POST /v1/policies/" + policy + "/versions");
+}
+
+Result<TrainRowsPage> DataflowClient::TrainRows(int64_t offset, int64_t limit) {
+  const std::string what = "GET /v1/dataset/train";
+  http::Request req;
+  req.method = "GET";  // Retried by the http::Client on connection failures and 5xx.
+  req.path =
+      "/v1/dataset/train?offset=" + std::to_string(offset) + "&limit=" + std::to_string(limit);
+  Result<http::Response> res = client_->Send(std::move(req));
+  if (!res.ok()) return res.status();
+  SLUICE_RETURN_IF_ERROR(res->ToStatus().WithContext(what));
+  SLUICE_ASSIGN_OR_RETURN(const nlohmann::json reply,
+                          http::ParseJsonText(res->body, "train rows reply"));
+  const std::string where = "train rows reply";
+  TrainRowsPage page;
+  auto total = reply.find("total");
+  if (total == reply.end() || !total->is_number_integer() || total->get<int64_t>() < 0) {
+    return Status::InvalidArgument("must be an integer >= 0", where + ".total");
+  }
+  page.total = total->get<int64_t>();
+  auto rows = reply.find("rows");
+  if (rows == reply.end() || !rows->is_array()) {
+    return Status::InvalidArgument("must be a list", where + ".rows");
+  }
+  if (static_cast<int64_t>(rows->size()) > limit) {
+    return Status::InvalidArgument("has more than the " + std::to_string(limit) + " rows asked for",
+                                   where + ".rows");
+  }
+  page.rows.reserve(rows->size());
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const nlohmann::json& r = (*rows)[i];
+    const std::string at = where + ".rows[" + std::to_string(i) + "]";
+    if (!r.is_object()) return Status::InvalidArgument("must be an object", at);
+    PromptRow row;
+    for (auto [key, member] :
+         {std::pair{"id", &PromptRow::id}, std::pair{"prompt", &PromptRow::prompt},
+          std::pair{"answer", &PromptRow::answer}}) {
+      auto it = r.find(key);
+      if (it == r.end() || !it->is_string()) {
+        return Status::InvalidArgument("must be a string", at + "." + key);
+      }
+      row.*member = it->get<std::string>();
+    }
+    page.rows.push_back(std::move(row));
+  }
+  return page;
+}
+
+Result<std::vector<PromptRow>> DataflowClient::AllTrainRows(int64_t page) {
+  std::vector<PromptRow> all;
+  int64_t total = -1;  // Unknown until the first page.
+  while (total < 0 || static_cast<int64_t>(all.size()) < total) {
+    const auto offset = static_cast<int64_t>(all.size());
+    SLUICE_ASSIGN_OR_RETURN(TrainRowsPage p, TrainRows(offset, page));
+    if (total >= 0 && p.total != total) {
+      return Status::Conflict("the train split changed from " + std::to_string(total) + " to " +
+                              std::to_string(p.total) + " rows while it was read");
+    }
+    total = p.total;
+    const auto left = static_cast<size_t>(total - std::min(offset, total));
+    if (p.rows.size() > left || (p.rows.empty() && left > 0)) {
+      return Status::InvalidArgument("has " + std::to_string(p.rows.size()) + " rows at offset " +
+                                         std::to_string(offset) + " of " + std::to_string(total),
+                                     "train rows reply.rows");
+    }
+    for (PromptRow& r : p.rows) all.push_back(std::move(r));
+  }
+  return all;
 }
 
 Result<LeaseAnswer> DataflowClient::Lease(const LeaseQuery& query,

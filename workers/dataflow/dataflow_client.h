@@ -1,6 +1,7 @@
 // DataflowClient: the workers' side of the dataflow API (docs/dataflow.md, "HTTP API"). Trainers
-// take a batch, acknowledge it and announce new weight versions; rollout workers lease tasks,
-// renew and release leases, and submit finished groups.
+// take a batch, acknowledge it and announce new weight versions (and may read the train split
+// for a warm start); rollout workers lease tasks, renew and release leases, and submit finished
+// groups.
 //
 // Every call goes through an http::Client (retries on connection failures and 5xx where safe,
 // bearer token, hosts-file resolution), so a dataflow restart is ridden out transparently.
@@ -20,6 +21,7 @@
 #include "common/http/client.h"
 #include "common/process/cancellation.h"
 #include "common/status.h"
+#include "workers/dataflow/dataset.h"
 #include "workers/dataflow/trajectory_codec.h"
 
 namespace sluice::dataflow {
@@ -55,6 +57,15 @@ struct VersionAnnouncement {
   std::string url;          // Where the full weights of this version are served.
   std::string digest;       // "sha256:<hex>" of that image.
   int64_t delta_base = -1;  // The version a delta is offered from; -1: full only.
+  // Ask the dataflow for an eval round of this version (when it has evaluation configured),
+  // e.g. for the weights a warm start (SFT) produced, before RL moves them. Sent only when set.
+  bool evaluate = false;
+};
+
+// One page of GET /v1/dataset/train.
+struct TrainRowsPage {
+  int64_t total = 0;            // Rows in the train split.
+  std::vector<PromptRow> rows;  // Train rows offset.., in split order; id, prompt, answer set.
 };
 
 // Whether a TakeBatch / TakeBatchFrame error says the policy is drained (410 DataflowDrained):
@@ -82,6 +93,16 @@ class DataflowClient {
   // POST /v1/policies/{policy}/versions. A version that is not newer than the dataflow's (409,
   // e.g. re-announced after a restart) is OK.
   Status Announce(const std::string& policy, const VersionAnnouncement& version);
+
+  // GET /v1/dataset/train?offset=N&limit=M: train rows offset .. offset+limit-1 (fewer at the end
+  // of the split, none from an offset at or past it). InvalidArgument for an offset < 0 or a
+  // limit outside [1, 10000] (the dataflow's 400, naming the parameter) and, naming the field,
+  // for a malformed reply.
+  Result<TrainRowsPage> TrainRows(int64_t offset, int64_t limit);
+  // The whole train split, in split order, fetched `page` rows at a time (page in [1, 10000]).
+  // Conflict when the split's size changes between pages (the dataflow restarted on another
+  // dataset).
+  Result<std::vector<PromptRow>> AllTrainRows(int64_t page = 1000);
 
   // POST /v1/leases. InvalidArgument naming the field for a malformed reply.
   Result<LeaseAnswer> Lease(const LeaseQuery& query, const CancellationToken& cancel);

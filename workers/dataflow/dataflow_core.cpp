@@ -187,7 +187,11 @@ void CountersFromJson(const json& j, T& c,
 }
 
 json VersionToJson(const VersionInfo& v) {
-  return {{"number", v.number}, {"url", v.url}, {"digest", v.digest}, {"delta_base", v.delta_base}};
+  return {{"number", v.number},
+          {"url", v.url},
+          {"digest", v.digest},
+          {"delta_base", v.delta_base},
+          {"evaluate", v.evaluate}};
 }
 
 VersionInfo VersionFromJson(const json& j) {
@@ -196,6 +200,8 @@ VersionInfo VersionFromJson(const json& j) {
   v.url = j.at("url").get<std::string>();
   v.digest = j.at("digest").get<std::string>();
   v.delta_base = j.at("delta_base").get<int64_t>();
+  // Absent in records and snapshots written before the flag existed.
+  if (auto it = j.find("evaluate"); it != j.end()) v.evaluate = it->get<bool>();
   return v;
 }
 
@@ -1057,9 +1063,10 @@ Status DataflowCore::AnnounceLocked(std::string_view policy, const VersionInfo& 
   if (p != policies_.front().get()) return Status::Ok();
   curator_->OnVersion(version.number);
   const int64_t every = config_.eval.every_versions;
-  if (every > 0 && version.number / every > previous / every) {
-    QueueEvalRoundLocked(*p, version.number);
-  }
+  const bool periodic = every > 0 && version.number / every > previous / every;
+  // Asked for by the trainer (e.g. the weights a warm start produced); one round either way.
+  const bool requested = version.evaluate && (every > 0 || config_.eval.at_start);
+  if (periodic || requested) QueueEvalRoundLocked(*p, version.number);
   return Status::Ok();
 }
 
@@ -1171,7 +1178,8 @@ json DataflowCore::StatusJson() const {
        {{"consumed", cursor_.consumed()},
         {"total", cursor_.total()},
         {"skipped", c.prompts_skipped},
-        {"forced", c.curator_forced}}},
+        {"forced", c.curator_forced},
+        {"dropped_duplicates", static_cast<int64_t>(dataset_->dropped_duplicates())}}},
       {"epoch", cursor_.epoch()},
       {"epochs", cursor_.epochs()},
       {"dataset_done", cursor_.done()},

@@ -49,6 +49,12 @@
 //    round of all eval rows is queued; when all its tasks are done or set aside it is scored
 //    (avg@k, pass@k; eval_metrics.h) into the status's "last_eval". An eval completion is correct
 //    when it earns the full reward (>= 1 − 1e-9): partial credit counts in mean_reward only.
+//    An announcement of the primary policy with `evaluate` set also queues a round at its version
+//    when evaluation is configured (every_versions > 0 or at_start; otherwise, and for other
+//    policies, the flag does nothing), one round even when every_versions would queue one too. A
+//    trainer that ran a warm start (SFT) before RL announces the warm-started weights this way,
+//    so a round measures exactly the model RL starts from. The flag is part of the VersionInfo:
+//    kept in records and snapshots, and compared by the idempotent re-announce.
 //  - Curator feedback uses trajectory-level rewards: per sample, the primary policy's entry of
 //    policy_rewards when present, else policy_rewards[0], else `reward`.
 //
@@ -160,6 +166,8 @@ struct VersionInfo {
   std::string url;          // Where workers fetch the weights.
   std::string digest;       // Of the full weights.
   int64_t delta_base = -1;  // Version a sparse delta at `url` applies to; -1: full weights.
+  // Queue an eval round at this version (primary policy, evaluation configured; see "Versions").
+  bool evaluate = false;
   friend bool operator==(const VersionInfo&, const VersionInfo&) = default;
 };
 

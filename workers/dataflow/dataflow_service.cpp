@@ -1,12 +1,11 @@
 #include "workers/dataflow/dataflow_service.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <string_view>
-#include <system_error>
 
 #include "common/http/json_body.h"
+#include "workers/dataflow/dataset_route.h"
+#include "workers/dataflow/request_fields.h"
 
 namespace sluice::dataflow {
 
@@ -40,53 +39,6 @@ struct OpState {
   Status error;
 };
 thread_local OpState t_op;
-
-Status BadField(std::string message, std::string field) {
-  return Status::InvalidArgument(std::move(message), std::move(field));
-}
-
-// Readers for request JSON: absent keys (or null) leave `out` unchanged unless required.
-Status ReadString(const json& j, const char* key, bool required, std::string& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    return required ? BadField("is required", key) : Status::Ok();
-  }
-  if (!it->is_string()) return BadField("must be a string", key);
-  out = it->get<std::string>();
-  return Status::Ok();
-}
-
-Status ReadInt(const json& j, const char* key, bool required, int64_t& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    return required ? BadField("is required", key) : Status::Ok();
-  }
-  if (!it->is_number_integer()) return BadField("must be an integer", key);
-  if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT64_MAX}) {
-    return BadField("is out of range", key);
-  }
-  out = it->get<int64_t>();
-  return Status::Ok();
-}
-
-Status ReadSeconds(const json& j, const char* key, double& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::Ok();
-  if (!it->is_number()) return BadField("must be a number of seconds", key);
-  const double v = it->get<double>();
-  if (!std::isfinite(v) || v < 0) return BadField("must be a finite number >= 0", key);
-  out = v;
-  return Status::Ok();
-}
-
-Status RejectUnknownKeys(const json& j, std::initializer_list<std::string_view> known) {
-  for (const auto& [key, value] : j.items()) {
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      return BadField("unknown field", key);
-    }
-  }
-  return Status::Ok();
-}
 
 struct ParsedLease {
   LeaseRequest request;
@@ -123,7 +75,11 @@ int64_t UnixMillis(Clock::WallTime t) {
 }
 
 json VersionJson(const VersionInfo& v) {
-  return {{"number", v.number}, {"url", v.url}, {"digest", v.digest}, {"delta_base", v.delta_base}};
+  return {{"number", v.number},
+          {"url", v.url},
+          {"digest", v.digest},
+          {"delta_base", v.delta_base},
+          {"evaluate", v.evaluate}};
 }
 
 json LeaseReplyJson(const LeaseReply& reply, std::chrono::seconds lease_duration) {
@@ -153,31 +109,6 @@ json LeaseReplyJson(const LeaseReply& reply, std::chrono::seconds lease_duration
           {"versions", std::move(versions)},
           {"backpressure", reply.backpressure},
           {"lease_seconds", lease_duration.count()}};
-}
-
-// A query parameter as an integer / non-negative number of seconds.
-Status QueryInt(const httplib::Request& req, const char* key, int64_t& out) {
-  if (!req.has_param(key)) return Status::Ok();
-  const std::string v = req.get_param_value(key);
-  int64_t parsed = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), parsed);
-  if (ec != std::errc() || end != v.data() + v.size()) {
-    return BadField("\"" + v + "\" is not an integer", key);
-  }
-  out = parsed;
-  return Status::Ok();
-}
-
-Status QuerySeconds(const httplib::Request& req, const char* key, double& out) {
-  if (!req.has_param(key)) return Status::Ok();
-  const std::string v = req.get_param_value(key);
-  double parsed = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), parsed);
-  if (ec != std::errc() || end != v.data() + v.size() || !std::isfinite(parsed) || parsed < 0) {
-    return BadField("\"" + v + "\" is not a number of seconds >= 0", key);
-  }
-  out = parsed;
-  return Status::Ok();
 }
 
 SteadyClock::time_point DeadlineAfter(double seconds, std::chrono::milliseconds cap) {
@@ -388,6 +319,10 @@ void DataflowService::Register(http::Server& server) {
   server.Post(R"(/v1/batches/([^/]+)/ack)", route(&DataflowService::HandleAck));
   server.Post(R"(/v1/policies/([^/]+)/versions)", route(&DataflowService::HandleAnnounce));
   server.Get("/v1/status", route(&DataflowService::HandleStatus));
+  server.Get("/v1/dataset/train", [this](const httplib::Request& req, httplib::Response& res) {
+    if (Status s = Serving(); !s.ok()) return http::ReplyError(res, s);
+    ServeTrainRows(*dataset_, req, res);
+  });
 }
 
 void DataflowService::HandleLease(const httplib::Request& req, httplib::Response& res) {
@@ -486,12 +421,12 @@ void DataflowService::HandleTakeBatch(const httplib::Request& req, httplib::Resp
   const std::string policy = req.matches[1];
   int64_t groups = 0;
   double wait = 0;
-  if (Status s = QueryInt(req, "groups", groups); !s.ok()) return http::ReplyError(res, s);
+  if (Status s = QueryInt(req.params, "groups", groups); !s.ok()) return http::ReplyError(res, s);
   if (groups < 0 || groups > kMaxBatchGroups) {
     return http::ReplyError(
         res, BadField("must be in [0, " + std::to_string(kMaxBatchGroups) + "]", "groups"));
   }
-  if (Status s = QuerySeconds(req, "wait", wait); !s.ok()) return http::ReplyError(res, s);
+  if (Status s = QuerySeconds(req.params, "wait", wait); !s.ok()) return http::ReplyError(res, s);
   if (waits_.find(policy) == waits_.end()) {
     return http::ReplyError(res, Status::NotFound("no policy " + policy + " in this dataflow"));
   }
@@ -580,12 +515,13 @@ void DataflowService::HandleAnnounce(const httplib::Request& req, httplib::Respo
   Result<json> body = http::ParseJsonObject(req);
   if (!body.ok()) return http::ReplyError(res, body.status());
   VersionInfo v;
-  Status s = RejectUnknownKeys(*body, {"number", "url", "digest", "delta_base"});
+  Status s = RejectUnknownKeys(*body, {"number", "url", "digest", "delta_base", "evaluate"});
   if (s.ok()) s = ReadInt(*body, "number", true, v.number);
   if (s.ok() && v.number < 1) s = BadField("must be >= 1", "number");
   if (s.ok()) s = ReadString(*body, "url", false, v.url);
   if (s.ok()) s = ReadString(*body, "digest", false, v.digest);
   if (s.ok()) s = ReadInt(*body, "delta_base", false, v.delta_base);
+  if (s.ok()) s = ReadBool(*body, "evaluate", v.evaluate);
   if (s.ok() && (v.delta_base < -1 || v.delta_base >= v.number)) {
     s = BadField("must be -1 (full weights) or an earlier version", "delta_base");
   }

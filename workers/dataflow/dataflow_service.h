@@ -10,8 +10,10 @@
 //   GET  /v1/batches/{policy}?groups=N&wait=S   one Batch frame, or 204 after `wait` s, or
 //                                        410 (reason DataflowDrained) once the policy is drained
 //   POST /v1/batches/{id}/ack            -> {"batch_id", "acked"}
-//   POST /v1/policies/{policy}/versions  JSON VersionInfo -> {"policy", "version"}
+//   POST /v1/policies/{policy}/versions  JSON VersionInfo (optional "evaluate": queue an eval
+//                                        round at this version) -> {"policy", "version"}
 //   GET  /v1/status                      core status plus WAL, recovery and trainer-wait stats
+//   GET  /v1/dataset/train?offset=N&limit=M   a page of the train split (dataset_route.h)
 //
 // Durability (the log's caller protocol, write_ahead_log.h): the core hands each record to the
 // service's sink under the core's lock, and the sink appends it to the log there, so LSN order is

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "common/splitmix64.h"
@@ -486,16 +487,39 @@ Result<Dataset> Dataset::Load(const DatasetSource& source) {
     for (size_t i = 0; i < k; ++i) is_eval[ranked[i].second] = true;
   }
 
+  // A held-out problem must not be trained on under another id: train rows whose prompt equals
+  // an eval row's prompt are dropped (generators and scraped datasets repeat problems).
+  std::unordered_set<std::string_view> eval_prompts;
+  for (size_t i = 0; i < n; ++i) {
+    if (is_eval[i]) eval_prompts.insert(rows[i].prompt);
+  }
+  std::vector<bool> dropped(n, false);
+  size_t dropped_count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!is_eval[i] && eval_prompts.count(rows[i].prompt) > 0) {
+      dropped[i] = true;
+      ++dropped_count;
+    }
+  }
+  if (dropped_count == n - k) {
+    return Status::InvalidArgument(
+        "every training prompt also appears in the eval split (the rows repeat " +
+            std::to_string(k) + " prompts); use more distinct rows or a smaller evalSplit",
+        "spec.dataset.evalSplit");
+  }
+
   Dataset d;
   d.name_ = rows.front().dataset;
-  d.train_.reserve(n - k);
+  d.train_.reserve(n - k - dropped_count);
   d.eval_.reserve(k);
+  d.dropped_duplicates_ = dropped_count;
   uint64_t h = Fnv1a(d.name_);
   for (size_t i = 0; i < n; ++i) {
     for (const std::string* s : {&rows[i].id, &rows[i].prompt, &rows[i].answer}) {
       h = Fnv1a(*s, Fnv1a(std::string_view("\0", 1), h));
     }
-    h = Fnv1a(is_eval[i] ? "e" : "t", h);
+    h = Fnv1a(is_eval[i] ? "e" : (dropped[i] ? "d" : "t"), h);
+    if (dropped[i]) continue;
     (is_eval[i] ? d.eval_ : d.train_).push_back(std::move(rows[i]));
   }
   d.fingerprint_ = h;

@@ -37,7 +37,9 @@
 // Eval split: round(evalSplit · rows) rows (at least 1 when evalSplit > 0 and there are 2 or
 // more rows; always leaving at least 1 train row) are held out: those whose ids rank lowest
 // under a hash keyed by shuffle_seed. Membership depends on ids, not on line order. Both splits
-// keep source order.
+// keep source order. No eval problem is trained on: a non-eval row whose prompt equals an eval
+// row's prompt is dropped from the train split (dropped_duplicates() counts them); when that
+// leaves no train row, Load fails naming spec.dataset.evalSplit.
 //
 // Reproducibility: all randomness uses std::mt19937_64 (fully specified by the standard) with
 // Sluice's own bounded draws and shuffles, so results are identical across compilers and
@@ -124,6 +126,8 @@ class Dataset {
   const std::string& name() const { return name_; }
   size_t train_size() const { return train_.size(); }
   size_t eval_size() const { return eval_.size(); }
+  // Train-side rows left out because their prompt equals an eval row's prompt.
+  size_t dropped_duplicates() const { return dropped_duplicates_; }
   // i must be below the size (checked).
   const PromptRow& train(size_t i) const;
   const PromptRow& eval(size_t i) const;
@@ -137,6 +141,7 @@ class Dataset {
   std::string name_;
   std::vector<PromptRow> train_;
   std::vector<PromptRow> eval_;
+  size_t dropped_duplicates_ = 0;
   uint64_t fingerprint_ = 0;
 };
 

@@ -33,8 +33,6 @@
 #include "common/metrics/registry.h"
 #include "common/process/signals.h"
 #include "workers/dataflow/dataflow_client.h"
-#include "workers/model/bpe_tokenizer.h"
-#include "workers/model/char_tokenizer.h"
 #include "workers/model/chat_template.h"
 #include "workers/model/nn/decoder_model.h"
 #include "workers/rollout/engine/torch/engine_backend.h"
@@ -43,6 +41,7 @@
 #include "workers/rollout/rollout_settings.h"
 #include "workers/rollout/rollout_worker.h"
 #include "workers/rollout/weight_updater.h"
+#include "workers/rollout/workflows/policy_text_loader.h"
 
 namespace sluice::rollout {
 namespace {
@@ -137,27 +136,7 @@ struct LoadedPolicy {
 
 // The tokenizer and chat template of a policy (everything but the weights).
 Result<PolicyText> LoadPolicyText(const HostedPolicy& p) {
-  LoadedPolicy out;
-  std::string template_name = p.chat_template;
-  if (p.tokenizer == "char") {
-    out.text.tokenizer = std::make_shared<model::CharTokenizer>();
-  } else {
-    Result<std::unique_ptr<model::BpeTokenizer>> t =
-        model::BpeTokenizer::FromFile(p.tokenizer_file);
-    if (!t.ok()) return t.status().WithContext("policy " + p.name + " tokenizer");
-    out.text.tokenizer = std::shared_ptr<const model::Tokenizer>(std::move(*t));
-    if (template_name == "auto") {
-      template_name =
-          out.text.tokenizer->TokenId("<|start_header_id|>").has_value() ? "llama3" : "chatml";
-    }
-  }
-  Result<model::ChatTemplate> tmpl = model::ChatTemplate::ByName(template_name);
-  if (!tmpl.ok()) return tmpl.status().WithContext("policy " + p.name);
-  if (Status s = tmpl->CheckTokenizer(*out.text.tokenizer); !s.ok()) {
-    return s.WithContext("policy " + p.name + " chat template " + template_name);
-  }
-  out.text.chat_template = std::make_shared<model::ChatTemplate>(*tmpl);
-  return out.text;
+  return rollout::LoadPolicyText(p.name, p.tokenizer, p.tokenizer_file, p.chat_template);
 }
 
 Result<LoadedPolicy> LoadPolicy(const HostedPolicy& p) {

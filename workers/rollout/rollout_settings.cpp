@@ -70,27 +70,14 @@ Result<RolloutSettings> ParseRolloutConfig(std::string_view text,
                                      where + "." + model.status().field());
     }
     h.model = *model;
-    const api::PolicySpecTokenizer& tok = found->spec.tokenizer;
-    h.tokenizer = tok.type == "auto" ? (h.model.builtin_uri.empty() ? "model" : "char") : tok.type;
-    if (h.tokenizer == "char") {
-      if (tok.chat_template == "chatml") {
-        return Status::InvalidArgument(
-            "chatml needs a model tokenizer (the char tokenizer has "
-            "the plain template's markers only)",
-            where + ".spec.tokenizer.chatTemplate");
-      }
-      h.chat_template = "plain";
-    } else {
-      h.tokenizer_file =
-          h.model.directory + "/" + (tok.path.has_value() ? *tok.path : "tokenizer.json");
-      h.chat_template = tok.chat_template;
+    Result<trainer::TextSettings> text =
+        trainer::ResolveTextSettings(h.model, found->spec.tokenizer);
+    if (!text.ok()) {
+      return Status::InvalidArgument(text.status().message(), where + "." + text.status().field());
     }
-    if (h.chat_template == "none") {
-      return Status::InvalidArgument(
-          "none is not supported by the rollout worker's workflows yet (they build chat "
-          "conversations); use auto or chatml",
-          where + ".spec.tokenizer.chatTemplate");
-    }
+    h.tokenizer = text->tokenizer;
+    h.tokenizer_file = text->tokenizer_file;
+    h.chat_template = text->chat_template;
     h.dtype = found->spec.model.dtype;
     h.keep_versions = found->spec.weight_sync.keep_versions;
     out.policies.push_back(std::move(h));

@@ -13,6 +13,12 @@
 //   spec.checkpoint.everySteps steps and after the last one. The process exits 0 after
 //   --steps steps.
 //
+// Warm start (spec.warmStart; torch/warm_start_runner.h): before the loop, every rank runs the
+// supervised steps on the Dataflow's training split (rank 0 reads it from GET /v1/dataset/train
+// and broadcasts it); RL then starts from those weights, which rank 0 publishes and announces as
+// version spec.warmStart.steps with "evaluate": true, so the Dataflow evaluates exactly the model
+// RL starts from. RL step k publishes version spec.warmStart.steps + k.
+//
 // SIGTERM stops between steps: the batch in hand (if any) is not acknowledged, so the dataflow
 // serves it again after its ack timeout; nothing accepted is lost.
 //
@@ -54,6 +60,7 @@
 #include "workers/trainer/torch/communicator.h"
 #include "workers/trainer/torch/policy_trainer.h"
 #include "workers/trainer/torch/published_weights.h"
+#include "workers/trainer/torch/warm_start_runner.h"
 #include "workers/trainer/trainer_settings.h"
 #include "workers/trainer/trainer_status.h"
 #include "workers/weights/hf_export.h"
@@ -268,15 +275,66 @@ int Main(int argc, char** argv) {
   if (!comm.ok()) return fail("rendezvous failed", comm.status());
 
   const ModelSource source = settings->model;
-  Result<std::unique_ptr<PolicyTrainer>> trainer = PolicyTrainer::Create(
-      *settings, [&source] { return LoadModel(source); }, comm->get());
+  const std::string checkpoint_dir = cfg->GetString("checkpoint-dir");
+  const bool checkpoints = !checkpoint_dir.empty() && settings->spec.checkpoint.has_value();
+
+  // Rank 0's client of the dataflow (batches, acks, announcements, the warm start's rows).
+  http::ClientOptions client_options;
+  client_options.base_url = cfg->GetString("dataflow-url");
+  client_options.token = token;
+  client_options.resolver = HostsResolver();
+  client_options.read_timeout = std::chrono::milliseconds(
+      std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("batch-wait")) +
+      std::chrono::milliseconds(30000));
+  Result<std::unique_ptr<http::Client>> http_client = http::Client::Create(client_options);
+  if (!http_client.ok()) return fail("flag --dataflow-url", http_client.status());
+  dataflow::DataflowClient dataflow(std::shared_ptr<http::Client>(std::move(*http_client)));
+
+  // The warm start (spec.warmStart): supervised steps on the training split; RL then starts
+  // from its weights, published as version spec.warmStart.steps.
+  std::unique_ptr<PolicyTrainer> warm;
+  if (settings->spec.warm_start) {
+    WarmStartInputs in;
+    in.settings = &*settings;
+    in.loader = [&source] { return LoadModel(source); };
+    in.comm = comm->get();
+    in.fetch_rows = [&dataflow] { return dataflow.AllTrainRows(); };
+    in.fetch_timeout = cfg->GetDuration("dataflow-timeout");
+    in.checkpoint_dir = checkpoints ? checkpoint_dir : "";
+    in.logger = &logger;
+    in.stop = stop.Token();
+    in.on_step = [&](const StepReport& r, int64_t total) {
+      board.SetPhase("Running",
+                     "warm start: step " + std::to_string(r.step) + " of " + std::to_string(total));
+      logger.Info("warm start step", {{"step", r.step},
+                                      {"steps", total},
+                                      {"loss", r.loss},
+                                      {"tokens_per_second", r.tokens_per_second}});
+    };
+    Result<std::unique_ptr<PolicyTrainer>> w = RunWarmStart(in);
+    if (!w.ok() && w.status().code() == StatusCode::kCancelled) {
+      logger.Info("stopped during the warm start");
+      server.Shutdown();
+      return 0;
+    }
+    if (!w.ok()) return fail("warm start failed", w.status());
+    warm = std::move(*w);
+  }
+  PolicyTrainerOptions trainer_options;
+  if (settings->spec.warm_start) trainer_options.version_base = settings->spec.warm_start->steps;
+  auto initial_weights = [&source, &warm]() -> Result<model::DecoderModel> {
+    Result<model::DecoderModel> m = LoadModel(source);
+    if (m.ok() && warm) SLUICE_RETURN_IF_ERROR(CopyWeights(warm->model(), *m));
+    return m;
+  };
+  Result<std::unique_ptr<PolicyTrainer>> trainer =
+      PolicyTrainer::Create(*settings, initial_weights, comm->get(), trainer_options);
   if (!trainer.ok()) return fail("cannot build the trainer", trainer.status());
+  warm.reset();  // Its optimizer state is no longer needed.
   PolicyTrainer& t = **trainer;
   export_route.SetModelConfig(t.model().config());
 
   // Resume from the newest complete checkpoint.
-  const std::string checkpoint_dir = cfg->GetString("checkpoint-dir");
-  const bool checkpoints = !checkpoint_dir.empty() && settings->spec.checkpoint.has_value();
   int64_t checkpointed_step = -1;  // Of the newest checkpoint written or resumed from.
   if (!checkpoint_dir.empty()) {
     Result<std::vector<int64_t>> held = ListCheckpoints(checkpoint_dir);
@@ -291,17 +349,7 @@ int Main(int argc, char** argv) {
   }
   board.SetStart(t.step(), t.version());
 
-  // Rank 0: the dataflow and the weights it announces.
-  http::ClientOptions client_options;
-  client_options.base_url = cfg->GetString("dataflow-url");
-  client_options.token = token;
-  client_options.resolver = HostsResolver();
-  client_options.read_timeout = std::chrono::milliseconds(
-      std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("batch-wait")) +
-      std::chrono::milliseconds(30000));
-  Result<std::unique_ptr<http::Client>> http_client = http::Client::Create(client_options);
-  if (!http_client.ok()) return fail("flag --dataflow-url", http_client.status());
-  dataflow::DataflowClient dataflow(std::shared_ptr<http::Client>(std::move(*http_client)));
+  // Rank 0: the weights it announces.
   std::string advertise = cfg->GetString("advertise-address");
   if (advertise.empty()) advertise = gloo.bind_address;
   const std::string weights_base =
@@ -315,6 +363,8 @@ int Main(int argc, char** argv) {
     if (t.version() < 1) return Status::Ok();  // The dataflow counts versions from 1.
     dataflow::VersionAnnouncement a;
     a.number = t.version();
+    // The weights RL starts from after a warm start: ask for their evaluation ("before RL").
+    a.evaluate = settings->spec.warm_start.has_value() && t.step() == 0;
     a.url = weights_base + std::to_string(t.version());
     Result<std::string> digest = store.Digest(t.version());
     if (digest.ok()) a.digest = *digest;

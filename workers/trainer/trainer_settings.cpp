@@ -73,6 +73,32 @@ Result<ModelSource> ResolveModelSource(std::string_view policy,
   return Status::InvalidArgument("must set one of builtin, path, pvc and uri", "spec.model.source");
 }
 
+Result<TextSettings> ResolveTextSettings(const ModelSource& model,
+                                         const api::PolicySpecTokenizer& tok) {
+  TextSettings out;
+  out.tokenizer = tok.type == "auto" ? (model.builtin_uri.empty() ? "model" : "char") : tok.type;
+  if (out.tokenizer == "char") {
+    if (tok.chat_template == "chatml") {
+      return Status::InvalidArgument(
+          "chatml needs a model tokenizer (the char tokenizer has the plain template's markers "
+          "only)",
+          "spec.tokenizer.chatTemplate");
+    }
+    out.chat_template = "plain";
+  } else {
+    out.tokenizer_file =
+        model.directory + "/" + (tok.path.has_value() ? *tok.path : "tokenizer.json");
+    out.chat_template = tok.chat_template;
+  }
+  if (out.chat_template == "none") {
+    return Status::InvalidArgument(
+        "none is not supported by the rollout worker's workflows yet (they build chat "
+        "conversations); use auto or chatml",
+        "spec.tokenizer.chatTemplate");
+  }
+  return out;
+}
+
 Result<TrainerSettings> ParseTrainerConfig(std::string_view text) {
   json config = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object()) {
@@ -119,6 +145,22 @@ Result<TrainerSettings> ParseTrainerConfig(std::string_view text) {
     }
   }
   s.max_new_tokens = df.sampling.max_new_tokens;
+  if (s.spec.warm_start) {
+    // Supervised targets are the reference answers of single prompts: only a single-turn
+    // episode has that shape (a multi-turn transcript or a solver/verifier pair has not).
+    if (df.workflow.type != "single-turn") {
+      return Status::InvalidArgument(
+          "needs a Dataflow with workflow type single-turn, not " + df.workflow.type,
+          "trainerJob.spec.warmStart");
+    }
+    Result<TextSettings> text_settings = ResolveTextSettings(s.model, s.policy_spec.tokenizer);
+    if (!text_settings.ok()) {
+      return Status(text_settings.status().code(), text_settings.status().message(),
+                    "policy." + text_settings.status().field());
+    }
+    s.text = std::move(*text_settings);
+    s.system_prompt = df.workflow.system_prompt;
+  }
   return s;
 }
 

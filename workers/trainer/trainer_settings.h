@@ -42,6 +42,23 @@ std::string PolicyModelDir(std::string_view policy);
 Result<ModelSource> ResolveModelSource(std::string_view policy,
                                        const api::PolicySpecModelSource& source);
 
+// How the Policy's text is tokenized and rendered (spec.tokenizer), resolved as the rollout
+// workers resolve it, so a trainer that renders prompts itself (the warm start) produces exactly
+// the tokens the rollout workers sample after.
+struct TextSettings {
+  std::string tokenizer;       // "char" (built-in models) or "model" (the model's tokenizer.json).
+  std::string tokenizer_file;  // For "model": the tokenizer.json path.
+  // The ChatTemplate name (model/chat_template.h): "plain" with the char tokenizer; "auto" (picked
+  // from the tokenizer's markers when it is read), "chatml" or "llama3" with a model tokenizer.
+  std::string chat_template;
+};
+
+// spec.tokenizer of a Policy whose weights come from `model`. InvalidArgument naming
+// "spec.tokenizer.chatTemplate" for chatml with the char tokenizer (it has only the plain
+// template's markers) and for none (the workflows build chat conversations).
+Result<TextSettings> ResolveTextSettings(const ModelSource& model,
+                                         const api::PolicySpecTokenizer& tokenizer);
+
 struct TrainerSettings {
   std::string job;       // TrainerJob metadata.name.
   std::string nspace;    // Its namespace.
@@ -55,6 +72,10 @@ struct TrainerSettings {
   // that DAPO's overlong shaping measures against.
   int64_t minibatches = 1;
   int64_t max_new_tokens = 512;
+  // Set with spec.warmStart (which needs a single-turn workflow): how prompts are rendered, and
+  // the Dataflow's spec.workflow.systemPrompt.
+  TextSettings text;
+  std::optional<std::string> system_prompt;
 };
 
 // Parses trainer.json text. InvalidArgument naming the field ("trainerJob.spec.steps", ...) for

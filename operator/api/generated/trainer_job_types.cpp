@@ -315,6 +315,22 @@ nlohmann::json ToJson(const TrainerJobSpecTemplate& v) {
   return j;
 }
 
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecWarmStart* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "lr", path, &out->lr));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "promptsPerStep", path, &out->prompts_per_step));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "steps", path, &out->steps));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const TrainerJobSpecWarmStart& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "lr", v.lr);
+  WriteField(j, "promptsPerStep", v.prompts_per_step);
+  WriteField(j, "steps", v.steps);
+  return j;
+}
+
 Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpec* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
   SLUICE_RETURN_IF_ERROR(ReadField(j, "algorithm", path, &out->algorithm));
@@ -328,6 +344,7 @@ Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpec* 
   SLUICE_RETURN_IF_ERROR(ReadField(j, "runPolicy", path, &out->run_policy));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "steps", path, &out->steps));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "template", path, &out->template_));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "warmStart", path, &out->warm_start));
   return Status::Ok();
 }
 
@@ -344,6 +361,7 @@ nlohmann::json ToJson(const TrainerJobSpec& v) {
   WriteField(j, "runPolicy", v.run_policy);
   WriteField(j, "steps", v.steps);
   WriteField(j, "template", v.template_);
+  WriteField(j, "warmStart", v.warm_start);
   return j;
 }
 

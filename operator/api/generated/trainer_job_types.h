@@ -313,6 +313,27 @@ struct TrainerJobSpecTemplate {
 Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecTemplate* out);
 nlohmann::json ToJson(const TrainerJobSpecTemplate& v);
 
+// Supervised fine-tuning before RL: the trainer trains on the Dataflow's training split (each
+// prompt rendered as the rollout workers render it, followed by its reference answer and the end of
+// turn) for this many steps, then announces the result as version steps with an evaluation request,
+// so the Dataflow's evaluation measures exactly the model RL starts from. RL steps follow as
+// versions steps+1 .. steps+spec.steps; the KL reference is the warm-started model. Unset: RL
+// starts from the Policy's initial weights.
+struct TrainerJobSpecWarmStart {
+  // Constant learning rate of the supervised steps (AdamW with spec.optimizer's betas, eps and
+  // weight decay).
+  double lr = 0.001;
+  // Training-split prompts (one sequence each) per supervised step; the split is walked in a
+  // shuffled order, epoch after epoch.
+  int64_t prompts_per_step = 64;
+  // Supervised steps (one optimizer update each).
+  int64_t steps = 0;
+
+  friend bool operator==(const TrainerJobSpecWarmStart&, const TrainerJobSpecWarmStart&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecWarmStart* out);
+nlohmann::json ToJson(const TrainerJobSpecWarmStart& v);
+
 // Desired state of the TrainerJob.
 struct TrainerJobSpec {
   // The training objective.
@@ -340,6 +361,13 @@ struct TrainerJobSpec {
   int64_t steps = 0;
   // How the operator builds each rank Pod.
   TrainerJobSpecTemplate template_;
+  // Supervised fine-tuning before RL: the trainer trains on the Dataflow's training split (each
+  // prompt rendered as the rollout workers render it, followed by its reference answer and the end
+  // of turn) for this many steps, then announces the result as version steps with an evaluation
+  // request, so the Dataflow's evaluation measures exactly the model RL starts from. RL steps
+  // follow as versions steps+1 .. steps+spec.steps; the KL reference is the warm-started model.
+  // Unset: RL starts from the Policy's initial weights.
+  std::optional<TrainerJobSpecWarmStart> warm_start;
 
   friend bool operator==(const TrainerJobSpec&, const TrainerJobSpec&) = default;
 };

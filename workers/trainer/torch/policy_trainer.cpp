@@ -156,6 +156,7 @@ struct PolicyTrainer::Impl {
 
 PolicyTrainer::PolicyTrainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
   model_ = impl_->policy.get();
+  version_base_ = impl_->options.version_base;
 }
 PolicyTrainer::~PolicyTrainer() = default;
 

@@ -18,7 +18,8 @@
 //      learning rate of this optimizer update set (lr_schedule.h), one AdamW step (the critic's
 //      likewise with its own optimizer).
 //   6. Statistics summed over micro-batches and ranks; step and version advance by one.
-// The initial weights are version 0; after step k the weights are version k.
+// The initial weights are version options.version_base (0 unless a warm start came first); after
+// step k the weights are version version_base + k.
 //
 // Devices: the CPU in float32 (Debian's libtorch has no CUDA); parameters, gradients and AdamW
 // state are float32.
@@ -67,6 +68,10 @@ struct StepReport {
 struct PolicyTrainerOptions {
   int64_t logprob_chunk = 1024;                // Rows per chunk of the log-prob computation.
   int64_t gradient_bucket_bytes = 25ll << 20;  // All-reduce bucket size.
+  // The version of the initial weights: after step k the weights are version_base + k. A job
+  // with a warm start begins RL from the warm-started weights, published as version
+  // spec.warmStart.steps (warm_start.h).
+  int64_t version_base = 0;
 };
 
 // Builds a fresh copy of the Policy's initial weights (called for the policy, the frozen
@@ -88,7 +93,7 @@ class PolicyTrainer {
   Result<StepReport> Step(const dataflow::Batch& batch);
 
   int64_t step() const { return step_; }
-  int64_t version() const { return step_; }
+  int64_t version() const { return version_base_ + step_; }
   const model::DecoderModel& model() const { return *model_; }
 
   // Writes the full training state (weights, AdamW state, critic, step, optimizer-update count,
@@ -103,6 +108,7 @@ class PolicyTrainer {
   std::unique_ptr<Impl> impl_;
   model::DecoderModel* model_ = nullptr;
   int64_t step_ = 0;
+  int64_t version_base_ = 0;
 };
 
 }  // namespace sluice::trainer

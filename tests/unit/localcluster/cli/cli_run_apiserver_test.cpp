@@ -4,7 +4,10 @@
 // TrainerJob's (and its Dataflow's and RolloutPool's) status through the status subresource:
 // Running with a step, then Succeeded (exit 0, progress.jsonl has the samples) or Failed with a
 // condition (exit 1 with its message). Also: a document the server rejects (exit 1 naming the
-// field, nothing followed), --timeout, and an interrupt (exit 130).
+// field, nothing followed), --timeout, and an interrupt (exit 130). After success the run waits
+// for the Dataflow's evaluation at the final version (everyVersions 50, version 200) and prints
+// the eval line; that wait is bounded by --eval-wait, cut short by an interrupt (exit 0), skipped
+// with --eval-wait 0 or when the final version is not a multiple of everyVersions.
 //
 // The binary is looked for as in cli_apiserver_test.cpp; the test is skipped when it is not
 // built.
@@ -116,6 +119,7 @@ class CliRunApiServerTest : public ::testing::Test {
     o.experiment = experiment;
     o.interval = std::chrono::milliseconds(200);
     o.timeout = std::chrono::seconds(60);  // A safety net; the tests end long before.
+    o.eval_wait = std::chrono::seconds(30);
     o.display = RunDisplay::kPlain;
     return o;
   }
@@ -159,7 +163,10 @@ TEST_F(CliRunApiServerTest, AppliesTwiceThenFollowsToSuccess) {
   const std::string progress = layout_.ProgressLog("grpo");
   std::thread operator_thread([&] {
     if (!WaitForFileContaining(progress, "tiny-grpo")) return;
-    PatchStatus("dataflows", "arithmetic", {{"buffered", 64}, {"trajectoriesPerSecond", 3.5}});
+    PatchStatus("dataflows", "arithmetic",
+                {{"buffered", 64},
+                 {"trajectoriesPerSecond", 3.5},
+                 {"evaluation", {{"version", 0}, {"accuracy", 0.125}}}});
     PatchStatus("rolloutpools", "tiny-rollout",
                 {{"replicas", 2},
                  {"readyReplicas", 2},
@@ -169,13 +176,21 @@ TEST_F(CliRunApiServerTest, AppliesTwiceThenFollowsToSuccess) {
                 {{"phase", "Running"},
                  {"step", 5},
                  {"version", 5},
-                 {"lastMetrics", {{"rewardMean", 0.25}, {"loss", 0.5}, {"tokensPerSecond", 100}}}});
+                 {"lastMetrics",
+                  {{"rewardMean", 0.25},
+                   {"loss", 0.5},
+                   {"tokensPerSecond", 100},
+                   {"dataWaitFraction", 0.25}}}});
     if (!WaitForFileContaining(progress, "\"step\":5")) return;
     PatchStatus("trainerjobs", "tiny-grpo",
                 {{"phase", "Succeeded"},
                  {"step", 200},
                  {"version", 200},
                  {"lastMetrics", {{"rewardMean", 0.9}}}});
+    // The trainer is done; the rollout pool finishes the round at version 200 a little later.
+    if (!WaitForFileContaining(progress, "\"phase\":\"Succeeded\"")) return;
+    PatchStatus("dataflows", "arithmetic",
+                {{"evaluation", {{"version", 200}, {"accuracy", 0.41}}}});
   });
   out.str("");
   err.str("");
@@ -191,15 +206,22 @@ TEST_F(CliRunApiServerTest, AppliesTwiceThenFollowsToSuccess) {
                             0),
             0u)
       << out.str();
-  EXPECT_NE(out.str().find(" tiny-grpo Running step 5/200 v5 reward 0.25 loss 0.5 eval - rollout "
-                           "5230 tok/s train 100 tok/s buffer 64 staleness - replicas "
-                           "local-us-east=2\n"),
+  EXPECT_NE(out.str().find(" tiny-grpo Running step 5/200 v5 reward 0.25 loss 0.5 eval 0.125 "
+                           "rollout 5230 tok/s train 100 tok/s wait 25% buffer 64 staleness - "
+                           "replicas local-us-east=2\n"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("Every TrainerJob succeeded; waiting up to 30 s for the evaluation at "
+                           "version 200 of dataflow arithmetic (newest evaluated: 0) (Ctrl-C "
+                           "stops waiting).\n"),
             std::string::npos)
       << out.str();
   EXPECT_NE(out.str().find("Experiment grpo succeeded.\n"
-                           "tiny-grpo succeeded: 200/200 steps, version 200, reward 0.9\n"),
+                           "tiny-grpo succeeded: 200/200 steps, version 200, reward 0.9\n"
+                           "eval accuracy: before 12.5% -> after 41.0% (versions 0 -> 200)\n"),
             std::string::npos)
       << out.str();
+  EXPECT_EQ(out.str().find("No evaluation at"), std::string::npos) << out.str();
 
   Result<ProgressLog> log = ReadProgressLog(progress);
   ASSERT_TRUE(log.ok()) << log.status().ToString();
@@ -234,6 +256,78 @@ TEST_F(CliRunApiServerTest, AppliesTwiceThenFollowsToSuccess) {
   EXPECT_NE(out.str().find("trainerjob.sluice.dev/tiny-grpo configured\n"), std::string::npos);
   EXPECT_NE(out.str().find("policy.sluice.dev/tiny unchanged\n"), std::string::npos);
   EXPECT_NE(out.str().find("tiny-grpo succeeded: 200/300 steps"), std::string::npos) << out.str();
+  // The final round is already in: no wait, and this run saw one evaluation only.
+  EXPECT_EQ(out.str().find("waiting up to"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("eval accuracy: 41.0% at version 200 (no later evaluation)\n"),
+            std::string::npos)
+      << out.str();
+}
+
+// Success with the round at the final version missing: --eval-wait bounds the wait, an interrupt
+// ends it with exit 0, --eval-wait 0 and a final version that is no multiple of everyVersions
+// skip it. The eval line then shows the newest evaluation seen.
+TEST_F(CliRunApiServerTest, EvalWaitIsBoundedInterruptibleAndSkippable) {
+  RunOptions apply = Options(example_, "wait");
+  apply.follow = false;
+  std::ostringstream out, err;
+  ASSERT_EQ(RunRun(apply, out, err), 0) << err.str();
+  PatchStatus("dataflows", "arithmetic", {{"evaluation", {{"version", 150}, {"accuracy", 0.5}}}});
+  PatchStatus("trainerjobs", "tiny-grpo",
+              {{"phase", "Succeeded"}, {"step", 200}, {"version", 200}});
+  const std::string missing =
+      "No evaluation at version 200 of dataflow arithmetic (newest evaluated: 150)";
+  const std::string eval_line = "eval accuracy: 50.0% at version 150 (no later evaluation)\n";
+
+  // The round never comes: the wait ends after --eval-wait, and the run still succeeds.
+  RunOptions bounded = Options(example_, "wait");
+  bounded.eval_wait = std::chrono::seconds(1);
+  out.str("");
+  err.str("");
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(RunRun(bounded, out, err), 0) << out.str() << err.str();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_NE(out.str().find("waiting up to 1 s for the evaluation at version 200 of dataflow "
+                           "arithmetic (newest evaluated: 150)"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find(missing + " within --eval-wait; the eval line shows the newest seen.\n"
+                                     "Experiment wait succeeded.\n"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find(eval_line), std::string::npos) << out.str();
+
+  // An interrupt while waiting ends the wait; the experiment succeeded, so exit 0.
+  out.str("");
+  EXPECT_EQ(RunExperiment(
+                Options(example_, "wait"), [] { return true; }, out, err),
+            0)
+      << out.str() << err.str();
+  EXPECT_NE(out.str().find(missing + " (interrupted while waiting); the eval line shows the newest "
+                                     "seen.\n"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find(eval_line), std::string::npos) << out.str();
+
+  // --eval-wait 0: no wait and no note.
+  RunOptions no_wait = Options(example_, "wait");
+  no_wait.eval_wait = std::chrono::seconds(0);
+  out.str("");
+  EXPECT_EQ(RunRun(no_wait, out, err), 0) << err.str();
+  EXPECT_EQ(out.str().find("waiting up to"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("No evaluation at"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("Experiment wait succeeded.\n"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find(eval_line), std::string::npos) << out.str();
+
+  // Version 205 is no multiple of everyVersions 50: no round will come, so no wait.
+  PatchStatus("trainerjobs", "tiny-grpo", {{"version", 205}});
+  out.str("");
+  const auto quick = std::chrono::steady_clock::now();
+  EXPECT_EQ(RunRun(Options(example_, "wait"), out, err), 0) << err.str();
+  EXPECT_LT(std::chrono::steady_clock::now() - quick, std::chrono::seconds(20));
+  EXPECT_EQ(out.str().find("waiting up to"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("tiny-grpo succeeded: 200/200 steps, version 205"), std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find(eval_line), std::string::npos) << out.str();
 }
 
 TEST_F(CliRunApiServerTest, RejectedDocumentTimeoutInterruptAndFailure) {

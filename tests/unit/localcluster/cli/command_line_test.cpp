@@ -166,6 +166,54 @@ TEST(CommandLineTest, Logs) {
   EXPECT_NE(ParseLogs({}, kEnv).status().message().find("missing COMPONENT"), std::string::npos);
 }
 
+// --eval-wait DURATION: how long `sluice run` keeps following after success for the final
+// evaluation round (common/config durations; a plain number is seconds; 0 disables).
+TEST(CommandLineTest, RunEvalWait) {
+  using std::chrono::milliseconds;
+  struct Case {
+    std::string text;
+    milliseconds want;
+  };
+  for (const Case& c : std::vector<Case>{{"90s", milliseconds(90000)},
+                                         {"5m", milliseconds(300000)},
+                                         {"1m30s", milliseconds(90000)},
+                                         {"1.5", milliseconds(1500)},
+                                         {"250ms", milliseconds(250)},
+                                         {"0", milliseconds(0)},
+                                         {"24h", milliseconds(86400000)}}) {
+    Result<Parsed<RunOptions>> p = ParseRun({"a.yaml", "--eval-wait", c.text}, kEnv);
+    ASSERT_TRUE(p.ok()) << c.text << ": " << p.status().ToString();
+    EXPECT_EQ(p->options->eval_wait, c.want) << c.text;
+  }
+  EXPECT_EQ(ParseRun({"a.yaml"}, kEnv)->options->eval_wait, milliseconds(120000));
+  EXPECT_EQ(ParseRun({"a.yaml", "--eval-wait=2m"}, kEnv)->options->eval_wait, milliseconds(120000));
+
+  struct Bad {
+    std::string text;
+    std::string message_start;
+  };
+  for (const Bad& b :
+       std::vector<Bad>{{"soon", "flag --eval-wait: \"soon\" is not a duration"},
+                        {"-1s",
+                         "flag --eval-wait: \"-1s\" is not a duration: negative durations are not "
+                         "allowed"},
+                        {"2d", "flag --eval-wait: \"2d\" is not a duration: unknown unit"},
+                        {"25h", "flag --eval-wait: 25h is longer than 24h"},
+                        {"", "flag --eval-wait: must not be empty"}}) {
+    Result<Parsed<RunOptions>> p = ParseRun({"a.yaml", "--eval-wait", b.text}, kEnv);
+    ASSERT_FALSE(p.ok()) << b.text;
+    EXPECT_EQ(p.status().message().rfind(b.message_start, 0), 0u) << p.status().message();
+  }
+
+  Result<Parsed<RunOptions>> help = ParseRun({"--help"}, kEnv);
+  ASSERT_TRUE(help.ok());
+  EXPECT_NE(help->help.find("--eval-wait DURATION"), std::string::npos) << help->help;
+  EXPECT_NE(help->help.find("Default: 120s."), std::string::npos) << help->help;
+  // The summary names the eval line (checked unwrapped: the help wraps it anywhere).
+  EXPECT_NE(RunSpec().summary.find("`eval accuracy: before X% -> after Y% (versions A -> B)`"),
+            std::string::npos);
+}
+
 struct CliRun {
   int code;
   std::string out;
@@ -197,6 +245,11 @@ TEST(CliTest, HelpAndUnknownCommands) {
   r = RunSluice({"run"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("sluice run: missing MANIFEST"), std::string::npos) << r.err;
+  r = RunSluice({"run", "a.yaml", "--eval-wait", "later"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("sluice run: flag --eval-wait: \"later\" is not a duration"),
+            std::string::npos)
+      << r.err;
   r = RunSluice({"plot", "--format", "gif", "x"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("sluice plot: flag --format"), std::string::npos) << r.err;

@@ -116,7 +116,7 @@ json Trainer() {
     "spec": {"steps": 200, "dataflowRef": {"name": "arith"}},
     "status": {"phase": "Running", "step": 12, "version": 12,
                "lastMetrics": {"rewardMean": 0.41, "loss": 0.125, "stalenessMean": 0.8,
-                               "tokensPerSecond": 1200.4}}})");
+                               "tokensPerSecond": 1200.4, "dataWaitFraction": 0.123}}})");
 }
 
 ExperimentView FullView() {
@@ -152,12 +152,14 @@ TEST(ExperimentStatusTest, ViewsReadTheStatusFields) {
   EXPECT_EQ(t.loss, 0.125);
   EXPECT_EQ(t.staleness_mean, 0.8);
   EXPECT_EQ(t.tokens_per_second, 1200.4);
+  EXPECT_EQ(t.data_wait_fraction, 0.123);
   // No status at all, or mistyped fields: unknown.
   TrainerView bare = TrainerViewOf(json::parse(R"({"metadata": {"name": "b"},
       "status": {"step": "twelve", "lastMetrics": 3}})"));
   EXPECT_EQ(bare.phase, "");
   EXPECT_FALSE(bare.step.has_value());
   EXPECT_FALSE(bare.reward_mean.has_value());
+  EXPECT_FALSE(bare.data_wait_fraction.has_value());
   PoolView p = PoolViewOf(json::parse(R"({"metadata": {"name": "p"},
       "status": {"regions": [{"name": "r1", "replicas": 3}, {"replicas": 1}]}})"));
   ASSERT_EQ(p.regions.size(), 1u);  // An entry without a name is skipped.
@@ -171,6 +173,7 @@ TEST(ExperimentStatusTest, JoinPicksTheTrainersDataflowAndItsPools) {
   const ProgressRow& r = rows[0];
   EXPECT_EQ(r.t, 1700000000.5);
   EXPECT_EQ(r.trainer, "tiny-grpo");
+  EXPECT_EQ(r.data_wait_share, 0.123);
   EXPECT_EQ(r.buffered, 64);
   EXPECT_EQ(r.eval_accuracy, 0.38);
   EXPECT_EQ(r.eval_version, 10);
@@ -208,6 +211,10 @@ TEST(ProgressRenderTest, Numbers) {
   EXPECT_EQ(FormatInt(std::nullopt), "-");
   EXPECT_EQ(FormatInt(7), "7");
   EXPECT_EQ(FormatStepProgress(12, std::nullopt), "12/-");
+  EXPECT_EQ(FormatShare(std::nullopt), "-");
+  EXPECT_EQ(FormatShare(0.123), "12%");
+  EXPECT_EQ(FormatShare(0.996), "100%");
+  EXPECT_EQ(FormatShare(0), "0%");
   EXPECT_EQ(ClockText(0).size(), 8u);
 }
 
@@ -215,13 +222,13 @@ TEST(ProgressRenderTest, PlainLine) {
   std::vector<ProgressRow> rows = JoinProgress(FullView(), 0);
   EXPECT_EQ(PlainLine(rows[0], "12:00:05"),
             "12:00:05 tiny-grpo Running step 12/200 v12 reward 0.41 loss 0.125 eval 0.38 "
-            "rollout 5230 tok/s train 1200 tok/s buffer 64 staleness 0.8 replicas "
+            "rollout 5230 tok/s train 1200 tok/s wait 12% buffer 64 staleness 0.8 replicas "
             "local-eu-west=1 local-us-east=2");
   ProgressRow bare;
   bare.trainer = "t";
   EXPECT_EQ(PlainLine(bare, "00:00:00"),
             "00:00:00 t - step -/- v- reward - loss - eval - rollout - tok/s train - tok/s "
-            "buffer - staleness - replicas -");
+            "wait - buffer - staleness - replicas -");
 }
 
 TEST(ProgressRenderTest, LiveViewAndRedraw) {
@@ -233,8 +240,8 @@ TEST(ProgressRenderTest, LiveViewAndRedraw) {
             "sluice run tiny  12:00:05  every 0.5 s; Ctrl-C stops following (the resources "
             "stay)\n"
             "\n"
-            "TRAINERJOB  PHASE    STEP    VERSION  REWARD  LOSS   STALENESS  TOK/S\n"
-            "tiny-grpo   Running  12/200  12       0.41    0.125  0.8        1200\n"
+            "TRAINERJOB  PHASE    STEP    VERSION  REWARD  LOSS   STALENESS  TOK/S  WAIT\n"
+            "tiny-grpo   Running  12/200  12       0.41    0.125  0.8        1200   12%\n"
             "\n"
             "DATAFLOW  BUFFERED  TRAJ/S  EVAL\n"
             "arith     64        30.5    0.38 (v10)\n"
@@ -266,6 +273,7 @@ TEST(ProgressRowTest, JsonRoundTripAndKeys) {
   EXPECT_EQ(j["trainTokensPerSecond"], 1200.4);
   EXPECT_EQ(j["buffered"], 64);
   EXPECT_EQ(j["stalenessMean"], 0.8);
+  EXPECT_EQ(j["dataWaitShare"], 0.123);
   EXPECT_EQ(j["replicas"], json::parse(R"({"local-eu-west": 1, "local-us-east": 2})"));
   Result<ProgressRow> back = ProgressRowFromJson(json::parse(j.dump()));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -278,6 +286,7 @@ TEST(ProgressRowTest, JsonRoundTripAndKeys) {
   EXPECT_EQ(ProgressRowToJson(bare), json::parse(R"({"t": 1.0, "trainer": "t"})"));
   EXPECT_FALSE(ProgressRowFromJson(json::parse(R"({"trainer": "t"})")).ok());
   EXPECT_FALSE(ProgressRowFromJson(json::parse(R"({"t": 1, "step": "x"})")).ok());
+  EXPECT_FALSE(ProgressRowFromJson(json::parse(R"({"t": 1, "dataWaitShare": "x"})")).ok());
 }
 
 TEST(ProgressRowTest, LogParsingSkipsTornLines) {

@@ -717,6 +717,163 @@ TEST_F(DataflowCoreTest, EvalRoundsCanSampleTheTrainSplit) {
   EXPECT_EQ(eval_tasks, 3);
 }
 
+// An announcement with `evaluate` queues one eval round at its version (the weights a warm start
+// produced, say), whether or not every_versions would have queued one.
+TEST_F(DataflowCoreTest, EvaluateFlagQueuesOneEvalRoundAtThatVersion) {
+  Dataset data = MakeDataset(10, 0.2);  // 2 eval rows.
+  ASSERT_EQ(data.eval_size(), 2U);
+  DataflowConfig c = BaseConfig();
+  c.eval.every_versions = 3;
+  c.eval.k = 4;
+  auto core = Make(c, &data);
+  auto pending = [&] { return core->StatusJson()["pending_eval_tasks"].get<int64_t>(); };
+  auto rounds = [&] { return core->StatusJson()["eval"]["rounds_in_progress"].get<int64_t>(); };
+  EXPECT_EQ(pending(), 0);
+
+  VersionInfo v1{1, "u1", "d1", -1, true};
+  ASSERT_TRUE(core->AnnounceVersion("actor", v1).ok());
+  EXPECT_EQ(pending(), 2);
+  EXPECT_EQ(rounds(), 1);
+  // The record carries the flag.
+  ASSERT_FALSE(records_.empty());
+  ASSERT_EQ(records_.back().type, static_cast<uint32_t>(RecordType::kAnnounce));
+  EXPECT_EQ(nlohmann::json::from_cbor(records_.back().payload).at("evaluate"), true);
+  // Idempotent: the same announcement again queues nothing and records nothing.
+  const size_t records = records_.size();
+  ASSERT_TRUE(core->AnnounceVersion("actor", v1).ok());
+  EXPECT_EQ(records_.size(), records);
+  EXPECT_EQ(pending(), 2);
+  // The same version without the flag is another announcement: a conflict, nothing queued.
+  VersionInfo v1_plain = v1;
+  v1_plain.evaluate = false;
+  EXPECT_EQ(core->AnnounceVersion("actor", v1_plain).code(), StatusCode::kConflict);
+  EXPECT_EQ(pending(), 2);
+
+  // The round is of version 1.
+  std::vector<LeasedTask> evals;
+  for (const LeasedTask& t : core->Lease(Req(5)).tasks) {
+    if (t.eval) evals.push_back(t);
+  }
+  ASSERT_EQ(evals.size(), 2U);
+  for (const LeasedTask& t : evals) {
+    SubmitOk(*core, Group(t, {Single(1), Single(1), Single(0), Single(0)}));
+  }
+  nlohmann::json last = core->StatusJson()["eval"]["last"];
+  ASSERT_TRUE(last.is_object()) << core->StatusJson().dump();
+  EXPECT_EQ(last["version"], 1);
+  EXPECT_DOUBLE_EQ(last["overall_avg_at_k"].get<double>(), 0.5);
+  EXPECT_EQ(rounds(), 0);
+
+  // Version 2 (no multiple of 3) without the flag: nothing.
+  ASSERT_TRUE(core->AnnounceVersion("actor", {2, "u2", "d2", -1, false}).ok());
+  EXPECT_EQ(pending(), 0);
+  EXPECT_EQ(rounds(), 0);
+  // Version 3 (a multiple) with the flag: one round, not two.
+  ASSERT_TRUE(core->AnnounceVersion("actor", {3, "u3", "d3", -1, true}).ok());
+  EXPECT_EQ(pending(), 2);
+  EXPECT_EQ(rounds(), 1);
+  // Version 4 without the flag: nothing; 5 with it: a second round.
+  ASSERT_TRUE(core->AnnounceVersion("actor", {4, "u4", "d4", -1}).ok());
+  EXPECT_EQ(pending(), 2);
+  ASSERT_TRUE(core->AnnounceVersion("actor", {5, "u5", "d5", -1, true}).ok());
+  EXPECT_EQ(pending(), 4);
+  EXPECT_EQ(rounds(), 2);
+}
+
+// Without evaluation configured, or on a policy other than the primary, the flag does nothing;
+// with atStart alone it does queue a round.
+TEST_F(DataflowCoreTest, EvaluateFlagNeedsEvaluationAndThePrimaryPolicy) {
+  Dataset data = MakeDataset(10, 0.2);  // 2 eval rows.
+  {
+    auto core = Make(BaseConfig(), &data);  // No evaluation.
+    ASSERT_TRUE(core->AnnounceVersion("actor", {1, "u1", "d1", -1, true}).ok());
+    const nlohmann::json st = core->StatusJson();
+    EXPECT_EQ(st["policies"]["actor"]["version"], 1);
+    EXPECT_EQ(st["pending_eval_tasks"], 0);
+    EXPECT_EQ(st["eval"]["rounds_in_progress"], 0);
+  }
+  {
+    DataflowConfig c = BaseConfig();
+    c.eval.at_start = true;  // every_versions 0: only the round at start, and requested ones.
+    auto core = Make(c, &data);
+    EXPECT_EQ(core->StatusJson()["pending_eval_tasks"], 2);
+    ASSERT_TRUE(core->AnnounceVersion("actor", {1, "u1", "d1", -1, true}).ok());
+    EXPECT_EQ(core->StatusJson()["pending_eval_tasks"], 4);
+    EXPECT_EQ(core->StatusJson()["eval"]["rounds_in_progress"], 2);
+    ASSERT_TRUE(core->AnnounceVersion("actor", {2, "u2", "d2", -1, false}).ok());
+    EXPECT_EQ(core->StatusJson()["pending_eval_tasks"], 4);
+  }
+  {
+    DataflowConfig c = BaseConfig();
+    c.policies = {"solver", "verifier"};
+    c.eval.every_versions = 5;
+    auto core = Make(c, &data);
+    ASSERT_TRUE(core->AnnounceVersion("verifier", {1, "v1", "e1", -1, true}).ok());
+    EXPECT_EQ(core->StatusJson()["pending_eval_tasks"], 0);
+    ASSERT_TRUE(core->AnnounceVersion("solver", {1, "u1", "d1", -1, true}).ok());
+    EXPECT_EQ(core->StatusJson()["pending_eval_tasks"], 2);
+  }
+}
+
+// Recovery from the log and from a snapshot keeps the flag (so the idempotent re-announce still
+// matches and queues no second round), and records and snapshots written before the flag
+// existed still load, as announcements without it.
+TEST_F(DataflowCoreTest, EvaluateFlagSurvivesReplayAndSnapshot) {
+  Dataset data = MakeDataset(10, 0.2);  // 2 eval rows.
+  DataflowConfig c = BaseConfig();
+  c.eval.every_versions = 10;
+  auto original = Make(c, &data);
+  const VersionInfo v1{1, "u1", "d1", -1, true};
+  ASSERT_TRUE(original->AnnounceVersion("actor", v1).ok());
+  ASSERT_EQ(records_.size(), 1U);
+  EXPECT_EQ(original->StatusJson()["pending_eval_tasks"], 2);
+
+  auto from_log = DataflowCore::Create(c, &data, &clock_, 1).value();
+  ASSERT_TRUE(from_log->ApplyRecord(records_[0]).ok());
+  auto from_snapshot = DataflowCore::Create(c, &data, &clock_, 1).value();
+  ASSERT_TRUE(from_snapshot->RestoreSnapshot(original->Snapshot()).ok());
+  for (DataflowCore* core : {from_log.get(), from_snapshot.get()}) {
+    EXPECT_EQ(core->StatusJson(), original->StatusJson());
+    EXPECT_TRUE(core->Snapshot() == original->Snapshot());
+    ASSERT_TRUE(core->AnnounceVersion("actor", v1).ok());  // Still the same announcement.
+    VersionInfo plain = v1;
+    plain.evaluate = false;
+    EXPECT_EQ(core->AnnounceVersion("actor", plain).code(), StatusCode::kConflict);
+    EXPECT_EQ(core->StatusJson()["pending_eval_tasks"], 2);
+    EXPECT_EQ(core->StatusJson()["eval"]["rounds_in_progress"], 1);
+  }
+
+  // A record without "evaluate" (an older log): an announcement without the flag.
+  nlohmann::json old_record = nlohmann::json::from_cbor(records_[0].payload);
+  ASSERT_EQ(old_record.erase("evaluate"), 1U);
+  const std::vector<uint8_t> old_bytes = nlohmann::json::to_cbor(old_record);
+  auto from_old_log = DataflowCore::Create(c, &data, &clock_, 1).value();
+  ASSERT_TRUE(from_old_log
+                  ->ApplyRecord({static_cast<uint32_t>(RecordType::kAnnounce),
+                                 std::string(old_bytes.begin(), old_bytes.end())})
+                  .ok());
+  EXPECT_EQ(from_old_log->CurrentVersion("actor"), 1);
+  EXPECT_EQ(from_old_log->StatusJson()["pending_eval_tasks"], 0);
+  VersionInfo plain = v1;
+  plain.evaluate = false;
+  EXPECT_TRUE(from_old_log->AnnounceVersion("actor", plain).ok());
+
+  // A snapshot without it (an older snapshot).
+  nlohmann::json old_snapshot = nlohmann::json::from_cbor(original->Snapshot());
+  for (nlohmann::json& p : old_snapshot.at("policies")) {
+    ASSERT_EQ(p.at("version").erase("evaluate"), 1U);
+  }
+  const std::vector<uint8_t> snapshot_bytes = nlohmann::json::to_cbor(old_snapshot);
+  auto from_old_snapshot = DataflowCore::Create(c, &data, &clock_, 1).value();
+  ASSERT_TRUE(
+      from_old_snapshot->RestoreSnapshot(std::string(snapshot_bytes.begin(), snapshot_bytes.end()))
+          .ok());
+  EXPECT_EQ(from_old_snapshot->CurrentVersion("actor"), 1);
+  EXPECT_EQ(from_old_snapshot->StatusJson()["pending_eval_tasks"], 2);  // The round itself.
+  EXPECT_TRUE(from_old_snapshot->AnnounceVersion("actor", plain).ok());
+  EXPECT_EQ(from_old_snapshot->AnnounceVersion("actor", v1).code(), StatusCode::kConflict);
+}
+
 TEST_F(DataflowCoreTest, CuratorSkipsSolvedPrompts) {
   Dataset data = MakeDataset(3);
   DataflowConfig c = BaseConfig();
@@ -779,6 +936,8 @@ void Script(DataflowCore& core, FakeClock& clock, int phase) {
     auto evals = lease(2, "d");
     for (const LeasedTask& t : evals) submit(t, 2);
     (void)core.TakeBatch("solver", 3);
+    // A requested eval round at a version that is no multiple of every_versions.
+    (void)core.AnnounceVersion("solver", {3, "u3", "d3", -1, true});
   }
 }
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -17,6 +18,7 @@
 
 #include "common/clock.h"
 #include "common/http/client.h"
+#include "common/http/json_body.h"
 #include "common/http/server.h"
 #include "common/logging/logger.h"
 #include "common/metrics/exposition.h"
@@ -613,6 +615,86 @@ TEST_F(DataflowServiceTest, NotDrainedWhilePromptsRemain) {
   EXPECT_EQ(s["policies"]["actor"]["drain_reason"], "");
 }
 
+// "evaluate" on an announcement queues one eval round at that version.
+TEST_F(DataflowServiceTest, AnnounceWithEvaluateQueuesAnEvalRound) {
+  dataset_ = MakeDataset(50, 0.2);  // 10 eval rows.
+  DataflowConfig c = BaseConfig();
+  c.eval.every_versions = 10;
+  StartService(c);
+  EXPECT_EQ(Status()["pending_eval_tasks"], 0);
+  http::Response r =
+      PostJson("/v1/policies/actor/versions", {{"number", 1}, {"url", "u1"}, {"evaluate", true}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["version"]["evaluate"], true);
+  json s = Status();
+  EXPECT_EQ(s["pending_eval_tasks"], 10);
+  EXPECT_EQ(s["eval"]["rounds_in_progress"], 1);
+  // Not a boolean: 400 naming the field, nothing announced.
+  for (const json& bad : {json("yes"), json(1), json::array()}) {
+    http::Response rejected =
+        PostJson("/v1/policies/actor/versions", {{"number", 2}, {"evaluate", bad}});
+    EXPECT_EQ(rejected.status, 400) << rejected.body;
+    EXPECT_EQ(json::parse(rejected.body)["error"]["field"], "evaluate") << rejected.body;
+  }
+  EXPECT_EQ(Status()["policies"]["actor"]["version"], 1);
+  // Without the flag (or with it false) a version that is no multiple queues nothing.
+  EXPECT_EQ(PostJson("/v1/policies/actor/versions", {{"number", 2}}).status, 200);
+  EXPECT_EQ(PostJson("/v1/policies/actor/versions", {{"number", 3}, {"evaluate", false}}).status,
+            200);
+  EXPECT_EQ(Status()["pending_eval_tasks"], 10);
+
+  // The client sends the flag.
+  DataflowClient dataflow{std::shared_ptr<http::Client>(MakeClient(kToken))};
+  VersionAnnouncement v4;
+  v4.number = 4;
+  v4.url = "u4";
+  v4.evaluate = true;
+  ASSERT_TRUE(dataflow.Announce("actor", v4).ok());
+  s = Status();
+  EXPECT_EQ(s["policies"]["actor"]["version"], 4);
+  EXPECT_EQ(s["pending_eval_tasks"], 20);
+  EXPECT_EQ(s["eval"]["rounds_in_progress"], 2);
+  ASSERT_TRUE(dataflow.Announce("actor", v4).ok());  // Idempotent: no second round.
+  VersionAnnouncement v5;
+  v5.number = 5;
+  ASSERT_TRUE(dataflow.Announce("actor", v5).ok());
+  EXPECT_EQ(Status()["pending_eval_tasks"], 20);
+}
+
+// The client puts "evaluate" in the announcement only when it is set.
+TEST(DataflowClientTest, AnnounceSendsEvaluateOnlyWhenSet) {
+  log::Logger logger{"capture"};
+  http::ServerOptions so;
+  so.name = "capture";
+  so.access_log = false;
+  http::Server server(so, nullptr, logger);
+  std::mutex mu;
+  std::vector<json> bodies;
+  server.Post(R"(/v1/policies/([^/]+)/versions)",
+              [&](const httplib::Request& req, httplib::Response& res) {
+                std::lock_guard<std::mutex> lock(mu);
+                bodies.push_back(json::parse(req.body));
+                http::ReplyJson(res, json::object());
+              });
+  ASSERT_TRUE(server.Start().ok());
+  http::ClientOptions co;
+  co.base_url = server.BaseUrl();
+  co.max_attempts = 1;
+  DataflowClient dataflow{
+      std::shared_ptr<http::Client>(std::move(http::Client::Create(co)).value())};
+  VersionAnnouncement v;
+  v.number = 1;
+  ASSERT_TRUE(dataflow.Announce("actor", v).ok());
+  v.number = 2;
+  v.evaluate = true;
+  ASSERT_TRUE(dataflow.Announce("actor", v).ok());
+  server.Shutdown();
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(bodies.size(), 2U);
+  EXPECT_FALSE(bodies[0].contains("evaluate")) << bodies[0].dump();
+  EXPECT_EQ(bodies[1]["evaluate"], true) << bodies[1].dump();
+}
+
 class DataflowServiceRestartTest : public DataflowServiceTest,
                                    public ::testing::WithParamInterface<bool> {};
 
@@ -663,6 +745,28 @@ TEST_P(DataflowServiceRestartTest, RestartRecoversBuffersLeasesAndAcks) {
   EXPECT_EQ(served_tasks.count(acked.samples[0].task_id), 0U);
   EXPECT_EQ(served_tasks.count(unacked.samples[0].task_id), 0U);
   EXPECT_EQ(served_tasks.size(), 2U);
+}
+
+// The evaluate flag survives a restart (from the log, or from the final snapshot): re-announcing
+// the same version with it is still the idempotent no-op, without it a conflict.
+TEST_P(DataflowServiceRestartTest, RestartKeepsTheEvaluateFlag) {
+  const bool snapshot_on_stop = GetParam();
+  dataset_ = MakeDataset(50, 0.2);  // 10 eval rows.
+  DataflowConfig c = BaseConfig();
+  c.eval.every_versions = 10;
+  StartService(c, snapshot_on_stop);
+  const json announce = {{"number", 1}, {"url", "u1"}, {"evaluate", true}};
+  ASSERT_EQ(PostJson("/v1/policies/actor/versions", announce).status, 200);
+  const json before = CoreStatus();
+  EXPECT_EQ(before["pending_eval_tasks"], 10);
+
+  StopService();
+  StartService(c, snapshot_on_stop);
+  EXPECT_EQ(CoreStatus(), before);
+  EXPECT_EQ(Status()["recovery"]["snapshot_lsn"].get<uint64_t>() > 0, snapshot_on_stop);
+  EXPECT_EQ(PostJson("/v1/policies/actor/versions", announce).status, 200);
+  EXPECT_EQ(PostJson("/v1/policies/actor/versions", {{"number", 1}, {"url", "u1"}}).status, 409);
+  EXPECT_EQ(CoreStatus(), before);
 }
 
 INSTANTIATE_TEST_SUITE_P(SnapshotOnStop, DataflowServiceRestartTest, ::testing::Bool());

@@ -381,12 +381,13 @@ TEST(DatasetLoadTest, EvalSplitIsDisjointSizedAndDeterministic) {
   auto d = Dataset::Load(src);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->name(), "arithmetic");
-  EXPECT_EQ(d->train_size(), 900u);
+  EXPECT_EQ(d->train_size() + d->dropped_duplicates(), 900u);
+  EXPECT_LT(d->dropped_duplicates(), 20u);  // Operands up to 100 rarely repeat a problem.
   EXPECT_EQ(d->eval_size(), 100u);
   std::set<std::string> train_ids, eval_ids;
   for (size_t i = 0; i < d->train_size(); ++i) train_ids.insert(d->train(i).id);
   for (size_t i = 0; i < d->eval_size(); ++i) eval_ids.insert(d->eval(i).id);
-  EXPECT_EQ(train_ids.size(), 900u);
+  EXPECT_EQ(train_ids.size(), d->train_size());
   EXPECT_EQ(eval_ids.size(), 100u);
   for (const auto& id : eval_ids) EXPECT_EQ(train_ids.count(id), 0u) << id;
   // Spread over the rows, not a block at either end.
@@ -416,6 +417,7 @@ TEST(DatasetLoadTest, EvalSplitIsDisjointSizedAndDeterministic) {
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->train_size(), 1000u);
   EXPECT_EQ(none->eval_size(), 0u);
+  EXPECT_EQ(none->dropped_duplicates(), 0u);
   src.eval_split = 0.5;
   auto half = Dataset::Load(src);
   ASSERT_TRUE(half.ok());
@@ -436,8 +438,40 @@ TEST(DatasetLoadTest, EvalSplitEdgeSizes) {
     auto d = Dataset::Load(src);
     ASSERT_TRUE(d.ok());
     EXPECT_EQ(d->eval_size(), c.eval) << c.rows << " rows, split " << c.split;
-    EXPECT_EQ(d->train_size() + d->eval_size(), static_cast<size_t>(c.rows));
+    EXPECT_EQ(d->train_size() + d->eval_size() + d->dropped_duplicates(),
+              static_cast<size_t>(c.rows));
   }
+}
+
+TEST(DatasetLoadTest, NoEvalProblemIsTrainedOnUnderAnotherId) {
+  // Operands up to 3 give few distinct problems, so 400 rows repeat each many times.
+  DatasetSource src;
+  src.builtin = BuiltinDataset{"arithmetic", 400, 3, 1};
+  src.eval_split = 0.05;
+  auto d = Dataset::Load(src);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->eval_size(), 20u);
+  EXPECT_GT(d->dropped_duplicates(), 0u);
+  EXPECT_EQ(d->train_size() + d->eval_size() + d->dropped_duplicates(), 400u);
+  std::set<std::string> eval_prompts;
+  for (size_t i = 0; i < d->eval_size(); ++i) eval_prompts.insert(d->eval(i).prompt);
+  for (size_t i = 0; i < d->train_size(); ++i) {
+    EXPECT_EQ(eval_prompts.count(d->train(i).prompt), 0u) << d->train(i).prompt;
+  }
+
+  // When every training row repeats an eval prompt, nothing is left to train on: an error.
+  TempDir dir;
+  std::string same;
+  for (int i = 0; i < 10; ++i)
+    same += R"({"id": "q)" + std::to_string(i) +
+            R"(", "prompt": "p"})"
+            "\n";
+  src.builtin.reset();
+  src.file = dir.Write("same.jsonl", same);
+  src.eval_split = 0.2;
+  auto all_same = Dataset::Load(src);
+  ASSERT_FALSE(all_same.ok());
+  EXPECT_EQ(all_same.status().field(), "spec.dataset.evalSplit");
 }
 
 TEST(DatasetLoadTest, EvalSplitFollowsIdsNotLineOrder) {

@@ -108,5 +108,73 @@ TEST(TrainerSettingsTest, ConfigWithAPvcModelUsesThePolicysMount) {
   EXPECT_TRUE(s->model.builtin_uri.empty());
 }
 
+TEST(TrainerSettingsTest, WarmStartIsDefaultedAndCarriesHowPromptsAreRendered) {
+  json c = Config();
+  c["trainerJob"]["spec"]["warmStart"] = {{"steps", 30}};
+  c["dataflow"]["spec"]["workflow"]["systemPrompt"] = "Be brief.";
+  Result<TrainerSettings> s = ParseTrainerConfig(c.dump());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE(s->spec.warm_start.has_value());
+  EXPECT_EQ(s->spec.warm_start->steps, 30);
+  EXPECT_EQ(s->spec.warm_start->prompts_per_step, 64);  // Defaulted.
+  EXPECT_DOUBLE_EQ(s->spec.warm_start->lr, 1e-3);       // Defaulted.
+  EXPECT_EQ(s->text.tokenizer, "char");                 // A built-in model.
+  EXPECT_EQ(s->text.chat_template, "plain");
+  EXPECT_EQ(s->system_prompt, std::optional<std::string>("Be brief."));
+}
+
+TEST(TrainerSettingsTest, WarmStartErrorsNameTheField) {
+  json c = Config();
+  c["trainerJob"]["spec"]["warmStart"] = {{"promptsPerStep", 8}};  // steps is required.
+  Result<TrainerSettings> s = ParseTrainerConfig(c.dump());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().field(), "trainerJob.spec.warmStart.steps") << s.status().ToString();
+
+  c = Config();
+  c["trainerJob"]["spec"]["warmStart"] = {{"steps", 5}};
+  c["dataflow"]["spec"]["workflow"]["type"] = "multi-turn";
+  c["dataflow"]["spec"]["workflow"]["environment"] = {{"builtin", "calculator"}};
+  s = ParseTrainerConfig(c.dump());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().field(), "trainerJob.spec.warmStart") << s.status().ToString();
+  EXPECT_NE(s.status().message().find("single-turn"), std::string::npos);
+
+  c = Config();
+  c["trainerJob"]["spec"]["warmStart"] = {{"steps", 5}};
+  c["policy"]["spec"]["tokenizer"] = {{"chatTemplate", "chatml"}};
+  s = ParseTrainerConfig(c.dump());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().field(), "policy.spec.tokenizer.chatTemplate") << s.status().ToString();
+
+  // Without a warm start the trainer renders nothing, so the template is not its business.
+  c["trainerJob"]["spec"].erase("warmStart");
+  EXPECT_TRUE(ParseTrainerConfig(c.dump()).ok());
+}
+
+TEST(TrainerSettingsTest, ResolvesTextSettingsAsTheRolloutWorkersDo) {
+  ModelSource builtin;
+  builtin.builtin_uri = "builtin:tiny?vocab=char";
+  ModelSource hf;
+  hf.directory = "/models/qwen";
+  api::PolicySpecTokenizer tok;  // type auto, chatTemplate auto.
+  Result<TextSettings> t = ResolveTextSettings(builtin, tok);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->tokenizer, "char");
+  EXPECT_EQ(t->chat_template, "plain");
+  t = ResolveTextSettings(hf, tok);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->tokenizer, "model");
+  EXPECT_EQ(t->tokenizer_file, "/models/qwen/tokenizer.json");
+  EXPECT_EQ(t->chat_template, "auto");
+  tok.path = "tok/tokenizer.json";
+  tok.chat_template = "chatml";
+  t = ResolveTextSettings(hf, tok);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->tokenizer_file, "/models/qwen/tok/tokenizer.json");
+  EXPECT_EQ(t->chat_template, "chatml");
+  tok.chat_template = "none";
+  EXPECT_EQ(ResolveTextSettings(hf, tok).status().field(), "spec.tokenizer.chatTemplate");
+}
+
 }  // namespace
 }  // namespace sluice::trainer
