@@ -64,7 +64,12 @@ Status ResolveDataset(const api::DataflowSpecDataset& in, const DataflowMounts& 
   }
   if (in.builtin) {
     out->builtin = BuiltinDataset{in.builtin->generator, in.builtin->count, in.builtin->max_operand,
-                                  static_cast<uint64_t>(in.builtin->seed)};
+                                  static_cast<uint64_t>(in.builtin->seed), ""};
+    for (const std::string& op : in.builtin->operations) {
+      if (op.size() != 1)
+        return Bad("unknown operation '" + op + "'", "spec.dataset.builtin.operations");
+      out->builtin->operations += op;
+    }
   } else {
     if (in.format != "jsonl") {
       return Bad("unsupported format '" + in.format + "' (want jsonl)", "spec.dataset.format");

@@ -9,6 +9,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <set>
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
@@ -89,9 +90,10 @@ std::string Binary(int64_t a, char op, int64_t b) {
 }
 
 // One operation "a op b" with operands in [0, m].
-Expr SingleOperation(std::mt19937_64& rng, int64_t m) {
-  static constexpr char kOps[] = {'+', '-', '*', '/'};
-  const char op = kOps[UniformBelow(rng, 4)];
+// `ops`: the allowed operations (non-empty). With all four in the order "+-*/" the draws are
+// those of the generator before operations could be chosen, so existing datasets are unchanged.
+Expr SingleOperation(std::mt19937_64& rng, int64_t m, const std::string& ops) {
+  const char op = ops[UniformBelow(rng, ops.size())];
   int64_t a = UniformIn(rng, 0, m);
   int64_t b = UniformIn(rng, 0, m);
   int64_t value = 0;
@@ -373,6 +375,18 @@ Result<std::vector<PromptRow>> GenerateBuiltinRows(const BuiltinDataset& builtin
                                        "]",
                                    "spec.dataset.builtin.maxOperand");
   }
+  if (builtin.operations.empty() || builtin.operations.size() > 4 ||
+      builtin.operations.find_first_not_of("+-*/") != std::string::npos ||
+      std::set<char>(builtin.operations.begin(), builtin.operations.end()).size() !=
+          builtin.operations.size()) {
+    return Status::InvalidArgument(
+        "operations " + Quoted(builtin.operations) + " must be distinct ones of + - * /",
+        "spec.dataset.builtin.operations");
+  }
+  if (chain && builtin.operations.size() != 4) {
+    return Status::InvalidArgument("arithmetic-chain uses all four operations (+ - * /)",
+                                   "spec.dataset.builtin.operations");
+  }
   const std::string& name = dataset_name.empty() ? builtin.generator : dataset_name;
   const uint64_t seed_key = SplitMix64(builtin.seed);
   std::vector<PromptRow> rows;
@@ -387,7 +401,7 @@ Result<std::vector<PromptRow>> GenerateBuiltinRows(const BuiltinDataset& builtin
                              "Compute " + e.text + ". You may call the calculator tool.", e,
                              steps));
     } else {
-      const Expr e = SingleOperation(rng, builtin.max_operand);
+      const Expr e = SingleOperation(rng, builtin.max_operand, builtin.operations);
       rows.push_back(MakeRow(name, static_cast<uint64_t>(i),
                              "What is " + e.text + "? Answer with the number only.", e, 1));
     }

@@ -4,7 +4,8 @@
 // Sources (the Dataflow CR's spec.dataset, resolved by the service):
 //   - a JSONL file: a ConfigMap key or a PVC path, which the process sees as a mounted file;
 //   - a built-in generator, deterministic from its seed (no files needed):
-//       arithmetic        one operation "a op b", op in + - * / (exact division, a >= b for -),
+//       arithmetic        one operation "a op b", op drawn uniformly from `operations` (default
+//                         + - * /; exact division, a >= b for -),
 //                         operands in [0, maxOperand]. Prompt template (exact):
 //                           "What is <a> <op> <b>? Answer with the number only."
 //                         e.g. "What is 17 + 25? Answer with the number only.", answer "42".
@@ -81,6 +82,9 @@ struct BuiltinDataset {
   int64_t count = 10000;                 // Rows, in [1, 10^7].
   int64_t max_operand = 100;             // Largest operand, in [1, 10^9].
   uint64_t seed = 0;
+  // Operations "arithmetic" draws from, uniformly, one character each, distinct, from "+-*/"
+  // (spec.dataset.builtin.operations). "arithmetic-chain" needs all four.
+  std::string operations = "+-*/";
 };
 
 struct PromptRow {

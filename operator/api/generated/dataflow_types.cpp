@@ -100,6 +100,7 @@ Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecData
   SLUICE_RETURN_IF_ERROR(ReadField(j, "count", path, &out->count));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "generator", path, &out->generator));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "maxOperand", path, &out->max_operand));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "operations", path, &out->operations));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "seed", path, &out->seed));
   return Status::Ok();
 }
@@ -109,6 +110,7 @@ nlohmann::json ToJson(const DataflowSpecDatasetBuiltin& v) {
   WriteField(j, "count", v.count);
   WriteField(j, "generator", v.generator);
   WriteField(j, "maxOperand", v.max_operand);
+  WriteField(j, "operations", v.operations);
   WriteField(j, "seed", v.seed);
   return j;
 }

@@ -125,6 +125,9 @@ struct DataflowSpecDatasetBuiltin {
   std::string generator = "arithmetic";
   // Largest operand in generated expressions.
   int64_t max_operand = 100;
+  // Operations the arithmetic generator draws from, uniformly (addition and subtraction alone make
+  // a task a tiny model can generalise). arithmetic-chain needs all four.
+  std::vector<std::string> operations;
   // Seed of the generator.
   int64_t seed = 0;
 

@@ -359,6 +359,39 @@ TEST(DatasetBuiltinTest, ChainParenthesesAreNeeded) {
   EXPECT_GT(checked, 100);
 }
 
+TEST(DatasetBuiltinTest, ArithmeticDrawsOnlyTheChosenOperations) {
+  BuiltinDataset b{"arithmetic", 2000, 19, 4};
+  b.operations = "+-";
+  auto rows = GenerateBuiltinRows(b, "");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  int plus = 0, minus = 0;
+  for (const PromptRow& r : *rows) {
+    EXPECT_EQ(r.prompt.find(" * "), std::string::npos) << r.prompt;
+    EXPECT_EQ(r.prompt.find(" / "), std::string::npos) << r.prompt;
+    plus += r.prompt.find(" + ") != std::string::npos ? 1 : 0;
+    minus += r.prompt.find(" - ") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_EQ(plus + minus, 2000);
+  EXPECT_GT(plus, 900);  // Uniform over the two.
+  EXPECT_GT(minus, 900);
+  // The default (all four) draws exactly the rows it always drew.
+  BuiltinDataset all{"arithmetic", 50, 19, 4};
+  BuiltinDataset spelt = all;
+  spelt.operations = "+-*/";
+  EXPECT_EQ(GenerateBuiltinRows(all, "")->at(17).prompt,
+            GenerateBuiltinRows(spelt, "")->at(17).prompt);
+
+  for (const std::string bad : {"", "+%", "++", "+-*/+"}) {
+    BuiltinDataset x = all;
+    x.operations = bad;
+    EXPECT_EQ(GenerateBuiltinRows(x, "").status().field(), "spec.dataset.builtin.operations")
+        << bad;
+  }
+  BuiltinDataset chain{"arithmetic-chain", 10, 19, 4};
+  chain.operations = "+-";
+  EXPECT_EQ(GenerateBuiltinRows(chain, "").status().field(), "spec.dataset.builtin.operations");
+}
+
 TEST(DatasetBuiltinTest, RejectsBadSettings) {
   BuiltinDataset b;
   b.generator = "calculus";
