@@ -2,18 +2,22 @@
 include(CTest)
 include(GoogleTest)
 
-# sluice_add_test(<name> SOURCES <files...> LIBS <targets...>)
+# sluice_add_test(<name> SOURCES <files...> LIBS <targets...> [TIMEOUT <seconds>])
 # One executable per area keeps link time down; ctest still sees every TEST individually.
 function(sluice_add_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE sluice_build_flags ${ARG_LIBS} GTest::gtest GTest::gtest_main
                                         GTest::gmock)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   gtest_discover_tests(${name}
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
-    # A hung test fails in two minutes instead of holding CI for ctest's default 25.
-    PROPERTIES TIMEOUT 120
+    # A hung test fails in two minutes (unless the program says otherwise) instead of holding CI
+    # for ctest's default 25.
+    PROPERTIES TIMEOUT ${ARG_TIMEOUT}
                # One variable only: gtest_discover_tests splits a list value into properties.
                ENVIRONMENT "SLUICE_SOURCE_DIR=${CMAKE_SOURCE_DIR}"
     DISCOVERY_TIMEOUT 60)

@@ -326,6 +326,10 @@ Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) 
   if (done) {
     if (!status.contains("step") || status.value("step", int64_t{0}) < steps)
       status["step"] = steps;
+    // The last report read may predate the last steps: the final version is known from the spec
+    // (a warm start publishes version warmStart.steps, RL step k version warmStart.steps + k).
+    const int64_t warm = job.value("/spec/warmStart/steps"_json_pointer, int64_t{0});
+    if (status.value("version", int64_t{0}) < warm + steps) status["version"] = warm + steps;
     SLUICE_RETURN_IF_ERROR(
         finish(true, "StepsCompleted", "all " + std::to_string(steps) + " steps completed"));
     return ReconcileResult{};

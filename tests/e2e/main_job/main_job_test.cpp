@@ -1,0 +1,278 @@
+// End-to-end: the main job (examples/arithmetic-grpo.yaml, what `make demo` runs), shortened, on
+// the local cluster. It proves that:
+//   - `sluice run` applies the manifest and the operator runs the real sluice-dataflow,
+//     sluice-rollout and sluice-trainer from it (no stand-ins), until the TrainerJob succeeds;
+//   - the TrainerJob's spec.warmStart path works: the SFT warm start's weights are announced as
+//     version warmStart.steps with evaluate=true, so the Dataflow evaluates them ("before RL"),
+//     RL steps publish the versions after it, and `sluice run` waits for the evaluation at the
+//     final version and prints the eval line "before -> after";
+//   - the Dataflow accounts for every training trajectory: each submitted group is accepted or
+//     filtered, each accepted one is trained (in an acknowledged batch), still in an unacknowledged
+//     batch, dropped as stale or still buffered, and the trainer acknowledged exactly one batch per
+//     RL step, each trained once.
+// The example is edited, not copied: if it changes so that an edit no longer applies, the test
+// fails naming the edit, instead of silently testing something else than the demo.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/base64.h"
+#include "common/http/bearer_token.h"
+#include "common/http/client.h"
+#include "common/http/hosts_file.h"
+#include "tests/e2e/sluice_session.h"
+
+namespace sluice::e2e {
+namespace {
+
+using nlohmann::json;
+
+// The shortened run: small enough for CI on 2 cores, the same shape as the demo.
+constexpr int64_t kDatasetRows = 2000;   // Dataflow spec.dataset.builtin.count (demo: 20000).
+constexpr int64_t kEveryVersions = 10;   // Dataflow spec.evaluation.everyVersions.
+constexpr int64_t kEvalSamples = 40;     // spec.evaluation.samples: the whole eval split (2%).
+constexpr int64_t kWarmStartSteps = 10;  // TrainerJob spec.warmStart.steps.
+constexpr int64_t kPromptsPerStep = 32;  // TrainerJob spec.warmStart.promptsPerStep.
+constexpr int64_t kSteps = 20;           // TrainerJob spec.steps (RL steps).
+// RL step k publishes version warmStart.steps + k.
+constexpr int64_t kFinalVersion = kWarmStartSteps + kSteps;
+// A round comes at the final version only when it is a multiple of everyVersions.
+static_assert(kFinalVersion % kEveryVersions == 0);
+// The warm start's version is a multiple too, so its requested round is also the periodic one:
+// rounds at 10, 20 and 30, no more.
+static_assert(kWarmStartSteps % kEveryVersions == 0);
+constexpr int64_t kEvalRounds = kFinalVersion / kEveryVersions;
+
+constexpr char kPolicy[] = "calc";  // The example's Policy: the Dataflow's primary policy.
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Replaces `from` when it occurs exactly once in `text`; false (text unchanged) otherwise.
+bool ReplaceOnce(std::string& text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  if (at == std::string::npos || text.find(from, at + 1) != std::string::npos) return false;
+  text.replace(at, from.size(), to);
+  return true;
+}
+
+// What a failure message needs: the pods, the experiment's objects, each pod's log tail (and its
+// previous container's when it restarted) and the operator's log.
+std::string Diagnostics(const SluiceSession& cluster) {
+  std::string out = "\n--- pods\n" + cluster.Kubectl("get pods -o wide").output;
+  out += "\n--- trainerjob\n" + cluster.Kubectl("get trainerjob arithmetic-grpo -o yaml").output;
+  out += "\n--- dataflow\n" + cluster.Kubectl("get dataflow arithmetic -o yaml").output;
+  out += "\n--- rolloutpool\n" + cluster.Kubectl("get rolloutpool calc-rollout -o yaml").output;
+  const json pods = cluster.Get("pods");
+  if (pods.is_object()) {
+    for (const json& pod : pods.value("items", json::array())) {
+      const std::string name = pod.value("/metadata/name"_json_pointer, "");
+      out += "\n--- logs of " + name + "\n" + cluster.Kubectl("logs " + name + " --tail=40").output;
+      if (pod.value("/status/containerStatuses/0/restartCount"_json_pointer, 0) > 0) {
+        out += "\n--- previous logs of " + name + "\n" +
+               cluster.Kubectl("logs " + name + " --previous --tail=40").output;
+      }
+    }
+  }
+  return out + "\n--- operator log\n" + cluster.Log("operator");
+}
+
+TEST(MainJobTest, TheDemoManifestTrainsThroughTheOperatorAndAccountsForEveryTrajectory) {
+  if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
+  for (const char* binary : {"sluice", "sluice-apiserver", "sluice-node", "sluice-operator",
+                             "sluice-dataflow", "sluice-rollout", "sluice-trainer"}) {
+    ASSERT_TRUE(std::filesystem::exists(BinDir() + "/" + binary))
+        << binary << " is not built in " << BinDir();
+  }
+
+  // The demo's manifest, shortened by exact edits.
+  const std::string example = SourceDir() + "/examples/arithmetic-grpo.yaml";
+  std::string manifest = ReadFile(example);
+  ASSERT_FALSE(manifest.empty()) << example << " cannot be read";
+  struct Edit {
+    std::string from, to;
+  };
+  const auto n = [](int64_t v) { return std::to_string(v); };
+  const std::vector<Edit> edits = {
+      {"\n      count: 20000\n", "\n      count: " + n(kDatasetRows) + "\n"},
+      {"\n    everyVersions: 25\n", "\n    everyVersions: " + n(kEveryVersions) + "\n"},
+      {"\n    samples: 400\n", "\n    samples: " + n(kEvalSamples) + "\n"},
+      {"\n  warmStart:\n    steps: 100\n    promptsPerStep: 64\n",
+       "\n  warmStart:\n    steps: " + n(kWarmStartSteps) +
+           "\n    promptsPerStep: " + n(kPromptsPerStep) + "\n"},
+      {"\n  steps: 200\n", "\n  steps: " + n(kSteps) + "\n"},  // The TrainerJob's (RL) steps.
+      {"\n  replicas: 2\n", "\n  replicas: 1\n"},              // The RolloutPool's.
+  };
+  for (const Edit& e : edits) {
+    ASSERT_TRUE(ReplaceOnce(manifest, e.from, e.to))
+        << example << " no longer holds exactly one \"" << e.from
+        << "\": update this test's edits to the example";
+  }
+
+  SluiceSession cluster;
+  // The operator reads the workers' status every second (default 5 s), so the Dataflow shows each
+  // evaluation round soon after it completes, the warm start's included, before the next one.
+  ASSERT_TRUE(cluster.Up("SLUICE_OPERATOR_STATUS_PERIOD=1s")) << cluster.up().output;
+  const std::string manifest_file = cluster.dir() + "/arithmetic-grpo.yaml";
+  std::ofstream(manifest_file) << manifest;
+
+  const CommandResult run =
+      RunShell(BinDir() + "/sluice run " + manifest_file + " --state-dir " + cluster.state() +
+               " --interval 2 --timeout 600 --eval-wait 120");
+  ASSERT_EQ(run.exit_code, 0) << run.output << Diagnostics(cluster);
+  // The warm start's version was evaluated (announced with evaluate=true) and so was the final
+  // one (a multiple of everyVersions): `sluice run` waited for it.
+  EXPECT_NE(run.output.find("eval accuracy: before "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("(versions " + n(kWarmStartSteps) + " -> " + n(kFinalVersion) + ")"),
+            std::string::npos)
+      << run.output << Diagnostics(cluster);
+
+  const json job = cluster.Get("trainerjob arithmetic-grpo");
+  ASSERT_TRUE(job.is_object()) << Diagnostics(cluster);
+  EXPECT_EQ(job.value("/status/phase"_json_pointer, ""), "Succeeded") << job.dump(2);
+  EXPECT_EQ(job.value("/status/version"_json_pointer, int64_t{0}), kFinalVersion) << job.dump(2);
+  EXPECT_EQ(job.value("/status/step"_json_pointer, int64_t{0}), kSteps) << job.dump(2);
+  const json df = cluster.Get("dataflow arithmetic");
+  ASSERT_TRUE(df.is_object()) << Diagnostics(cluster);
+  EXPECT_EQ(df.value("/status/evaluation/version"_json_pointer, int64_t{0}), kFinalVersion)
+      << df.dump(2);
+  const int64_t group_size = df.value("/spec/sampling/groupSize"_json_pointer, int64_t{0});
+  const int64_t groups_per_batch = df.value("/spec/batch/groupsPerBatch"_json_pointer, int64_t{0});
+  ASSERT_GT(group_size, 0) << df.dump(2);
+  ASSERT_GT(groups_per_batch, 0) << df.dump(2);
+
+  // The dataflow's own counters: GET /v1/status at the Service the CR names, resolved through the
+  // local cluster's hosts file (as the workers reach it), with the token of its Secret.
+  const std::string endpoint = df.value("/status/endpoint"_json_pointer, "");
+  ASSERT_EQ(endpoint, "http://arithmetic.default.svc:8080") << df.dump(2);
+  const json secret = cluster.Get("secret arithmetic-token");
+  ASSERT_TRUE(secret.is_object()) << Diagnostics(cluster);
+  Result<std::string> token = Base64Decode(secret.value("/data/token"_json_pointer, ""));
+  ASSERT_TRUE(token.ok() && !token->empty()) << secret.dump(2);
+  http::ClientOptions options;
+  options.base_url = endpoint;
+  options.resolver = std::make_shared<http::HostsFileResolver>(cluster.state() + "/node/hosts");
+  options.token = http::TokenSource::FromValue(*token);
+  options.max_attempts = 1;
+  Result<std::unique_ptr<http::Client>> client = http::Client::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  std::string last_error;
+  auto dataflow_status = [&]() -> json {
+    Result<http::Response> r = (*client)->Get("/v1/status");
+    if (!r.ok()) {
+      last_error = r.status().ToString();
+      return json();
+    }
+    if (r->status != 200) {
+      last_error = r->ToStatus().ToString();
+      return json();
+    }
+    return json::parse(r->body, nullptr, false);
+  };
+  // Every evaluation round is scored (the accounting below counts the eval submissions of
+  // completed rounds only). `sluice run` saw the last one; an earlier one may lag by a task.
+  json status;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        status = dataflow_status();
+        return status.is_object() &&
+               status.value("/eval/rounds_in_progress"_json_pointer, int64_t{-1}) == 0;
+      },
+      std::chrono::seconds(60)))
+      << last_error << "\n"
+      << status.dump(2) << Diagnostics(cluster);
+  ASSERT_TRUE(status.contains(json::json_pointer("/policies/" + std::string(kPolicy))))
+      << status.dump(2);
+  const json& calc = status["policies"][kPolicy];
+  for (const char* key :
+       {"accepted_groups", "accepted_samples", "filtered_groups", "filtered_samples",
+        "stale_dropped_groups", "stale_dropped_samples", "buffered_groups", "buffered_samples",
+        "served_batches", "served_groups", "reserved_batches", "replayed_groups", "acked_batches",
+        "acked_groups", "unacked_batches", "unacked_groups"}) {
+    ASSERT_TRUE(calc.contains(key) && calc[key].is_number_integer())
+        << key << " is missing from the status of policy " << kPolicy << ": " << calc.dump(2);
+  }
+  auto count = [&](const char* key) { return calc[key].get<int64_t>(); };
+  const std::string context = status.dump(2);
+
+  // The accounting (workers/dataflow/dataflow_core.cpp). All these counters are read in one
+  // StatusJson call under the core's lock, so the identities hold exactly although the rollout
+  // replica keeps submitting groups after the trainer finished (until admission closes). Eval
+  // trajectories never reach them: SubmitLocked skips eval samples when splitting by policy and
+  // scores an eval task's group into its round instead of the buffer. The manifest has no
+  // replay (replayRatio 0), no filters and staleAction drop.
+  //
+  // (1) Submissions. submits.accepted counts every task's first (winning) submit, train and eval.
+  //     A single-policy train group becomes exactly one (prompt, policy) group: accepted into the
+  //     buffer (accepted_groups) or dropped whole by a filter (filtered_groups). Every eval task
+  //     of each scored round was submitted once: no task was set aside (tasks_failed 0; a set
+  //     aside one could also be submitted late, after its round was scored).
+  const int64_t rounds = status.value("/eval/completed"_json_pointer, int64_t{-1});
+  EXPECT_EQ(rounds, kEvalRounds) << context;
+  EXPECT_EQ(status.value("/leases/tasks_failed"_json_pointer, int64_t{-1}), 0) << context;
+  int64_t eval_prompts = 0;  // Per round: one eval task per prompt (repeat 1).
+  for (const json& d : status.value("/eval/last/datasets"_json_pointer, json::array())) {
+    eval_prompts += d.value("prompts", int64_t{0});
+  }
+  EXPECT_EQ(eval_prompts, kEvalSamples) << context;
+  EXPECT_EQ(status.value("/submits/accepted"_json_pointer, int64_t{-1}),
+            count("accepted_groups") + count("filtered_groups") + rounds * eval_prompts)
+      << context;
+  // (2) Each submitted training group carried group_size trajectories (one per completion), and
+  //     each was accepted or filtered; filters (none here) removed no single trajectory from a
+  //     kept group, so every accepted group holds group_size of them.
+  EXPECT_EQ(count("accepted_samples") + count("filtered_samples"),
+            group_size * (count("accepted_groups") + count("filtered_groups")))
+      << context;
+  EXPECT_EQ(count("filtered_samples"), group_size * count("filtered_groups")) << context;
+  // (3) Where every accepted group is now. A group leaves the buffer only in TakeBatch: dropped as
+  //     stale (stale_dropped_groups) or served fresh in a new batch (served_groups; a re-served
+  //     batch is not counted again); a served batch is either acknowledged (acked_groups, trained)
+  //     or not yet (unacked_groups). Replayed copies of trained groups count in neither.
+  EXPECT_EQ(count("accepted_groups"), count("acked_groups") + count("unacked_groups") +
+                                          count("stale_dropped_groups") + count("buffered_groups"))
+      << context;
+  EXPECT_EQ(count("served_groups"), count("acked_groups") + count("unacked_groups")) << context;
+  // The same in trajectories: every accepted trajectory was trained, is in an unacknowledged
+  // batch, was dropped as stale, or is still buffered.
+  EXPECT_EQ(count("accepted_samples"),
+            group_size * (count("acked_groups") + count("unacked_groups")) +
+                count("stale_dropped_samples") + count("buffered_samples"))
+      << context;
+  // (4) The trainer acknowledged one batch per RL step, each of groupsPerBatch fresh groups and
+  //     each trained once: no batch was served again after its ack timeout (reserved_batches)
+  //     and no group was replayed. Every batch served is acknowledged or still outstanding (a
+  //     batch whose long poll the trainer gave up on would be, and then its groups are counted
+  //     in unacked_groups above, not trained).
+  EXPECT_EQ(count("acked_batches"), kSteps) << context;
+  EXPECT_EQ(count("acked_groups"), kSteps * groups_per_batch) << context;
+  EXPECT_EQ(count("served_batches"), count("acked_batches") + count("unacked_batches")) << context;
+  EXPECT_EQ(count("reserved_batches"), 0) << context;
+  EXPECT_EQ(count("replayed_groups"), 0) << context;
+  // The Dataflow CR mirrors the acknowledged batches as servedBatches (within a status period).
+  EXPECT_TRUE(WaitUntil([&] {
+    const json d = cluster.Get("dataflow arithmetic");
+    if (!d.is_object()) return false;
+    for (const json& p : d.value("/status/policies"_json_pointer, json::array())) {
+      if (p.value("name", "") == kPolicy) return p.value("servedBatches", int64_t{-1}) == kSteps;
+    }
+    return false;
+  })) << cluster.Kubectl("get dataflow arithmetic -o yaml").output;
+
+  EXPECT_EQ(cluster.Down().exit_code, 0);
+}
+
+}  // namespace
+}  // namespace sluice::e2e
