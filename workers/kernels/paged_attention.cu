@@ -16,7 +16,7 @@ using internal::ToFloat;
 constexpr int kWarpSize = 32;
 // Each lane owns channels lane, lane + 32, ... of a head: 8 registers cover head_dim 256.
 constexpr int kPerLane = kPagedAttentionMaxHeadDim / kWarpSize;
-constexpr int kWarps = 4;
+constexpr int kWarps = 8;  // 16 tokens per warp per partition (docs/benchmarks.md).
 constexpr int kThreads = kWarps * kWarpSize;
 constexpr int kMergeThreads = 256;  // >= kPagedAttentionMaxHeadDim: one thread per channel.
 

@@ -133,8 +133,9 @@ void RunCase(const AttentionCase& c, uint32_t seed) {
 TEST(PagedAttentionTest, MatchesTheReferenceForEveryDTypeAndGqaRatio) {
   SLUICE_SKIP_WITHOUT_GPU();
   // Contexts: one token, a partial first block, exact blocks, a partial last block, and lengths
-  // on either side of the 512-token partition boundary and spanning several partitions.
-  const std::vector<int32_t> lens = {1, 7, 16, 17, 511, 512, 513, 1500};
+  // on either side of the partition boundaries (kPagedAttentionPartitionTokens = 128) and
+  // spanning several partitions.
+  const std::vector<int32_t> lens = {1, 7, 16, 17, 127, 128, 129, 511, 512, 513, 1500};
   uint32_t seed = 1;
   for (DType dtype : testing::kAllDTypes) {
     for (int kv_heads : {8, 4, 1}) {  // GQA ratios 1, 2 and 8 over 8 query heads.
@@ -250,9 +251,11 @@ TEST(PagedAttentionTest, AttendsToTokensWrittenByWriteKvCache) {
 }
 
 TEST(PagedAttentionTest, WorkspaceSizeCountsPartitions) {
-  // 100 blocks of 16 tokens = 1600 tokens = 4 partitions of 512.
-  EXPECT_EQ(PagedAttentionWorkspaceBytes(2, 8, 128, 16, 100), 2u * 8 * 4 * (128 + 2) * 4);
-  EXPECT_EQ(PagedAttentionWorkspaceBytes(1, 1, 64, 16, 32), 1u * 1 * 1 * (64 + 2) * 4);
+  static_assert(kPagedAttentionPartitionTokens == 128);
+  // 100 blocks of 16 tokens = 1600 tokens = 13 partitions of 128 (the last one partial).
+  EXPECT_EQ(PagedAttentionWorkspaceBytes(2, 8, 128, 16, 100), 2u * 8 * 13 * (128 + 2) * 4);
+  // 8 blocks of 16 = 128 tokens: exactly one partition.
+  EXPECT_EQ(PagedAttentionWorkspaceBytes(1, 1, 64, 16, 8), 1u * 1 * 1 * (64 + 2) * 4);
   EXPECT_EQ(PagedAttentionWorkspaceBytes(0, 8, 128, 16, 100), 0u);
 }
 
