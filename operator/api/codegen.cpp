@@ -246,4 +246,6 @@ class Generator {
 
 GeneratedTypes GenerateTypes(const ResourceKind& kind) { return Generator(kind).Run(); }
 
+std::string CppMemberName(const std::string& json_name) { return SnakeCase(json_name); }
+
 }  // namespace sluice::api

@@ -32,4 +32,11 @@ struct GeneratedTypes {
 
 GeneratedTypes GenerateTypes(const ResourceKind& kind);
 
+// The C++ member name the generated structs give the JSON property `json_name`: camelCase to
+// snake_case, splitting before a capital that follows a lower-case letter or that starts a
+// lower-case run after capitals ("maxBatchTokens" -> "max_batch_tokens", "chunkSizeMiB" ->
+// "chunk_size_mi_b", "URL" -> "url"); a C++ keyword gets a trailing underscore ("operator" ->
+// "operator_").
+std::string CppMemberName(const std::string& json_name);
+
 }  // namespace sluice::api

@@ -61,9 +61,13 @@ json PoolStatus(const json& pool, const std::vector<ReplicaObservation>& replica
 
   // Spec regions in order (or the one "default" region without placement).
   std::vector<std::string> region_names;
+  std::map<std::string, std::string> gpu_types;  // Region -> spec gpuType (informational).
   if (placed) {
     for (const json& r : pool.at("/spec/placement/regions"_json_pointer)) {
       region_names.push_back(r.value("name", ""));
+      if (r.contains("gpuType") && r["gpuType"].is_string()) {
+        gpu_types[region_names.back()] = r["gpuType"].get<std::string>();
+      }
     }
   } else {
     region_names.push_back(kDefaultRegionName);
@@ -110,10 +114,12 @@ json PoolStatus(const json& pool, const std::vector<ReplicaObservation>& replica
   json regions = json::array();
   for (const std::string& region : region_names) {
     const RegionCounts rc = per_region.count(region) ? per_region[region] : RegionCounts{};
-    regions.push_back({{"name", region},
-                       {"replicas", rc.replicas},
-                       {"ready", rc.ready},
-                       {"pending", rc.pending}});
+    json entry = {{"name", region},
+                  {"replicas", rc.replicas},
+                  {"ready", rc.ready},
+                  {"pending", rc.pending}};
+    if (auto it = gpu_types.find(region); it != gpu_types.end()) entry["gpuType"] = it->second;
+    regions.push_back(std::move(entry));
   }
   status["regions"] = regions;
   json policies = json::array();

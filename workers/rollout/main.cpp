@@ -267,6 +267,7 @@ int Main(int argc, char** argv) {
   wu.staging_dir = staging;
   for (const HostedPolicy& p : settings->policies) {
     wu.keep_versions = std::max<size_t>(wu.keep_versions, static_cast<size_t>(p.keep_versions));
+    wu.chunk_bytes[p.name] = p.chunk_bytes;
   }
   WeightUpdater updater(hosted, 0, wu, sink, &registry);
   updater.SetRelay(cfg->GetString("weights-relay"));

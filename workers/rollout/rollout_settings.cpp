@@ -6,6 +6,7 @@
 
 #include "operator/api/generated/policy_types.h"
 #include "operator/api/validation.h"
+#include "workers/trainer/weight_sync.h"
 
 namespace sluice::rollout {
 
@@ -80,6 +81,7 @@ Result<RolloutSettings> ParseRolloutConfig(std::string_view text,
     h.chat_template = text->chat_template;
     h.dtype = found->spec.model.dtype;
     h.keep_versions = found->spec.weight_sync.keep_versions;
+    h.chunk_bytes = trainer::TransferChunkBytes(found->spec.weight_sync);
     out.policies.push_back(std::move(h));
   }
   return out;

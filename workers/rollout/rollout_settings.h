@@ -10,6 +10,7 @@
 // Thread safety: values and pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,9 @@ struct HostedPolicy {
   std::string chat_template;
   std::string dtype;          // spec.model.dtype.
   int64_t keep_versions = 2;  // spec.weightSync.keepVersions.
+  // spec.weightSync.chunkSizeMiB in bytes: the most one Range request of a full-image download
+  // asks for (weights/weight_fetcher.h FetchOptions::chunk_bytes).
+  uint64_t chunk_bytes = uint64_t{64} << 20;
 };
 
 struct RolloutSettings {

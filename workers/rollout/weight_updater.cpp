@@ -10,9 +10,10 @@
 namespace sluice::rollout {
 
 struct WeightUpdater::PolicyState {
-  explicit PolicyState(size_t keep) : store(keep) {}
-  std::mutex update_mu;  // One update of this policy at a time.
-  int64_t version = 0;   // Guarded by WeightUpdater::mu_.
+  PolicyState(size_t keep, uint64_t chunk) : chunk_bytes(chunk), store(keep) {}
+  std::mutex update_mu;        // One update of this policy at a time.
+  int64_t version = 0;         // Guarded by WeightUpdater::mu_.
+  const uint64_t chunk_bytes;  // FetchOptions::chunk_bytes for this policy's full images.
   weights::WeightStore store;
   std::unique_ptr<weights::WeightRoutes> routes;
 };
@@ -22,7 +23,10 @@ WeightUpdater::WeightUpdater(const std::vector<std::string>& policies, int64_t i
                              metrics::Registry* registry)
     : options_(std::move(options)), sink_(sink) {
   for (const std::string& p : policies) {
-    auto state = std::make_unique<PolicyState>(std::max<size_t>(options_.keep_versions, 1));
+    auto chunk = options_.chunk_bytes.find(p);
+    auto state =
+        std::make_unique<PolicyState>(std::max<size_t>(options_.keep_versions, 1),
+                                      chunk == options_.chunk_bytes.end() ? 0 : chunk->second);
     state->version = initial_version;
     policies_.emplace(p, std::move(state));
   }
@@ -101,10 +105,12 @@ Result<weights::FetchedWeights> WeightUpdater::Fetch(PolicyState& state,
                                                      const std::string& base_url, int64_t version,
                                                      const std::string& digest) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<http::Client> client, ClientFor(base_url));
+  weights::FetchOptions fetch;
+  fetch.chunk_bytes = state.chunk_bytes;
   // Delta from the held snapshot when there is one.
   if (std::optional<int64_t> latest = state.store.Latest(); latest.has_value()) {
     if (std::shared_ptr<const weights::WeightSnapshot> held = state.store.Full(*latest)) {
-      return weights::FetchUpdate(*client, *held, version);
+      return weights::FetchUpdate(*client, *held, version, fetch);
     }
   }
   std::error_code ec;
@@ -113,7 +119,8 @@ Result<weights::FetchedWeights> WeightUpdater::Fetch(PolicyState& state,
       options_.staging_dir + "/v" + std::to_string(version) + "-" +
       std::to_string(std::hash<std::string>{}(base_url + "|" + std::to_string(version)) % 100000) +
       ".safetensors";
-  SLUICE_ASSIGN_OR_RETURN(weights::FetchStats stats, weights::FetchFull(*client, version, dest));
+  SLUICE_ASSIGN_OR_RETURN(weights::FetchStats stats,
+                          weights::FetchFull(*client, version, dest, fetch));
   SLUICE_ASSIGN_OR_RETURN(std::string image, ReadFile(dest));
   std::filesystem::remove(dest, ec);
   SLUICE_ASSIGN_OR_RETURN(weights::WeightSnapshot snapshot,
@@ -175,7 +182,9 @@ Result<std::optional<UpdateReport>> WeightUpdater::Update(
   SLUICE_RETURN_IF_ERROR(sink_->ApplyWeights(announced.policy, fetched->snapshot));
   report.stats = fetched->stats;
   // Keep it for peers; a version that is somehow not newer than what the store holds is skipped.
-  (void)state.store.Publish(std::move(fetched->snapshot));
+  // A delta into it is encoded only when the trainer published one (see the header).
+  (void)state.store.Publish(std::move(fetched->snapshot),
+                            /*encode_delta=*/announced.delta_base >= 0);
   {
     std::lock_guard<std::mutex> lock(mu_);
     state.version = announced.number;

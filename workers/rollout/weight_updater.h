@@ -7,10 +7,14 @@
 //    is the relay itself.
 //  - Mode: a delta chain from the held version when the server offers one (weight_fetcher.h
 //    FetchUpdate, which falls back to the full image on 409), the full image otherwise. A full
-//    image is downloaded to staging_dir and resumed there after a broken transfer. Every result is
+//    image is downloaded to staging_dir and resumed there after a broken transfer, in Range
+//    requests of at most the policy's chunk_bytes (spec.weightSync.chunkSizeMiB). Every result is
 //    checked against its digest.
 //  - Load: the verified snapshot goes to the WeightSink (the engine swaps it in between two steps),
-//    then into this worker's own WeightStore, which it serves to peers (RegisterRoutes).
+//    then into this worker's own WeightStore, which it serves to peers (RegisterRoutes). That
+//    store keeps a delta into the version only when the trainer published one (the announcement's
+//    delta_base >= 0), so spec.weightSync.mode full and fullSyncEveryVersions reach peers through a
+//    relay unchanged: what the trainer sends full, the relay sends full.
 //
 // Metrics (sluice_rollout_weight_*): fetches by policy, mode and source, bytes, seconds, errors,
 // and the loaded version.
@@ -57,6 +61,10 @@ struct WeightUpdaterOptions {
   std::string staging_dir;   // Full downloads land here (created when missing).
   size_t keep_versions = 2;  // Versions held per policy for peers (>= 1).
   std::chrono::milliseconds read_timeout{120000};
+  // Per hosted policy: the most bytes one request of a full-image download asks for
+  // (weights::FetchOptions::chunk_bytes, from spec.weightSync.chunkSizeMiB). A policy not listed
+  // here, or 0, fetches each image in one request.
+  std::map<std::string, uint64_t> chunk_bytes;
 };
 
 struct UpdateReport {

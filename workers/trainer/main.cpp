@@ -63,6 +63,7 @@
 #include "workers/trainer/torch/warm_start_runner.h"
 #include "workers/trainer/trainer_settings.h"
 #include "workers/trainer/trainer_status.h"
+#include "workers/trainer/weight_sync.h"
 #include "workers/weights/hf_export.h"
 #include "workers/weights/weight_routes.h"
 #include "workers/weights/weight_store.h"
@@ -136,12 +137,15 @@ Result<model::DecoderModel> LoadModel(const ModelSource& source) {
   return model::DecoderModel::LoadHf(source.directory);
 }
 
-// The published form of the weights: HF names in the Policy's dtype.
+// The published form of the weights: HF names in the Policy's dtype, with the delta from the
+// previous version only when spec.weightSync asks for one for this version (weight_sync.h: mode
+// delta, and not a fullSyncEveryVersions version); otherwise no delta is encoded and the
+// announcement's delta_base stays -1.
 Status Publish(const model::DecoderModel& m, int64_t version, const std::string& dtype,
-               weights::WeightStore& store) {
+               const api::PolicySpecWeightSync& sync, weights::WeightStore& store) {
   Result<PublishedWeights> w = PublishWeights(m, dtype);
   if (!w.ok()) return w.status();
-  return store.Publish(w->views, version);
+  return store.Publish(w->views, version, EncodeDeltaFor(sync, version));
 }
 
 // The export root: --export-dir, else <checkpoint-dir>/exports, else none ("").
@@ -357,7 +361,8 @@ int Main(int argc, char** argv) {
   const std::string& dtype = settings->policy_spec.model.dtype;
   auto publish_and_announce = [&](double* publish_seconds) -> Status {
     const Clock::time_point p0 = Clock::now();
-    SLUICE_RETURN_IF_ERROR(Publish(t.model(), t.version(), dtype, store));
+    SLUICE_RETURN_IF_ERROR(
+        Publish(t.model(), t.version(), dtype, settings->policy_spec.weight_sync, store));
     if (publish_seconds)
       *publish_seconds = std::chrono::duration<double>(Clock::now() - p0).count();
     if (t.version() < 1) return Status::Ok();  // The dataflow counts versions from 1.

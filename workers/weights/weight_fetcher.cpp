@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -39,21 +40,33 @@ struct Downloaded {
 };
 
 // Downloads the full image of `version` into `sink`, which already holds `offset` bytes of it
-// (hashed into `hash` when one is given), resuming after breaks. On return the sink holds the
-// whole image.
+// (hashed into `hash` when one is given), in chunks of options.chunk_bytes (0: one range to the
+// end), resuming after breaks. On return the sink holds the whole image.
 Result<Downloaded> Download(http::Client& client, int64_t version, uint64_t offset,
                             WeightDigest* hash, Sink& sink, const FetchOptions& options,
                             FetchStats* stats) {
   const std::string path = FullWeightsPath(version);
+  const uint64_t chunk_bytes = options.chunk_bytes;
   std::optional<std::string> digest;  // Fixed by the first response; later ones must agree.
   std::optional<uint64_t> size;
   Status last_error = Status::Unavailable("no attempt made");
-  for (int attempt = 0; attempt < std::max(1, options.max_attempts); ++attempt) {
+  // Requests for the current range that did not complete it; reset when a range arrives whole.
+  int failures = 0;
+  while (failures < std::max(1, options.max_attempts)) {
     if (size && offset == *size) break;
     ++stats->attempts;
     http::Request req;
     req.path = path;
-    if (offset > 0) req.headers.emplace("Range", "bytes=" + std::to_string(offset) + "-");
+    // With chunks: the rest of the chunk `offset` lies in, [offset, want_end).
+    std::optional<uint64_t> want_end;
+    if (chunk_bytes > 0) {
+      const uint64_t start = offset / chunk_bytes * chunk_bytes;
+      want_end = start + std::min(chunk_bytes, UINT64_MAX - start);
+      req.headers.emplace("Range",
+                          "bytes=" + std::to_string(offset) + "-" + std::to_string(*want_end - 1));
+    } else if (offset > 0) {
+      req.headers.emplace("Range", "bytes=" + std::to_string(offset) + "-");
+    }
     Status head_error;
     std::optional<uint64_t> expected_end;  // Byte offset the body ends at.
     Status write_error;
@@ -92,13 +105,21 @@ Result<Downloaded> Download(http::Client& client, int64_t version, uint64_t offs
           b = ParseU64(std::string_view(cr).substr(dash + 1, slash - dash - 1));
           n = ParseU64(std::string_view(cr).substr(slash + 1));
         }
-        if (!a || !b || !n || *a != offset || *b + 1 != *n) {
+        // The body must run from `offset` to the end of what was asked for: the chunk's end
+        // (clamped to the image) or the image's end.
+        const bool valid = a && b && n && *a == offset && *b >= *a && *b < *n &&
+                           *b + 1 == (want_end ? std::min(*want_end, *n) : *n) &&
+                           (!size || *size == *n);
+        if (!valid) {
           head_error = Status::Corruption(
-              "unexpected Content-Range \"" + cr + "\" for a resume at " + std::to_string(offset),
+              "unexpected Content-Range \"" + cr + "\" for a request from byte " +
+                  std::to_string(offset) + " to " +
+                  (want_end ? std::to_string(*want_end - 1) : "the end"),
               "Content-Range");
           return false;
         }
         size = *n;
+        expected_end = *b + 1;
       } else {
         std::optional<uint64_t> n = ParseU64(r.Header("Content-Length"));
         if (!n) {
@@ -114,8 +135,8 @@ Result<Downloaded> Download(http::Client& client, int64_t version, uint64_t offs
             return false;
           }
         }
+        expected_end = *size;  // The whole image, even when a chunk was asked for.
       }
-      expected_end = *size;
       return true;
     };
     auto on_data = [&](std::string_view chunk) -> bool {
@@ -134,14 +155,19 @@ Result<Downloaded> Download(http::Client& client, int64_t version, uint64_t offs
     if (!resp.ok()) {
       last_error = resp.status();
       if (resp.status().code() == StatusCode::kCancelled) return last_error;
+      ++failures;
       continue;  // Broke off: resume from `offset`.
     }
     if (resp->status == 416 && size && offset >= *size) break;
     if (resp->status != 200 && resp->status != 206) return resp->ToStatus();
-    if (expected_end && offset == *expected_end) break;
+    if (expected_end && offset == *expected_end) {
+      failures = 0;  // This range is complete; the loop ends once it was the last one.
+      continue;
+    }
     last_error = Status::Unavailable("the transfer of version " + std::to_string(version) +
                                      " ended at byte " + std::to_string(offset) + " of " +
                                      std::to_string(expected_end.value_or(0)));
+    ++failures;
   }
   if (!size || offset != *size || !digest) {
     return last_error.WithContext("downloading weights version " + std::to_string(version));

@@ -11,7 +11,8 @@ WeightStore::WeightStore(size_t keep_versions) : keep_(keep_versions) {
   SLUICE_CHECK(keep_versions >= 1);
 }
 
-Status WeightStore::Publish(std::span<const model::TensorView> tensors, int64_t version) {
+Status WeightStore::Publish(std::span<const model::TensorView> tensors, int64_t version,
+                            bool encode_delta) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Checked before the (expensive) build too, so a stale trainer learns at once.
@@ -23,10 +24,10 @@ Status WeightStore::Publish(std::span<const model::TensorView> tensors, int64_t 
     }
   }
   SLUICE_ASSIGN_OR_RETURN(WeightSnapshot snapshot, WeightSnapshot::Build(tensors, version));
-  return Publish(std::move(snapshot));
+  return Publish(std::move(snapshot), encode_delta);
 }
 
-Status WeightStore::Publish(WeightSnapshot snapshot) {
+Status WeightStore::Publish(WeightSnapshot snapshot, bool encode_delta) {
   std::lock_guard<std::mutex> publishing(publish_mu_);
   std::shared_ptr<const WeightSnapshot> previous;
   {
@@ -37,7 +38,7 @@ Status WeightStore::Publish(WeightSnapshot snapshot) {
                                          std::to_string(*last_published_),
                                      "version");
     }
-    if (!versions_.empty()) previous = versions_.back().snapshot;
+    if (encode_delta && !versions_.empty()) previous = versions_.back().snapshot;
   }
   StoredVersion stored;
   stored.snapshot = std::make_shared<const WeightSnapshot>(std::move(snapshot));

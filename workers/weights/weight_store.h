@@ -1,11 +1,15 @@
 // WeightStore: the versions a trainer serves, the last K of them, each with the delta from the
-// version published before it.
+// version published before it when one was encoded and pays.
 //
-// Publish builds the snapshot (weight_snapshot.h) and, when a previous version is held, encodes
-// the delta from it (weight_delta.h). A delta is not kept when it cannot exist (the tensors,
-// dtypes or shapes changed) or would be larger than the full image (a full download is then
-// always cheaper). PlanDelta answers how a worker holding version `from` best reaches `to`: the
-// chain of stored deltas from -> ... -> to, or a full download when `from` is not held (so its
+// Publish builds the snapshot (weight_snapshot.h) and, when a previous version is held and the
+// caller asks for it (encode_delta), encodes the delta from it (weight_delta.h). A delta is not
+// kept when it cannot exist (the tensors, dtypes or shapes changed) or would be larger than the
+// full image (a full download is then always cheaper). encode_delta = false publishes the version
+// without a delta: nothing is diffed (no CPU spent on it) and every worker not already holding
+// that version downloads its full image. That is how Policy spec.weightSync.mode "full" is served,
+// and how mode "delta" with fullSyncEveryVersions cuts delta chains (workers/trainer/weight_sync.h
+// decides per version). PlanDelta answers how a worker holding version `from` best reaches `to`:
+// the chain of stored deltas from -> ... -> to, or a full download when `from` is not held (so its
 // digest and lineage cannot be vouched for), a link of the chain is missing, or the chain's bytes
 // exceed the full image's.
 //
@@ -72,12 +76,15 @@ class WeightStore {
   explicit WeightStore(size_t keep_versions);
 
   // Builds and stores version `version` from `tensors` (copied; the views need only live for the
-  // call), evicting the oldest versions beyond keep_versions. Errors: InvalidArgument when
-  // `version` is not greater than every version published before, or from
-  // WeightSnapshot::Build.
-  Status Publish(std::span<const model::TensorView> tensors, int64_t version);
+  // call), evicting the oldest versions beyond keep_versions. With encode_delta (the default) the
+  // delta from the previously published version is encoded and kept when it pays (see above);
+  // without, the version is stored with no delta (delta_from empty), so PlanDelta into it is
+  // always a full download. Errors: InvalidArgument when `version` is not greater than every
+  // version published before, or from WeightSnapshot::Build.
+  Status Publish(std::span<const model::TensorView> tensors, int64_t version,
+                 bool encode_delta = true);
   // The same for an already built snapshot.
-  Status Publish(WeightSnapshot snapshot);
+  Status Publish(WeightSnapshot snapshot, bool encode_delta = true);
 
   // Null when the version is not held.
   std::shared_ptr<const WeightSnapshot> Full(int64_t version) const;

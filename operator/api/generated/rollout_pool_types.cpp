@@ -307,6 +307,7 @@ nlohmann::json ToJson(const RolloutPoolStatusPolicy& v) {
 
 Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolStatusRegion* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "gpuType", path, &out->gpu_type));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "name", path, &out->name));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "pending", path, &out->pending));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "ready", path, &out->ready));
@@ -316,6 +317,7 @@ Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolStatu
 
 nlohmann::json ToJson(const RolloutPoolStatusRegion& v) {
   nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "gpuType", v.gpu_type);
   WriteField(j, "name", v.name);
   WriteField(j, "pending", v.pending);
   WriteField(j, "ready", v.ready);

@@ -107,7 +107,7 @@ nlohmann::json ToJson(const RolloutPoolSpecEngine& v);
 
 // One placement target: a set of nodes (usually a region and a GPU type).
 struct RolloutPoolSpecPlacementRegion {
-  // Informational GPU model of this region (shown in status and metrics), e.g. H100-80GB.
+  // Informational GPU model of this region (shown in status.regions[].gpuType), e.g. H100-80GB.
   std::optional<std::string> gpu_type;
   // Most replicas placed here; unset means no limit.
   std::optional<int64_t> max_replicas;
@@ -304,6 +304,8 @@ nlohmann::json ToJson(const RolloutPoolStatusPolicy& v);
 
 // Counts for one region.
 struct RolloutPoolStatusRegion {
+  // The region's spec.placement.regions[].gpuType, when set.
+  std::optional<std::string> gpu_type;
   // Name of the region entry.
   std::string name;
   // Replicas in this region whose Pod is not yet scheduled or started.

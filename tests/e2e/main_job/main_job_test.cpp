@@ -39,17 +39,17 @@ using nlohmann::json;
 constexpr int64_t kDatasetRows = 2000;   // Dataflow spec.dataset.builtin.count (demo: 20000).
 constexpr int64_t kEveryVersions = 10;   // Dataflow spec.evaluation.everyVersions.
 constexpr int64_t kEvalSamples = 40;     // spec.evaluation.samples: the whole eval split (2%).
-constexpr int64_t kWarmStartSteps = 10;  // TrainerJob spec.warmStart.steps.
+constexpr int64_t kWarmStartSteps = 5;   // TrainerJob spec.warmStart.steps.
 constexpr int64_t kPromptsPerStep = 32;  // TrainerJob spec.warmStart.promptsPerStep.
-constexpr int64_t kSteps = 20;           // TrainerJob spec.steps (RL steps).
+constexpr int64_t kSteps = 25;           // TrainerJob spec.steps (RL steps).
 // RL step k publishes version warmStart.steps + k.
 constexpr int64_t kFinalVersion = kWarmStartSteps + kSteps;
 // A round comes at the final version only when it is a multiple of everyVersions.
 static_assert(kFinalVersion % kEveryVersions == 0);
-// The warm start's version is a multiple too, so its requested round is also the periodic one:
-// rounds at 10, 20 and 30, no more.
-static_assert(kWarmStartSteps % kEveryVersions == 0);
-constexpr int64_t kEvalRounds = kFinalVersion / kEveryVersions;
+// The warm start's version is not a multiple: only its evaluate=true announcement queues a round
+// there. Rounds at 5, 10, 20 and 30, no more.
+static_assert(kWarmStartSteps % kEveryVersions != 0);
+constexpr int64_t kEvalRounds = 1 + kFinalVersion / kEveryVersions;
 
 constexpr char kPolicy[] = "calc";  // The example's Policy: the Dataflow's primary policy.
 
@@ -107,12 +107,12 @@ TEST(MainJobTest, TheDemoManifestTrainsThroughTheOperatorAndAccountsForEveryTraj
   const auto n = [](int64_t v) { return std::to_string(v); };
   const std::vector<Edit> edits = {
       {"\n      count: 20000\n", "\n      count: " + n(kDatasetRows) + "\n"},
-      {"\n    everyVersions: 25\n", "\n    everyVersions: " + n(kEveryVersions) + "\n"},
+      {"\n    everyVersions: 50\n", "\n    everyVersions: " + n(kEveryVersions) + "\n"},
       {"\n    samples: 400\n", "\n    samples: " + n(kEvalSamples) + "\n"},
       {"\n  warmStart:\n    steps: 100\n    promptsPerStep: 64\n",
        "\n  warmStart:\n    steps: " + n(kWarmStartSteps) +
            "\n    promptsPerStep: " + n(kPromptsPerStep) + "\n"},
-      {"\n  steps: 200\n", "\n  steps: " + n(kSteps) + "\n"},  // The TrainerJob's (RL) steps.
+      {"\n  steps: 600\n", "\n  steps: " + n(kSteps) + "\n"},  // The TrainerJob's (RL) steps.
       {"\n  replicas: 2\n", "\n  replicas: 1\n"},              // The RolloutPool's.
   };
   for (const Edit& e : edits) {
@@ -132,11 +132,12 @@ TEST(MainJobTest, TheDemoManifestTrainsThroughTheOperatorAndAccountsForEveryTraj
       RunShell(BinDir() + "/sluice run " + manifest_file + " --state-dir " + cluster.state() +
                " --interval 2 --timeout 600 --eval-wait 120");
   ASSERT_EQ(run.exit_code, 0) << run.output << Diagnostics(cluster);
-  // The warm start's version was evaluated (announced with evaluate=true) and so was the final
-  // one (a multiple of everyVersions): `sluice run` waited for it.
+  // The final version was evaluated (a multiple of everyVersions): `sluice run` waited for it.
+  // Which round it saw first depends on timing (rounds 5 and 10 finish within a second or two of
+  // each other here, and status holds the last round only); that the warm start's round ran is
+  // checked below from the dataflow's round count.
   EXPECT_NE(run.output.find("eval accuracy: before "), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("(versions " + n(kWarmStartSteps) + " -> " + n(kFinalVersion) + ")"),
-            std::string::npos)
+  EXPECT_NE(run.output.find(" -> " + n(kFinalVersion) + ")"), std::string::npos)
       << run.output << Diagnostics(cluster);
 
   const json job = cluster.Get("trainerjob arithmetic-grpo");

@@ -24,7 +24,7 @@ json Pool() {
       "dataflowRef": {"name": "arith"},
       "replicas": 4,
       "placement": {"strategy": "Priority", "regions": [
-        {"name": "us-east", "priority": 10, "maxReplicas": 3},
+        {"name": "us-east", "priority": 10, "maxReplicas": 3, "gpuType": "H100-80GB"},
         {"name": "eu-west", "priority": 5}]}
     }
   })");
@@ -95,7 +95,7 @@ TEST(RolloutPoolStatusTest, CountsReplicasPerRegionInSpecOrder) {
   EXPECT_EQ(status["readyReplicas"], 3);
   EXPECT_EQ(status["updatedReplicas"], 3);
   EXPECT_EQ(status["regions"], json::parse(R"([
-    {"name": "us-east", "replicas": 3, "ready": 2, "pending": 1},
+    {"name": "us-east", "replicas": 3, "ready": 2, "pending": 1, "gpuType": "H100-80GB"},
     {"name": "eu-west", "replicas": 1, "ready": 1, "pending": 0}])"));
   EXPECT_FALSE(status.contains("lastScaleTime"));
 }
@@ -104,7 +104,7 @@ TEST(RolloutPoolStatusTest, RegionsWithoutReplicasAndWithoutPlacement) {
   const json empty = PoolStatus(Pool(), {}, kTargets, 0, {}, kT0);
   EXPECT_EQ(empty["replicas"], 0);
   EXPECT_EQ(empty["regions"], json::parse(R"([
-    {"name": "us-east", "replicas": 0, "ready": 0, "pending": 0},
+    {"name": "us-east", "replicas": 0, "ready": 0, "pending": 0, "gpuType": "H100-80GB"},
     {"name": "eu-west", "replicas": 0, "ready": 0, "pending": 0}])"));
 
   json pool = Pool();

@@ -13,7 +13,7 @@ constexpr char kConfig[] = R"({
               "heads": 2, "kvHeads": 2, "intermediateSize": 64, "maxSequenceLength": 128}}}}},
     {"metadata": {"name": "judge"},
      "spec": {"model": {"source": {"path": "/models/qwen"}},
-              "tokenizer": {"chatTemplate": "chatml"}, "weightSync": {"keepVersions": 4}}}
+              "tokenizer": {"chatTemplate": "chatml"}, "weightSync": {"keepVersions": 4, "chunkSizeMiB": 8}}}
   ]})";
 
 TEST(RolloutSettingsTest, ResolvesEveryHostedPolicy) {
@@ -28,10 +28,12 @@ TEST(RolloutSettingsTest, ResolvesEveryHostedPolicy) {
   EXPECT_EQ(judge.tokenizer_file, "/models/qwen/tokenizer.json");
   EXPECT_EQ(judge.chat_template, "chatml");
   EXPECT_EQ(judge.keep_versions, 4);
+  EXPECT_EQ(judge.chunk_bytes, uint64_t{8} << 20);
   const HostedPolicy& solver = s->policies[1];
   EXPECT_EQ(solver.tokenizer, "char");
   EXPECT_EQ(solver.chat_template, "plain");
   EXPECT_EQ(solver.dtype, "float32");
+  EXPECT_EQ(solver.chunk_bytes, uint64_t{64} << 20);  // The CRD's default, 64 MiB.
   EXPECT_EQ(solver.model.builtin_uri.rfind("builtin:tiny?layers=1&d=32", 0), 0u)
       << solver.model.builtin_uri;
 }

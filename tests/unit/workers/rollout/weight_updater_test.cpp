@@ -62,16 +62,21 @@ class WeightUpdaterTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  // Publishes the next version (1% of the elements changed) and returns its announcement.
-  dataflow::AnnouncedVersion PublishNext() {
+  // Publishes the next version (1% of the elements changed), with a delta from the previous one
+  // unless encode_delta is false, and returns its announcement (delta_base as the trainer sets
+  // it: the version the kept delta starts from, or -1).
+  dataflow::AnnouncedVersion PublishNext(bool encode_delta = true) {
     ++version_;
     if (version_ > 1) weights::fixtures::Perturb(model_, 0.01, rng_);
-    EXPECT_TRUE(store_.Publish(model_.Views(), version_).ok());
+    EXPECT_TRUE(store_.Publish(model_.Views(), version_, encode_delta).ok());
     dataflow::AnnouncedVersion a;
     a.policy = "actor";
     a.number = version_;
     a.url = trainer_->BaseUrl() + "/v1/weights/" + std::to_string(version_);
     a.digest = store_.Digest(version_).value();
+    for (const weights::VersionInfo& v : store_.Versions()) {
+      if (v.version == version_ && v.delta_from) a.delta_base = *v.delta_from;
+    }
     return a;
   }
 
@@ -183,6 +188,61 @@ TEST_F(WeightUpdaterTest, PeersFetchThroughTheRelayAndFallBackToTheTrainer) {
   EXPECT_FALSE((*r3)->relay_error.empty());
   EXPECT_EQ(peer.Versions().at("actor"), 3);
   EXPECT_EQ(std::get<2>(peer_sink.applied.at(1)), v3.digest);
+}
+
+TEST_F(WeightUpdaterTest, FullImagesComeInChunksOfThePolicysSize) {
+  RecordingSink sink;
+  WeightUpdaterOptions o = Options("a");
+  o.chunk_bytes["actor"] = 4096;  // spec.weightSync.chunkSizeMiB, scaled down.
+  WeightUpdater updater({"actor"}, 0, o, &sink, nullptr);
+  const dataflow::AnnouncedVersion v1 = PublishNext();
+  Result<std::optional<UpdateReport>> r1 = updater.Update(v1);
+  ASSERT_TRUE(r1.ok()) << r1.status().ToString();
+  ASSERT_TRUE(r1->has_value());
+  EXPECT_EQ((*r1)->stats.mode, "full");
+  const uint64_t size = store_.Full(1)->size_bytes();
+  ASSERT_GT(size, 2u * 4096);
+  EXPECT_EQ((*r1)->stats.attempts, static_cast<int>((size + 4095) / 4096));
+  EXPECT_EQ((*r1)->stats.bytes_transferred, size);
+  EXPECT_EQ(std::get<2>(sink.applied.at(0)), v1.digest);
+
+  // A delta is one request.
+  Result<std::optional<UpdateReport>> r2 = updater.Update(PublishNext());
+  ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+  EXPECT_EQ((*r2)->stats.mode, "delta");
+  EXPECT_EQ((*r2)->stats.attempts, 1);
+}
+
+TEST_F(WeightUpdaterTest, TheRelayKeepsADeltaOnlyWhereTheTrainerDid) {
+  RecordingSink relay_sink;
+  WeightUpdater relay({"actor"}, 0, Options("relay"), &relay_sink, nullptr);
+  std::unique_ptr<http::Server> relay_server = StartServer(nullptr, logger_);
+  relay.RegisterRoutes(*relay_server);
+  ASSERT_TRUE(relay_server->Start().ok());
+  RecordingSink peer_sink;
+  WeightUpdater peer({"actor"}, 0, Options("peer"), &peer_sink, nullptr);
+  peer.SetRelay(relay_server->BaseUrl());
+  auto both = [&](const dataflow::AnnouncedVersion& v) -> std::string {
+    Result<std::optional<UpdateReport>> r = relay.Update(v);
+    EXPECT_TRUE(r.ok() && r->has_value()) << r.status().ToString();
+    Result<std::optional<UpdateReport>> p = peer.Update(v);
+    EXPECT_TRUE(p.ok() && p->has_value()) << p.status().ToString();
+    if (!p.ok() || !p->has_value()) return "";
+    EXPECT_EQ((*p)->source, "relay");
+    return (*p)->stats.mode;
+  };
+  EXPECT_EQ(both(PublishNext()), "full");  // Nothing held yet.
+  const dataflow::AnnouncedVersion v2 = PublishNext();
+  EXPECT_EQ(v2.delta_base, 1);
+  EXPECT_EQ(both(v2), "delta");
+  // A version the trainer published without a delta (mode full, or a fullSyncEveryVersions
+  // version): the relay has none either, so the peer downloads the full image.
+  const dataflow::AnnouncedVersion v3 = PublishNext(/*encode_delta=*/false);
+  EXPECT_EQ(v3.delta_base, -1);
+  EXPECT_EQ(both(v3), "full");
+  EXPECT_EQ(both(PublishNext()), "delta");
+  EXPECT_EQ(peer.Versions().at("actor"), 4);
+  relay_server->Shutdown();
 }
 
 }  // namespace

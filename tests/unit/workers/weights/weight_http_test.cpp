@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/http/client.h"
 #include "common/http/server.h"
@@ -299,6 +301,46 @@ TEST_F(WeightHttpTest, FetchUpdateFallsBackToFullOn409) {
             std::string::npos);
 }
 
+TEST_F(WeightHttpTest, ChunkedDownloadsThroughTheRoutes) {
+  // chunk_bytes (spec.weightSync.chunkSizeMiB): one Range request per chunk, each answered 206
+  // by the routes; the delta request of FetchUpdate stays one, its full fallback is chunked.
+  FetchOptions options;
+  options.chunk_bytes = 4096;
+  const std::string image = Image(3);
+  const int chunks = static_cast<int>((image.size() + 4095) / 4096);
+  ASSERT_GE(chunks, 3);
+  const std::string dest = dir_ + "/model.safetensors";
+  Result<FetchStats> stats = FetchFull(*client_, 3, dest, options);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->attempts, chunks);
+  EXPECT_EQ(stats->bytes_transferred, image.size());
+  EXPECT_EQ(stats->digest, store_.Full(3)->digest());
+  EXPECT_TRUE(ReadFile(dest) == image);
+
+  fixtures::Model old = fixtures::RandomModel(42);
+  Result<WeightSnapshot> held = WeightSnapshot::Build(old.Views(), 0);
+  ASSERT_TRUE(held.ok());
+  Result<FetchedWeights> got = FetchUpdate(*client_, *held, 3, options);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->stats.mode, "full");
+  EXPECT_EQ(got->stats.attempts, chunks + 1);
+  EXPECT_TRUE(got->snapshot.image() == image);
+  const std::string text = metrics::ExposeText(registry_);
+  EXPECT_NE(text.find("sluice_weights_requests_total{kind=\"full\",outcome=\"partial\"} " +
+                      std::to_string(2 * chunks)),
+            std::string::npos)
+      << text;
+
+  // A delta chain is one request whatever the chunk size.
+  Result<WeightSnapshot> one = WeightSnapshot::Parse(Image(1), store_.Full(1)->digest());
+  ASSERT_TRUE(one.ok());
+  options.chunk_bytes = 16;
+  Result<FetchedWeights> delta = FetchUpdate(*client_, *one, 3, options);
+  ASSERT_TRUE(delta.ok()) << delta.status().ToString();
+  EXPECT_EQ(delta->stats.mode, "delta");
+  EXPECT_EQ(delta->stats.attempts, 1);
+}
+
 TEST_F(WeightHttpTest, BearerTokenIsEnforced) {
   std::unique_ptr<http::Client> anonymous = MakeClient("");
   EXPECT_EQ(anonymous->Get("/v1/weights")->status, 401);
@@ -363,6 +405,202 @@ TEST(WeightFetchResumeTest, ResumesAfterTheConnectionBreaks) {
   EXPECT_EQ(stats->bytes_transferred, image.size());  // Each byte came over the network once.
   EXPECT_TRUE(ReadFile(dir + "/m.safetensors") == image);
   std::filesystem::remove_all(dir);
+}
+
+// A weights server for one image that answers Range requests like WeightRoutes and records the
+// Range header of every request (empty for none). Knobs: break off request number
+// `break_request` (0-based) after half its body; ignore Range (always 200 with the whole image);
+// serve bytes that differ from the digest it announces.
+class RecordingImageServer {
+ public:
+  struct Behaviour {
+    int break_request = -1;
+    bool ignore_range = false;
+    bool corrupt = false;
+  };
+
+  RecordingImageServer(std::string image, std::string digest, int64_t version, Behaviour b)
+      : body_(std::move(image)), digest_(std::move(digest)), behaviour_(b) {
+    if (behaviour_.corrupt) body_[body_.size() / 2] ^= 0x01;
+    server_.Get(FullWeightsPath(version),
+                [this](const httplib::Request& req, httplib::Response& res) { Handle(req, res); });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~RecordingImageServer() {
+    server_.stop();
+    thread_.join();
+  }
+
+  std::unique_ptr<http::Client> Client() const {
+    http::ClientOptions co;
+    co.base_url = "http://127.0.0.1:" + std::to_string(port_);
+    co.max_attempts = 1;
+    return std::move(http::Client::Create(co)).value();
+  }
+  std::vector<std::string> ranges() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ranges_;
+  }
+
+ private:
+  void Handle(const httplib::Request& req, httplib::Response& res) {
+    int n = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      n = static_cast<int>(ranges_.size());
+      ranges_.push_back(req.get_header_value("Range"));
+    }
+    const_cast<httplib::Request&>(req).ranges.clear();  // See WeightRoutes::HandleFull.
+    res.set_header(std::string(kWeightsDigestHeader), digest_);
+    const std::string size = std::to_string(body_.size());
+    ByteRange want{0, body_.size()};
+    if (!behaviour_.ignore_range) {
+      Result<std::optional<ByteRange>> range =
+          ParseRangeHeader(req.get_header_value("Range"), body_.size());
+      if (!range.ok()) {
+        res.status = 416;
+        res.set_header("Content-Range", "bytes */" + size);
+        return;
+      }
+      if (range->has_value()) {
+        want = **range;
+        res.status = 206;
+        res.set_header("Content-Range", "bytes " + std::to_string(want.offset) + "-" +
+                                            std::to_string(want.offset + want.length - 1) + "/" +
+                                            size);
+      }
+    }
+    const bool cut = n == behaviour_.break_request;
+    res.set_content_provider(want.length, "application/octet-stream",
+                             [this, want, cut](size_t offset, size_t, httplib::DataSink& sink) {
+                               if (cut) {  // Half the body, then the connection drops.
+                                 sink.write(body_.data() + want.offset, want.length / 2);
+                                 return false;
+                               }
+                               sink.write(body_.data() + want.offset + offset,
+                                          want.length - offset);
+                               return true;
+                             });
+  }
+
+  std::string body_;
+  const std::string digest_;
+  const Behaviour behaviour_;
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  mutable std::mutex mu_;
+  std::vector<std::string> ranges_;
+};
+
+class WeightFetchChunkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/sluice-weights-chunks-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    Result<WeightSnapshot> snap = WeightSnapshot::Build(model_.Views(), 6);
+    ASSERT_TRUE(snap.ok());
+    image_ = std::string(snap->image());
+    digest_ = snap->digest();
+    // Not a divisor of the size: the last chunk is short.
+    chunk_ = image_.size() / 4 + 5;
+    ASSERT_NE(image_.size() % chunk_, 0u);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // "bytes=a-b" for the chunk grid from byte `from` on; the first range starts at `from`.
+  std::vector<std::string> Grid(uint64_t from) const {
+    std::vector<std::string> out;
+    for (uint64_t a = from; a < image_.size(); a = (a / chunk_ + 1) * chunk_) {
+      out.push_back("bytes=" + std::to_string(a) + "-" +
+                    std::to_string((a / chunk_ + 1) * chunk_ - 1));
+    }
+    return out;
+  }
+
+  Result<FetchStats> Fetch(RecordingImageServer& server) {
+    std::unique_ptr<http::Client> client = server.Client();
+    FetchOptions options;
+    options.chunk_bytes = chunk_;
+    // The client is destroyed before the server stops: its keep-alive connection would hold
+    // stop() for seconds.
+    return FetchFull(*client, 6, dest(), options);
+  }
+  std::string dest() const { return dir_ + "/m.safetensors"; }
+
+  std::string dir_;
+  const fixtures::Model model_ = fixtures::RandomModel(11);
+  std::string image_;
+  std::string digest_;
+  uint64_t chunk_ = 0;
+};
+
+TEST_F(WeightFetchChunkTest, OneRangeRequestPerChunk) {
+  RecordingImageServer server(image_, digest_, 6, {});
+  Result<FetchStats> stats = Fetch(server);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  const size_t chunks = (image_.size() + chunk_ - 1) / chunk_;
+  EXPECT_EQ(chunks, 4u);
+  EXPECT_EQ(stats->attempts, static_cast<int>(chunks));
+  // The last range reaches past the end; the server clamps it.
+  std::vector<std::string> want;
+  for (uint64_t k = 0; k < chunks; ++k) {
+    want.push_back("bytes=" + std::to_string(k * chunk_) + "-" +
+                   std::to_string((k + 1) * chunk_ - 1));
+  }
+  EXPECT_EQ(server.ranges(), want);
+  EXPECT_EQ(stats->bytes_transferred, image_.size());
+  EXPECT_EQ(stats->digest, digest_);
+  EXPECT_TRUE(ReadFile(dest()) == image_);
+  EXPECT_FALSE(std::filesystem::exists(dest() + ".partial"));
+}
+
+TEST_F(WeightFetchChunkTest, ABrokenChunkIsResumedWithinTheChunk) {
+  // The second request breaks off after half its chunk: the next asks for the rest of that
+  // chunk, and the grid goes on.
+  RecordingImageServer server(image_, digest_, 6, {.break_request = 1});
+  Result<FetchStats> stats = Fetch(server);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  std::vector<std::string> want = Grid(0);
+  want.insert(want.begin() + 2, Grid(chunk_ + chunk_ / 2).front());
+  EXPECT_EQ(server.ranges(), want);
+  EXPECT_EQ(stats->attempts, static_cast<int>(want.size()));
+  EXPECT_EQ(stats->bytes_transferred, image_.size());  // Each byte came over the network once.
+  EXPECT_TRUE(ReadFile(dest()) == image_);
+}
+
+TEST_F(WeightFetchChunkTest, APartialFileStartsMidChunk) {
+  WriteFile(dest() + ".partial", std::string_view(image_).substr(0, 1000));
+  ASSERT_LT(1000u, chunk_);
+  RecordingImageServer server(image_, digest_, 6, {});
+  Result<FetchStats> stats = Fetch(server);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(server.ranges(), Grid(1000));
+  EXPECT_EQ(stats->bytes_transferred, image_.size() - 1000);
+  EXPECT_TRUE(ReadFile(dest()) == image_);
+}
+
+TEST_F(WeightFetchChunkTest, AServerIgnoringRangeSendsTheWholeImageOnce) {
+  RecordingImageServer server(image_, digest_, 6, {.ignore_range = true});
+  Result<FetchStats> stats = Fetch(server);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(server.ranges(), std::vector<std::string>{"bytes=0-" + std::to_string(chunk_ - 1)});
+  EXPECT_EQ(stats->bytes_transferred, image_.size());
+  EXPECT_TRUE(ReadFile(dest()) == image_);
+}
+
+TEST_F(WeightFetchChunkTest, TheDigestCoversEveryChunk) {
+  // One flipped byte in the second chunk: every chunk arrives, the whole file fails the digest.
+  RecordingImageServer server(image_, digest_, 6, {.corrupt = true});
+  Result<FetchStats> stats = Fetch(server);
+  ASSERT_FALSE(stats.ok());
+  EXPECT_EQ(stats.status().code(), StatusCode::kCorruption) << stats.status().ToString();
+  EXPECT_EQ(stats.status().field(), "digest");
+  EXPECT_EQ(server.ranges().size(), 4u);
+  EXPECT_FALSE(std::filesystem::exists(dest() + ".partial"));
+  EXPECT_FALSE(std::filesystem::exists(dest()));
 }
 
 }  // namespace

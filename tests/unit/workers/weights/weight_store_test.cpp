@@ -152,6 +152,40 @@ TEST(WeightStoreTest, ALayoutChangeBreaksTheChain) {
   EXPECT_FALSE(store.PlanDelta(2, 3)->use_full);
 }
 
+TEST(WeightStoreTest, PublishingWithoutADeltaCutsTheChain) {
+  // Versions published with encode_delta = false (spec.weightSync.mode full, or a version that
+  // fullSyncEveryVersions makes a full sync) keep no delta: every worker downloads the image.
+  WeightStore store(4);
+  Model m = RandomModel(8);
+  std::mt19937_64 rng(8);
+  ASSERT_TRUE(store.Publish(m.Views(), 1, /*encode_delta=*/false).ok());
+  Perturb(m, 0.01, rng);
+  ASSERT_TRUE(store.Publish(m.Views(), 2, /*encode_delta=*/false).ok());
+  Perturb(m, 0.01, rng);
+  ASSERT_TRUE(store.Publish(m.Views(), 3).ok());  // Delta from 2 again.
+  Perturb(m, 0.01, rng);
+  Result<WeightSnapshot> four = WeightSnapshot::Build(m.Views(), 4);
+  ASSERT_TRUE(four.ok());
+  ASSERT_TRUE(store.Publish(std::move(*four), /*encode_delta=*/false).ok());
+
+  std::vector<VersionInfo> versions = store.Versions();
+  ASSERT_EQ(versions.size(), 4u);
+  EXPECT_FALSE(versions[1].delta_from.has_value());
+  EXPECT_EQ(versions[2].delta_from, 2);
+  EXPECT_FALSE(versions[3].delta_from.has_value());
+  EXPECT_EQ(versions[3].delta_stats.bytes, 0u);
+  Result<DeltaPlan> plan = store.PlanDelta(1, 2);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan->use_full);
+  EXPECT_NE(plan->reason.find("no delta into version 2"), std::string::npos) << plan->reason;
+  EXPECT_FALSE(store.PlanDelta(2, 3)->use_full);
+  EXPECT_TRUE(store.PlanDelta(3, 4)->use_full);
+  // Held bytes are the images alone, plus the one delta kept (into 3).
+  uint64_t images = 0;
+  for (const VersionInfo& v : versions) images += v.bytes;
+  EXPECT_EQ(store.bytes_held(), images + versions[2].delta_stats.bytes);
+}
+
 TEST(WeightStoreTest, ReadersRunWhilePublishing) {
   WeightStore store(2);
   Model m = RandomModel(8);
