@@ -114,10 +114,8 @@ json PoolStatus(const json& pool, const std::vector<ReplicaObservation>& replica
   json regions = json::array();
   for (const std::string& region : region_names) {
     const RegionCounts rc = per_region.count(region) ? per_region[region] : RegionCounts{};
-    json entry = {{"name", region},
-                  {"replicas", rc.replicas},
-                  {"ready", rc.ready},
-                  {"pending", rc.pending}};
+    json entry = {
+        {"name", region}, {"replicas", rc.replicas}, {"ready", rc.ready}, {"pending", rc.pending}};
     if (auto it = gpu_types.find(region); it != gpu_types.end()) entry["gpuType"] = it->second;
     regions.push_back(std::move(entry));
   }
