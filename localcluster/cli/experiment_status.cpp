@@ -1,38 +1,11 @@
 #include "localcluster/cli/experiment_status.h"
 
+#include "localcluster/cli/json_lookup.h"
+
 namespace sluice::cli {
 namespace {
 
 using nlohmann::json;
-
-const json* At(const json& j, std::initializer_list<const char*> keys) {
-  const json* at = &j;
-  for (const char* key : keys) {
-    if (!at->is_object()) return nullptr;
-    auto it = at->find(key);
-    if (it == at->end()) return nullptr;
-    at = &*it;
-  }
-  return at;
-}
-
-std::optional<int64_t> Int(const json& j, std::initializer_list<const char*> keys) {
-  const json* v = At(j, keys);
-  if (v == nullptr || !v->is_number_integer()) return std::nullopt;
-  return v->get<int64_t>();
-}
-
-std::optional<double> Number(const json& j, std::initializer_list<const char*> keys) {
-  const json* v = At(j, keys);
-  if (v == nullptr || !v->is_number()) return std::nullopt;
-  return v->get<double>();
-}
-
-std::string String(const json& j, std::initializer_list<const char*> keys) {
-  const json* v = At(j, keys);
-  if (v == nullptr || !v->is_string()) return "";
-  return v->get<std::string>();
-}
 
 template <typename T>
 void Add(std::optional<T>& sum, const std::optional<T>& value) {
@@ -43,45 +16,45 @@ void Add(std::optional<T>& sum, const std::optional<T>& value) {
 
 TrainerView TrainerViewOf(const json& trainerjob) {
   TrainerView v;
-  v.name = String(trainerjob, {"metadata", "name"});
-  v.dataflow = String(trainerjob, {"spec", "dataflowRef", "name"});
-  v.phase = String(trainerjob, {"status", "phase"});
-  v.step = Int(trainerjob, {"status", "step"});
-  v.steps = Int(trainerjob, {"spec", "steps"});
-  v.version = Int(trainerjob, {"status", "version"});
-  v.reward_mean = Number(trainerjob, {"status", "lastMetrics", "rewardMean"});
-  v.loss = Number(trainerjob, {"status", "lastMetrics", "loss"});
-  v.staleness_mean = Number(trainerjob, {"status", "lastMetrics", "stalenessMean"});
-  v.tokens_per_second = Number(trainerjob, {"status", "lastMetrics", "tokensPerSecond"});
-  v.data_wait_fraction = Number(trainerjob, {"status", "lastMetrics", "dataWaitFraction"});
+  v.name = JsonString(trainerjob, {"metadata", "name"});
+  v.dataflow = JsonString(trainerjob, {"spec", "dataflowRef", "name"});
+  v.phase = JsonString(trainerjob, {"status", "phase"});
+  v.step = JsonInt(trainerjob, {"status", "step"});
+  v.steps = JsonInt(trainerjob, {"spec", "steps"});
+  v.version = JsonInt(trainerjob, {"status", "version"});
+  v.reward_mean = JsonNumber(trainerjob, {"status", "lastMetrics", "rewardMean"});
+  v.loss = JsonNumber(trainerjob, {"status", "lastMetrics", "loss"});
+  v.staleness_mean = JsonNumber(trainerjob, {"status", "lastMetrics", "stalenessMean"});
+  v.tokens_per_second = JsonNumber(trainerjob, {"status", "lastMetrics", "tokensPerSecond"});
+  v.data_wait_fraction = JsonNumber(trainerjob, {"status", "lastMetrics", "dataWaitFraction"});
   return v;
 }
 
 DataflowView DataflowViewOf(const json& dataflow) {
   DataflowView v;
-  v.name = String(dataflow, {"metadata", "name"});
-  v.buffered = Int(dataflow, {"status", "buffered"});
-  v.trajectories_per_second = Number(dataflow, {"status", "trajectoriesPerSecond"});
-  v.eval_version = Int(dataflow, {"status", "evaluation", "version"});
-  v.eval_accuracy = Number(dataflow, {"status", "evaluation", "accuracy"});
+  v.name = JsonString(dataflow, {"metadata", "name"});
+  v.buffered = JsonInt(dataflow, {"status", "buffered"});
+  v.trajectories_per_second = JsonNumber(dataflow, {"status", "trajectoriesPerSecond"});
+  v.eval_version = JsonInt(dataflow, {"status", "evaluation", "version"});
+  v.eval_accuracy = JsonNumber(dataflow, {"status", "evaluation", "accuracy"});
   return v;
 }
 
 PoolView PoolViewOf(const json& rolloutpool) {
   PoolView v;
-  v.name = String(rolloutpool, {"metadata", "name"});
-  v.dataflow = String(rolloutpool, {"spec", "dataflowRef", "name"});
-  v.replicas = Int(rolloutpool, {"status", "replicas"});
-  v.ready = Int(rolloutpool, {"status", "readyReplicas"});
-  v.tokens_per_second = Number(rolloutpool, {"status", "tokensPerSecond"});
-  if (const json* regions = At(rolloutpool, {"status", "regions"});
+  v.name = JsonString(rolloutpool, {"metadata", "name"});
+  v.dataflow = JsonString(rolloutpool, {"spec", "dataflowRef", "name"});
+  v.replicas = JsonInt(rolloutpool, {"status", "replicas"});
+  v.ready = JsonInt(rolloutpool, {"status", "readyReplicas"});
+  v.tokens_per_second = JsonNumber(rolloutpool, {"status", "tokensPerSecond"});
+  if (const json* regions = JsonAt(rolloutpool, {"status", "regions"});
       regions != nullptr && regions->is_array()) {
     for (const json& r : *regions) {
       RegionView region;
-      region.name = String(r, {"name"});
+      region.name = JsonString(r, {"name"});
       if (region.name.empty()) continue;
-      region.replicas = Int(r, {"replicas"});
-      region.ready = Int(r, {"ready"});
+      region.replicas = JsonInt(r, {"replicas"});
+      region.ready = JsonInt(r, {"ready"});
       v.regions.push_back(std::move(region));
     }
   }

@@ -90,7 +90,7 @@ std::string Diagnostics(const SluiceSession& cluster) {
 }
 
 TEST(MainJobTest, TheDemoManifestTrainsThroughTheOperatorAndAccountsForEveryTrajectory) {
-  if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
+  ASSERT_TRUE(HaveKubectl()) << "/usr/bin/kubectl is missing: this test drives the cluster with it";
   for (const char* binary : {"sluice", "sluice-apiserver", "sluice-node", "sluice-operator",
                              "sluice-dataflow", "sluice-rollout", "sluice-trainer"}) {
     ASSERT_TRUE(std::filesystem::exists(BinDir() + "/" + binary))
