@@ -123,7 +123,7 @@ std::string GnuplotScript(const std::vector<PlotPanel>& panels,
   for (size_t i = 0; i < panels.size(); ++i) {
     const PlotPanel& panel = panels[i];
     s += "set title " + GnuplotQuote(panel.title) + "\n";
-    s += "set xlabel 'seconds'\n";
+    s += "set xlabel 'version'\n";
     s += "set ylabel " + GnuplotQuote(panel.y_label) + "\n";
     std::string plot;
     for (size_t j = 0; j < panel.series.size(); ++j) {

@@ -3,7 +3,7 @@
 // FindInPath looks an executable up in a PATH string (taken from the environment map, so tests
 // pass their own); ChoosePlotFormat decides png or svg; GnuplotScript writes the script (pure):
 // `set terminal <terminal> size W,H`, `set multiplot layout 2,2`, one `plot` per panel with one
-// data file per series (two columns: seconds, value), a panel without series is drawn empty.
+// data file per series (two columns: version, value), a panel without series is drawn empty.
 // RenderPng writes the data files and the script into a fresh temporary directory, runs gnuplot
 // with `pngcairo`, and once more with the plain `png` terminal when that fails (gnuplot built
 // without cairo), then removes the directory.

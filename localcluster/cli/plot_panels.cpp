@@ -1,7 +1,9 @@
 #include "localcluster/cli/plot_panels.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -9,20 +11,30 @@ namespace sluice::cli {
 namespace {
 
 using Getter = std::function<std::optional<double>(const ProgressRow&)>;
+using VersionGetter = std::function<std::optional<int64_t>(const ProgressRow&)>;
 
-// One series per trainer for `getter`.
+// The weight version a point of most series belongs to: the TrainerJob's status.version.
+std::optional<int64_t> RowVersion(const ProgressRow& row) { return row.version; }
+
+// One series per trainer for `getter`, x from `version`. Rows are samples taken every few
+// seconds, so several share one version: the last row with a value wins, which makes each series
+// a function of version, drawn in increasing version order.
 void AddSeries(PlotPanel& panel, const std::vector<ProgressRow>& rows,
                const std::vector<std::string>& trainers, const std::string& name,
-               const Getter& getter) {
-  const double t0 = rows.empty() ? 0 : rows.front().t;
+               const Getter& getter, const VersionGetter& version = RowVersion) {
   for (const std::string& trainer : trainers) {
-    PlotSeries series;
-    series.name = trainers.size() > 1 ? trainer + " " + name : name;
+    std::map<int64_t, double> by_version;
     for (const ProgressRow& row : rows) {
       if (row.trainer != trainer) continue;
-      if (std::optional<double> y = getter(row)) series.points.emplace_back(row.t - t0, *y);
+      const std::optional<int64_t> x = version(row);
+      if (!x) continue;
+      if (std::optional<double> y = getter(row)) by_version[*x] = *y;
     }
-    if (!series.points.empty()) panel.series.push_back(std::move(series));
+    if (by_version.empty()) continue;
+    PlotSeries series;
+    series.name = trainers.size() > 1 ? trainer + " " + name : name;
+    for (const auto& [x, y] : by_version) series.points.emplace_back(static_cast<double>(x), y);
+    panel.series.push_back(std::move(series));
   }
 }
 
@@ -46,8 +58,11 @@ std::vector<PlotPanel> BuildPanels(const std::vector<ProgressRow>& rows) {
   panels[0].y_label = "reward / accuracy";
   AddSeries(panels[0], rows, trainers, "reward mean",
             [](const ProgressRow& r) { return r.reward_mean; });
-  AddSeries(panels[0], rows, trainers, "eval accuracy",
-            [](const ProgressRow& r) { return r.eval_accuracy; });
+  // Eval accuracy belongs to the version that was evaluated, which lags the trainer's version.
+  AddSeries(
+      panels[0], rows, trainers, "eval accuracy",
+      [](const ProgressRow& r) { return r.eval_accuracy; },
+      [](const ProgressRow& r) { return r.eval_version; });
 
   panels[1].title = "Throughput (tokens/s)";
   panels[1].y_label = "tokens/s";

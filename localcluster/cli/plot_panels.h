@@ -8,9 +8,12 @@
 //                                    total (replicasTotal) when no row has regions
 //   (d) "Staleness mean"             staleness (stalenessMean)
 //
-// x is seconds since the first row's t. A row without a value adds no point; a series without
-// any point is left out. With rows of more than one TrainerJob every series name is prefixed
-// with the TrainerJob's name ("tiny-grpo reward mean").
+// x is the weight version: the row's TrainerJob status.version (`version`), except for eval
+// accuracy, whose x is the version that eval round scored (`eval_version`). A row without that
+// version or without a value adds no point; when several rows of one trainer share a version,
+// the last of them with a value gives the point, so each series has at most one point per version,
+// in increasing version order. A series without any point is left out. With rows of more than one
+// TrainerJob every series name is prefixed with the TrainerJob's name ("tiny-grpo reward mean").
 //
 // Thread safety: pure functions and values.
 #pragma once
@@ -25,7 +28,7 @@ namespace sluice::cli {
 
 struct PlotSeries {
   std::string name;
-  std::vector<std::pair<double, double>> points;  // (x, y), in row order.
+  std::vector<std::pair<double, double>> points;  // (version, y), by increasing version.
 };
 
 struct PlotPanel {

@@ -54,7 +54,7 @@ std::string RenderPanel(const PlotPanel& panel, const PlotArea& area) {
   const double right = area.left + area.width;
   out += Line(area.left, bottom, right, bottom, "#000");        // x axis
   out += Line(area.left, area.top, area.left, bottom, "#000");  // y axis
-  out += Text(area.left + area.width / 2, bottom + 32, "seconds", "middle");
+  out += Text(area.left + area.width / 2, bottom + 32, "version", "middle");
   out += Text(area.left - 55, area.top + area.height / 2, panel.y_label, "middle",
               " transform=\"rotate(-90 " + Num(area.left - 55) + " " +
                   Num(area.top + area.height / 2) + ")\"");

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -84,8 +85,12 @@ std::vector<ProgressRow> Rows() {
     ProgressRow r;
     r.t = 1000 + 2 * i;
     r.trainer = "tiny";
+    r.version = 10 * i;
     r.reward_mean = 0.1 * i;
-    if (i >= 2) r.eval_accuracy = 0.5;
+    if (i >= 2) {
+      r.eval_accuracy = 0.5;
+      r.eval_version = 10 * (i - 2);  // Evaluation lags the trainer.
+    }
     r.rollout_tokens_per_second = 100 * i;
     r.region_replicas["us"] = 2;
     if (i % 2 == 0) r.region_replicas["eu"] = 1;
@@ -101,10 +106,10 @@ TEST(PlotPanelsTest, FourPanelsWithTheSeriesThatHaveValues) {
   ASSERT_EQ(panels[0].series.size(), 2u);
   EXPECT_EQ(panels[0].series[0].name, "reward mean");
   EXPECT_EQ(panels[0].series[0].points.size(), 5u);
-  EXPECT_EQ(panels[0].series[0].points[4].first, 8.0);
+  EXPECT_EQ(panels[0].series[0].points[4].first, 40.0);  // The row's version, not seconds.
   EXPECT_DOUBLE_EQ(panels[0].series[0].points[4].second, 0.4);
   EXPECT_EQ(panels[0].series[1].points.size(), 3u);     // Only the rows with a value.
-  EXPECT_EQ(panels[0].series[1].points[0].first, 4.0);  // Seconds since the first row.
+  EXPECT_EQ(panels[0].series[1].points[0].first, 0.0);  // The evaluated version.
   ASSERT_EQ(panels[1].series.size(), 1u);  // Training tokens/s never reported: no series.
   EXPECT_EQ(panels[1].series[0].name, "rollout");
   ASSERT_EQ(panels[2].series.size(), 2u);  // One per region, sorted.
@@ -119,6 +124,138 @@ TEST(PlotPanelsTest, FourPanelsWithTheSeriesThatHaveValues) {
   panels = BuildPanels(rows);
   EXPECT_EQ(panels[0].series[0].name, "tiny reward mean");
   EXPECT_EQ(panels[0].series[1].name, "other reward mean");
+}
+
+using Points = std::vector<std::pair<double, double>>;
+
+// The points of the series `name` in `panel`; nullopt when the panel has no such series.
+std::optional<Points> SeriesPoints(const PlotPanel& panel, const std::string& name) {
+  for (const PlotSeries& series : panel.series) {
+    if (series.name == name) return series.points;
+  }
+  return std::nullopt;
+}
+
+// One sample whose every version-keyed value (reward, both throughputs, total replicas,
+// staleness) is `value`, so one table checks all of those series.
+struct Sample {
+  double t;
+  std::optional<int64_t> version;
+  std::optional<int64_t> value;
+};
+
+TEST(PlotPanelsTest, VersionKeyedSeriesHaveOnePointPerVersionFromTheLastRow) {
+  struct Case {
+    const char* name;
+    std::vector<Sample> samples;
+    Points want;  // Empty: the series is left out.
+  };
+  const std::vector<Case> cases = {
+      {"rows at t=0,10,20 with versions 5,5,7",
+       {{0, 5, 1}, {10, 5, 2}, {20, 7, 3}},
+       {{5, 2}, {7, 3}}},
+      {"x is the version even when time jumps", {{1000, 1, 4}, {5000, 2, 6}}, {{1, 4}, {2, 6}}},
+      {"a row without version adds nothing", {{0, std::nullopt, 1}, {10, 3, 2}}, {{3, 2}}},
+      {"no row has a version", {{0, std::nullopt, 1}, {10, std::nullopt, 2}}, {}},
+      {"a row without a value keeps the version's last value",
+       {{0, 5, 1}, {10, 5, std::nullopt}, {20, 6, 2}},
+       {{5, 1}, {6, 2}}},
+      {"points by increasing version", {{0, 9, 1}, {10, 4, 2}}, {{4, 2}, {9, 1}}},
+      {"version 0 is a version", {{0, 0, 7}}, {{0, 7}}},
+  };
+  const std::vector<std::pair<size_t, std::string>> series = {
+      {0, "reward mean"}, {1, "rollout"}, {1, "training"}, {2, "total"}, {3, "staleness"}};
+  for (const Case& c : cases) {
+    std::vector<ProgressRow> rows;
+    for (const Sample& s : c.samples) {
+      ProgressRow r;
+      r.t = s.t;
+      r.trainer = "tiny";
+      r.version = s.version;
+      if (s.value) {
+        const auto v = static_cast<double>(*s.value);
+        r.reward_mean = v;
+        r.rollout_tokens_per_second = v;
+        r.train_tokens_per_second = v;
+        r.replicas_total = *s.value;
+        r.staleness_mean = v;
+      }
+      rows.push_back(r);
+    }
+    const std::vector<PlotPanel> panels = BuildPanels(rows);
+    ASSERT_EQ(panels.size(), 4u) << c.name;
+    for (const auto& [panel, name] : series) {
+      const std::optional<Points> got = SeriesPoints(panels[panel], name);
+      if (c.want.empty()) {
+        EXPECT_FALSE(got.has_value()) << c.name << ": " << name;
+      } else {
+        EXPECT_EQ(got, c.want) << c.name << ": " << name;
+      }
+    }
+  }
+}
+
+TEST(PlotPanelsTest, EvalAccuracyIsKeyedOnTheEvaluatedVersion) {
+  struct EvalSample {
+    double t;
+    std::optional<int64_t> version;
+    std::optional<int64_t> eval_version;
+    std::optional<double> accuracy;
+  };
+  struct Case {
+    const char* name;
+    std::vector<EvalSample> samples;
+    Points want;  // Empty: no eval accuracy series.
+  };
+  const std::vector<Case> cases = {
+      {"x is eval_version, not the row's version",
+       {{0, 10, 4, 0.25}, {10, 12, 4, 0.25}, {20, 15, 12, 0.5}},
+       {{4, 0.25}, {12, 0.5}}},
+      {"one point per evaluated version: the latest row wins",
+       {{0, 10, 8, 0.25}, {10, 11, 8, 0.375}, {20, 12, 8, 0.375}},
+       {{8, 0.375}}},
+      {"a row without eval_version adds nothing", {{0, 10, std::nullopt, 0.5}}, {}},
+      {"a row without version still has its eval point", {{0, std::nullopt, 3, 0.5}}, {{3, 0.5}}},
+      {"a row without accuracy adds nothing",
+       {{0, 10, 6, std::nullopt}, {10, 11, 7, 0.5}},
+       {{7, 0.5}}},
+      {"points by increasing evaluated version",
+       {{0, 20, 9, 0.5}, {10, 21, 2, 0.25}},
+       {{2, 0.25}, {9, 0.5}}},
+  };
+  for (const Case& c : cases) {
+    std::vector<ProgressRow> rows;
+    for (const EvalSample& s : c.samples) {
+      ProgressRow r;
+      r.t = s.t;
+      r.trainer = "tiny";
+      r.version = s.version;
+      r.eval_version = s.eval_version;
+      r.eval_accuracy = s.accuracy;
+      rows.push_back(r);
+    }
+    const std::optional<Points> got = SeriesPoints(BuildPanels(rows)[0], "eval accuracy");
+    if (c.want.empty()) {
+      EXPECT_FALSE(got.has_value()) << c.name;
+    } else {
+      EXPECT_EQ(got, c.want) << c.name;
+    }
+  }
+}
+
+TEST(PlotPanelsTest, EachTrainerHasItsOwnPointPerVersion) {
+  std::vector<ProgressRow> rows;
+  for (int i = 0; i < 4; ++i) {
+    ProgressRow r;
+    r.t = 10 * i;
+    r.trainer = i % 2 == 0 ? "a" : "b";
+    r.version = 3;  // Both trainers at version 3: one point each, not one between them.
+    r.reward_mean = i;
+    rows.push_back(r);
+  }
+  const std::vector<PlotPanel> panels = BuildPanels(rows);
+  EXPECT_EQ(SeriesPoints(panels[0], "a reward mean"), (Points{{3, 2}}));
+  EXPECT_EQ(SeriesPoints(panels[0], "b reward mean"), (Points{{3, 3}}));
 }
 
 TEST(SvgPlotTest, StructureAndWellFormedness) {
@@ -137,11 +274,12 @@ TEST(SvgPlotTest, StructureAndWellFormedness) {
   for (const char* text :
        {"Reward and eval accuracy", "Throughput (tokens/s)", "Replicas per region",
         "Staleness mean", ">reward mean<", ">eval accuracy<", ">rollout<", ">eu<", ">us<",
-        ">seconds<", "sluice experiment tiny"}) {
+        ">version<", "sluice experiment tiny"}) {
     EXPECT_NE(svg.find(text), std::string::npos) << text;
   }
-  // Min/max tick labels of the first panel: x 0..8, y 0..0.5.
-  EXPECT_NE(svg.find(">8</text>"), std::string::npos);
+  EXPECT_EQ(svg.find(">seconds<"), std::string::npos);
+  // Min/max tick labels of the first panel: x (versions) 0..40, y 0..0.5.
+  EXPECT_NE(svg.find(">40</text>"), std::string::npos);
   EXPECT_NE(svg.find(">0.5</text>"), std::string::npos);
 }
 
@@ -235,6 +373,8 @@ TEST(GnuplotTest, Script) {
                         "'/tmp/p0s1' using 1:2 with lines lw 2 title 'eval accuracy'\n"),
             std::string::npos);
   EXPECT_EQ(Count(script, "set title "), 4u);
+  EXPECT_EQ(Count(script, "set xlabel 'version'\n"), 4u);
+  EXPECT_EQ(script.find("seconds"), std::string::npos);
   EXPECT_EQ(Count(script, "NaN notitle"), 1u);  // The staleness panel has no data.
   EXPECT_NE(script.find("unset multiplot"), std::string::npos);
   EXPECT_EQ(GnuplotQuote("a'b"), "'a''b'");
