@@ -84,10 +84,10 @@ CommandSpec UpSpec() {
   spec.summary =
       "Starts the local cluster and leaves it running in the background: sluice-apiserver, then "
       "sluice-node, then sluice-operator (skipped while that binary does not exist), and with "
-      "--prometheus a Prometheus scraping both. Each is started detached, waited for until "
-      "healthy, and then the Sluice CRDs are installed. Running `up` again leaves healthy "
-      "components alone. If a component does not become healthy, the end of its log is printed "
-      "and every process this invocation started is stopped again (exit 1).\n"
+      "--prometheus a Prometheus scraping them and the worker pods. Each is started detached, "
+      "waited for until healthy, and then the Sluice CRDs are installed. Running `up` again "
+      "leaves healthy components alone. If a component does not become healthy, the end of its "
+      "log is printed and every process this invocation started is stopped again (exit 1).\n"
       "State directory layout: apiserver/ (the API server's state), kubeconfig, node/, "
       "logs/<component>.log, run/<component>.pid, prometheus/.";
   spec.flags = {
@@ -115,8 +115,9 @@ CommandSpec UpSpec() {
               "on N+1.",
               1, 65534),
       {"prometheus", '\0', FlagType::kBool, "", "false",
-       "Also start /usr/bin/prometheus on 127.0.0.1:9090, scraping the API server and the node "
-       "agent.",
+       "Also start /usr/bin/prometheus on 127.0.0.1:9090, scraping the API server, the node "
+       "agent and the pods annotated prometheus.io/scrape (the dataflow, rollout and trainer "
+       "pods; the node agent keeps their list in prometheus/targets/pods.json).",
        std::nullopt, std::nullopt},
       IntFlag("timeout", "SECONDS", 60,
               "How long each component may take to become healthy (and the CRDs to be "

@@ -76,6 +76,10 @@ ComponentSpec NodeComponent(const ClusterPlan& plan) {
             "--port",           std::to_string(plan.node_port),
             "--bin-dir",        plan.bin_dir,
             "--pod-ip-prefix",  plan.pod_ip_prefix};
+  // Only with Prometheus: the file is what its `sluice-pods` job discovers the pods from.
+  if (plan.prometheus) {
+    c.args.insert(c.args.end(), {"--prometheus-targets-file", plan.layout.PrometheusPodTargets()});
+  }
   c.health = HttpHealth("http://127.0.0.1:" + std::to_string(plan.node_port), "/readyz");
   c.dirs = {plan.layout.NodeDir()};
   return c;
@@ -112,6 +116,7 @@ ComponentSpec PrometheusComponent(const ClusterPlan& plan) {
   targets.apiserver_token_file = plan.layout.ApiServerToken();
   targets.apiserver_ca_file = plan.layout.ApiServerCa();
   targets.node_port = plan.node_port;
+  targets.pod_targets_file = plan.layout.PrometheusPodTargets();
   c.files = {{plan.layout.PrometheusConfig(), RenderPrometheusConfig(targets)}};
   return c;
 }

@@ -33,6 +33,12 @@ std::string RenderPrometheusConfig(const PrometheusTargets& targets) {
   out += "    metrics_path: /metrics\n";
   out += "    static_configs:\n";
   out += "      - targets: [" + node + "]\n";
+  // No metrics_path or relabelling: each target group carries __metrics_path__ and its labels.
+  out += "  - job_name: sluice-pods\n";
+  out += "    scheme: http\n";
+  out += "    file_sd_configs:\n";
+  out += "      - files: [" + YamlString(targets.pod_targets_file) + "]\n";
+  out += "        refresh_interval: 5s\n";
   return out;
 }
 

@@ -1,10 +1,17 @@
 // The Prometheus scrape configuration `sluice up --prometheus` writes to
 // DIR/prometheus/prometheus.yml before starting /usr/bin/prometheus.
 //
-// Two jobs, every 15 s: `sluice-apiserver` (HTTPS, the API server's CA, its bearer token read
-// from the token file on every scrape, so a regenerated token is picked up) and `sluice-node`
-// (plain HTTP /metrics of the node agent). Strings are written as double-quoted YAML scalars
-// (JSON escaping, which YAML accepts), so any state-dir path is safe.
+// Three jobs, every 15 s: `sluice-apiserver` (HTTPS, the API server's CA, its bearer token read
+// from the token file on every scrape, so a regenerated token is picked up), `sluice-node` (plain
+// HTTP /metrics of the node agent) and `sluice-pods`: the worker pods (dataflow, rollout,
+// trainer), found through file-based service discovery (file_sd_configs, re-read on change and
+// every 5 s) in the list the node agent keeps of the running pods annotated
+// prometheus.io/scrape=true (localcluster/node/scrape_targets.h). That list already carries each
+// pod's address, metrics path and target labels (namespace, pod, dataflow, ...), so the job has no
+// relabelling; on a real cluster a kubernetes_sd_configs pod job relabels the same annotations
+// and labels to the same targets (docs/operator.md, "Scraping the workers"). Strings are written
+// as double-quoted YAML scalars (JSON escaping, which YAML accepts), so any state-dir path is
+// safe.
 //
 // Thread safety: a pure function.
 #pragma once
@@ -18,6 +25,7 @@ struct PrometheusTargets {
   std::string apiserver_token_file;  // DIR/apiserver/token
   std::string apiserver_ca_file;     // DIR/apiserver/pki/ca.crt
   int node_port = 10250;
+  std::string pod_targets_file;  // DIR/prometheus/targets/pods.json, written by the node agent.
 };
 
 // The prometheus.yml text.

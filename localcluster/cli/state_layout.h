@@ -6,7 +6,8 @@
 //   DIR/node/                  the node agent's --state-dir
 //   DIR/logs/<component>.log   stdout and stderr of each component, appended across starts
 //   DIR/run/<component>.pid    the pid of each running component (removed by `sluice down`)
-//   DIR/prometheus/            prometheus.yml (generated) and data/ (with --prometheus)
+//   DIR/prometheus/            prometheus.yml (generated), data/ and targets/pods.json (the
+//                              node agent's list of pods to scrape) (with --prometheus)
 //   DIR/experiments/<name>/    progress.jsonl of `sluice run`, and the plots of `sluice plot`
 //
 // Thread safety: pure functions and values; nothing here touches the file system.
@@ -36,6 +37,7 @@ class StateLayout {
   std::string PrometheusDir() const { return root_ + "/prometheus"; }
   std::string PrometheusConfig() const { return root_ + "/prometheus/prometheus.yml"; }
   std::string PrometheusData() const { return root_ + "/prometheus/data"; }
+  std::string PrometheusPodTargets() const { return root_ + "/prometheus/targets/pods.json"; }
   // DIR/logs/<component>.log.
   std::string LogFile(std::string_view component) const;
   // DIR/run/<component>.pid.

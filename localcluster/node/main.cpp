@@ -57,6 +57,10 @@ config::Spec MakeSpec() {
           Option::String("pod-ip-prefix", "127.1",
                          "Pods get addresses <prefix>.x.y (a /16 of 127.0.0.0/8); agents sharing a "
                          "machine need different prefixes."))
+      .Add(Option::String("prometheus-targets-file", "",
+                          "Keep the Prometheus file_sd targets of the pods annotated "
+                          "prometheus.io/scrape=true in this file (sluice up --prometheus); empty: "
+                          "none."))
       .Add(Option::Duration("heartbeat-interval", seconds(10),
                             "How often each node's Lease and status are renewed."))
       .Add(Option::Duration("node-monitor-grace-period", seconds(40),
@@ -133,6 +137,9 @@ int Main(int argc, char** argv) {
                 << "\"\n";
       return 2;
     }
+  }
+  if (const std::string& file = cfg->GetString("prometheus-targets-file"); !file.empty()) {
+    options.prometheus_targets_file = std::filesystem::absolute(file);
   }
   options.heartbeat_interval = Ms(cfg->GetDuration("heartbeat-interval"));
   options.node_monitor_grace = Ms(cfg->GetDuration("node-monitor-grace-period"));

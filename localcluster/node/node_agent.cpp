@@ -7,6 +7,7 @@
 
 #include "localcluster/node/resource_quantity.h"
 #include "localcluster/node/scheduling.h"
+#include "localcluster/node/scrape_targets.h"
 #include "localcluster/node/service_records.h"
 #include "operator/kube/time_format.h"
 
@@ -43,6 +44,18 @@ bool Deleting(const json& obj) { return obj.contains("/metadata/deletionTimestam
 
 bool SimulatedFailure(const json& node) {
   return Str(node, "/metadata/annotations/sluice.dev~1simulated-failure") == "true";
+}
+
+// Write then rename, so a reader (a pod's resolver, Prometheus) never sees half a file.
+bool ReplaceFile(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!(out << text).flush()) return false;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  return !ec;
 }
 
 int64_t GpuRequest(const json& pod) {
@@ -248,6 +261,8 @@ Status NodeAgent::Start() {
   for (kube::Informer* informer : informers_) {
     if (!informer->WaitForSync(token)) return Status::Cancelled("stopped before the caches synced");
   }
+  // Before Prometheus starts (it follows the agent in `sluice up`), so its file exists.
+  SyncScrapeTargets();
   threads_.emplace_back([this] { HeartbeatLoop(); });
   threads_.emplace_back([this] { SyncLoop(); });
   ready_ = true;
@@ -327,6 +342,7 @@ void NodeAgent::SyncLoop() {
     Schedule();
     SyncWorkers();
     SyncServices();
+    SyncScrapeTargets();
   } while (!token.WaitFor(options_.sync_period));
 }
 
@@ -674,16 +690,32 @@ void NodeAgent::SyncServices() {
     }
   }
   const std::string text = HostsFileText(services, pods);
-  if (text != last_hosts_text_) {
-    // Write then rename, so a reader never sees half a file.
-    const std::filesystem::path tmp = hosts_file_.string() + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << text;
+  if (text != last_hosts_text_ && ReplaceFile(hosts_file_, text)) last_hosts_text_ = text;
+}
+
+void NodeAgent::SyncScrapeTargets() {
+  const std::filesystem::path& file = options_.prometheus_targets_file;
+  if (file.empty()) return;
+  std::vector<json> mine;  // Another agent's pods are its to list.
+  for (json& pod : Pods()) {
+    const std::string node = Str(pod, "/spec/nodeName");
+    for (const NodeSpec& spec : options_.cluster.nodes) {
+      if (spec.name == node) {
+        mine.push_back(std::move(pod));
+        break;
+      }
     }
-    std::error_code ec;
-    std::filesystem::rename(tmp, hosts_file_, ec);
-    if (!ec) last_hosts_text_ = text;
+  }
+  const std::string text = PodScrapeTargets(mine).dump(2) + "\n";
+  if (text == last_targets_text_) return;
+  std::error_code ec;
+  std::filesystem::create_directories(file.parent_path(), ec);
+  if (ReplaceFile(file, text)) {
+    last_targets_text_ = text;
+    targets_write_failed_ = false;
+  } else if (!targets_write_failed_) {
+    targets_write_failed_ = true;  // Retried every pass; said once.
+    log_.Warn("cannot write the Prometheus targets file", {{"file", file.string()}});
   }
 }
 

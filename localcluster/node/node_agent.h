@@ -16,6 +16,8 @@
 //   indices per node).
 // - Services: a ClusterIP for each ClusterIP Service without one, Endpoints for Services with a
 //   selector, and the hosts file (`<state>/hosts`) the pods resolve names with.
+// - Scrape targets (with `prometheus_targets_file`): the Prometheus file_sd targets of its pods
+//   annotated prometheus.io/scrape (scrape_targets.h), rewritten when they change.
 //
 // Ownership: owns its informers, threads and workers; `rest` must outlive it.
 // Thread safety: Start/Stop from one thread; the query methods from any.
@@ -62,6 +64,9 @@ struct NodeAgentOptions {
   std::chrono::milliseconds backoff_base{10000};
   std::chrono::milliseconds backoff_max{300000};
   std::chrono::milliseconds shutdown_grace{10000};  // Containers get this on agent shutdown.
+  // Where to keep the file_sd target list of the pods (`sluice up --prometheus` passes
+  // DIR/prometheus/targets/pods.json); empty: not written.
+  std::filesystem::path prometheus_targets_file;
   // sluice_node_* metrics go here; null: none. Must outlive the agent.
   metrics::Registry* registry = nullptr;
 };
@@ -98,6 +103,7 @@ class NodeAgent {
   void Schedule();
   void SyncWorkers();
   void SyncServices();
+  void SyncScrapeTargets();
   void MonitorNodes();
   std::vector<nlohmann::json> Pods() const;
   PodWorkerContext MakeContext();
@@ -111,6 +117,8 @@ class NodeAgent {
   kube::EventRecorder events_;
   std::filesystem::path hosts_file_;
   std::string last_hosts_text_;
+  std::string last_targets_text_;  // These two: the sync loop only (and Start, before it).
+  bool targets_write_failed_ = false;
 
   std::unique_ptr<kube::Informer> pods_, nodes_, services_, endpoints_, config_maps_, secrets_;
   std::vector<kube::Informer*> informers_;

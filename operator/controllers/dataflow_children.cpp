@@ -34,6 +34,12 @@ constexpr char kDatasetPvcDir[] = "/var/run/sluice/dataset-pvc";
 
 }  // namespace
 
+json ScrapeAnnotations(int port) {
+  return {{"prometheus.io/scrape", "true"},
+          {"prometheus.io/port", std::to_string(port)},
+          {"prometheus.io/path", "/metrics"}};
+}
+
 std::string DataflowConfigMapName(const std::string& df) { return SubdomainName(df, "-config"); }
 std::string DataflowTokenSecretName(const std::string& df) { return SubdomainName(df, "-token"); }
 std::string DataflowClaimName(const std::string& df) { return SubdomainName(df, "-wal"); }
@@ -127,6 +133,7 @@ json DesiredDataflowPod(const json& df, const WorkerImages& images) {
       // Bind the pod's own address: on the local cluster pods share a network namespace.
       "--address=$(POD_IP)",
       "--port=" + std::to_string(kDataflowPort),
+      kOpenMetricsArg,
   });
   json container = {
       {"name", "dataflow"},
@@ -149,7 +156,8 @@ json DesiredDataflowPod(const json& df, const WorkerImages& images) {
        {{"requests", {{"cpu", "500m"}, {"memory", "512Mi"}}}, {"limits", {{"memory", "4Gi"}}}}},
       {"volumeMounts", mounts}};
   json meta = Meta(df, DataflowPodName(name), true);
-  meta["annotations"] = {{kConfigHashAnnotation, JsonHash(DesiredDataflowConfigMap(df)["data"])}};
+  meta["annotations"] = ScrapeAnnotations(kDataflowPort);
+  meta["annotations"][kConfigHashAnnotation] = JsonHash(DesiredDataflowConfigMap(df)["data"]);
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
           {"metadata", meta},

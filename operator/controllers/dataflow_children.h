@@ -8,7 +8,7 @@
 //   Service    <df>          port 8080 "http" -> the dataflow pod (<df>.<ns>.svc:8080)
 //   Pod        <df>-dataflow sluice-dataflow, restartPolicy Always, readiness /readyz,
 //                            liveness /healthz; annotated with the config hash so a spec change
-//                            replaces it
+//                            replaces it, and for Prometheus (ScrapeAnnotations)
 //
 // Every child carries StandardLabels plus sluice.dev/dataflow=<df>; all but the PVC are
 // controlled by the Dataflow (ownerReferences), so kube's garbage collector deletes them with it.
@@ -30,6 +30,17 @@ struct WorkerImages {
   std::string trainer = "sluice/trainer:0.1.0";
   std::string pull_policy = "IfNotPresent";
 };
+
+// Every worker pod (dataflow, rollout, trainer) passes this flag, so that Prometheus, which holds
+// no Dataflow's token, can scrape /metrics; every other route still needs the token.
+inline constexpr char kOpenMetricsArg[] = "--metrics-require-token=false";
+
+// The conventional Prometheus annotations every worker pod carries: prometheus.io/scrape "true",
+// prometheus.io/port `port` (the pod's HTTP port, which serves /metrics too) and
+// prometheus.io/path "/metrics". A real cluster's kubernetes_sd_configs pod job with the usual
+// relabelling scrapes the pod there, and so does `sluice up --prometheus` through the node
+// agent's target list (docs/operator.md, "Scraping the workers").
+nlohmann::json ScrapeAnnotations(int port);
 
 inline constexpr int kDataflowPort = 8080;
 // Annotation on the dataflow pod: JsonHash of its ConfigMap's data (a change replaces the pod).

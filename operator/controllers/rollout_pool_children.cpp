@@ -161,6 +161,7 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
       "--kv-cache-fraction=" + json(engine.value("kvCacheFraction", 0.85)).dump(),
       "--address=$(POD_IP)",
       "--port=" + std::to_string(kRolloutPort),
+      kOpenMetricsArg,
       "--region=$(SLUICE_REGION)",
       "--replica=$(POD_NAME)",
       std::string("--policy-config=") + kRolloutConfigDir + "/rollout.json",
@@ -226,6 +227,7 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
            {{"name", ReplicaPodName(pool_name, region_name, index)},
             {"namespace", Namespace(pool)},
             {"labels", StandardLabels("sluice-rollout", pool_name, "rollout", extra)},
+            {"annotations", ScrapeAnnotations(kRolloutPort)},
             {"ownerReferences", json::array({ControllerRef(pool)})}}},
           {"spec", spec}};
 }

@@ -10,7 +10,8 @@
 // sluice.dev/pool, sluice.dev/region (with placement), sluice.dev/replica-index,
 // sluice.dev/template-hash, sluice.dev/dataflow, and sluice.dev/policy when the pool hosts
 // exactly one Policy (values through LabelValue: a pool name over 63 characters is truncated
-// and hashed); it is controlled by the RolloutPool (ownerReferences).
+// and hashed); it is controlled by the RolloutPool (ownerReferences). Its annotations are the
+// Prometheus ones (ScrapeAnnotations(8080), dataflow_children.h).
 //
 // Each hosted Policy whose spec.model.source is pvc has its claim mounted read-only at
 // /var/lib/sluice/model/<policy> (policy_model_volumes.h).
@@ -38,6 +39,7 @@
 //                                                   e.g. 0.85)
 //     --address=$(POD_IP)                           bind the pod's own address
 //     --port=8080
+//     --metrics-require-token=false                 /metrics open to Prometheus (kOpenMetricsArg)
 //     --region=$(SLUICE_REGION)                     the placement region; empty without one
 //     --replica=$(POD_NAME)                         the Pod's name
 //     --policy-config=/etc/sluice/config/rollout.json  the pool's ConfigMap <pool>-rollout-config
@@ -47,6 +49,7 @@
 //     GET  /healthz    200 while the process is alive, including while the model loads (the
 //                      liveness probe restarts the container after 60 s without an answer).
 //     GET  /readyz     200 once every hosted Policy is loaded and the replica takes work.
+//     GET  /metrics    Prometheus text, without the token.
 //     GET  /v1/status  {"in_flight": int, "draining": bool, "drained": bool,
 //                       "policies": [{"name": str, "version": int}],
 //                       "tokens_per_second": double (average over the last minute)}

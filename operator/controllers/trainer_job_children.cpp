@@ -169,6 +169,7 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
       std::string("--token-file=") + kTrainerTokenDir + "/token",
       "--address=$(POD_IP)",
       "--port=" + std::to_string(kTrainerPort),
+      kOpenMetricsArg,
       "--rank=$(RANK)",
       "--world-size=$(WORLD_SIZE)",
       "--master-addr=$(MASTER_ADDR)",
@@ -237,8 +238,9 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
                                    {kAttemptLabel, std::to_string(attempt)},
                                    {kTemplateHashLabel, TrainerTemplateHash(job, policy)}});
   json meta = Meta(job, RankPodName(name, rank), labels);
-  meta["annotations"] = {
-      {kConfigHashAnnotation, JsonHash(DesiredTrainerConfigMap(job, policy, dataflow)["data"])}};
+  meta["annotations"] = ScrapeAnnotations(kTrainerPort);
+  meta["annotations"][kConfigHashAnnotation] =
+      JsonHash(DesiredTrainerConfigMap(job, policy, dataflow)["data"]);
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}};
 }
 

@@ -16,7 +16,8 @@
 // Every child carries StandardLabels("sluice-trainer", <job>, "trainer") plus
 // sluice.dev/trainer-job=<job> and sluice.dev/policy=<spec.policyRef.name>; rank Pods also carry
 // sluice.dev/dataflow, sluice.dev/rank, sluice.dev/attempt and sluice.dev/template-hash, and the
-// annotation sluice.dev/config-hash (JsonHash of the ConfigMap's data). All are controlled by the
+// annotations sluice.dev/config-hash (JsonHash of the ConfigMap's data) and the Prometheus ones
+// (ScrapeAnnotations(8080), dataflow_children.h). All are controlled by the
 // TrainerJob (ownerReferences). Label values go through LabelValue (JobLabelValue for the
 // trainer-job label) and names through DnsLabelName / SubdomainName (labels.h): a job name that is
 // longer than 63 characters, or holds '.', gives a truncated, hashed Service and rank Pod name
@@ -41,6 +42,7 @@
 //                                                  <df>-token, key "token", mounted read-only)
 //     --address=$(POD_IP)                          bind the pod's own address
 //     --port=8080                                  the HTTP port below
+//     --metrics-require-token=false                /metrics open to Prometheus (kOpenMetricsArg)
 //     --rank=$(RANK)
 //     --world-size=$(WORLD_SIZE)
 //     --master-addr=$(MASTER_ADDR)                 rank 0: <job>-0.<job>.<ns>.svc
@@ -62,6 +64,7 @@
 //                          load; 60 s without an answer kills the container, and with
 //                          restartPolicy Never that fails the Pod and so the attempt.
 //     GET /readyz          200 once the rank has joined the gang and loaded the model.
+//     GET /metrics         Prometheus text, without the token.
 //     GET /v1/status       {"phase": "Running"|"Succeeded"|"Failed"|"Starved", "step": int
 //                          (optimizer steps completed), "version": int (newest published weight
 //                          version), "metrics": {"loss", "rewardMean", "kl", "entropy",

@@ -1,11 +1,15 @@
 // End-to-end: RolloutPool autoscaling against the real Prometheus (Debian's package). The test
 // exports a pending-work gauge, Prometheus scrapes it every second, and the operator scales the
 // pool to ceil(value / targetPerReplica): up at once, down only after the scale-down window; a
-// broken query freezes the size with ScalingActive=False naming Prometheus's error.
+// broken query freezes the size with ScalingActive=False naming Prometheus's error. A second test
+// checks that `sluice up --prometheus` scrapes the worker pods.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,10 +17,12 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "common/http/client.h"
 #include "common/http/server.h"
+#include "common/http/url.h"
 #include "common/logging/logger.h"
 #include "tests/e2e/sluice_session.h"
 
@@ -179,6 +185,91 @@ TEST(OperatorAutoscaleTest, ReplicasFollowThePrometheusMetricWithAScaleDownWindo
   EXPECT_EQ(cluster.Down().exit_code, 0);
   prometheus.Stop();
   exporter.Shutdown();
+}
+
+// ---------------------------------------------------------------------------------------------
+// `sluice up --prometheus` scrapes the worker pods (docs/local-cluster.md, "Prometheus"): the
+// node agent lists the annotated dataflow pod in DIR/prometheus/targets/pods.json, Prometheus's
+// `sluice-pods` job scrapes it under the labels the example queries select on, and the pod leaves
+// the list when it is deleted. The Prometheus of `up` listens on the fixed 127.0.0.1:9090, so the
+// test skips when something else holds that port.
+
+bool LoopbackPortTaken(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool taken = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return taken;
+}
+
+TEST(OperatorAutoscaleTest, UpWithPrometheusScrapesTheWorkerPods) {
+  if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
+  if (::access("/usr/bin/prometheus", X_OK) != 0) GTEST_SKIP() << "prometheus is not installed";
+  if (LoopbackPortTaken(9090)) GTEST_SKIP() << "127.0.0.1:9090 is taken";
+  SluiceSession cluster;
+  ASSERT_TRUE(cluster.Up("", "--prometheus")) << cluster.up().output;
+  ASSERT_EQ(cluster.Apply(kTestDataflowManifest), 0);
+  http::ClientOptions options;
+  options.base_url = "http://127.0.0.1:9090";
+  options.max_attempts = 1;
+  auto client = http::Client::Create(options);
+  ASSERT_TRUE(client.ok());
+  // An object always (empty when the request or the parse failed), so value() never throws.
+  auto get_json = [&](const std::string& path) {
+    auto r = (*client)->Get(path);
+    json reply = r.ok() && r->status == 200 ? json::parse(r->body, nullptr, false) : json();
+    return reply.is_object() ? reply : json::object();
+  };
+  auto targets_file = [&] {
+    std::ifstream in(cluster.state() + "/prometheus/targets/pods.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+
+  // The dataflow pod's target: up, at its pod IP's port 8080, with the labels queries match on.
+  json target;
+  const bool up = WaitUntil(
+      [&] {
+        const json reply = get_json("/api/v1/targets?state=active");
+        for (const json& t : reply.value("/data/activeTargets"_json_pointer, json::array())) {
+          if (t.value("/labels/job"_json_pointer, "") == "sluice-pods" &&
+              t.value("/labels/pod"_json_pointer, "") == "arith-dataflow") {
+            target = t;
+            return t.value("health", "") == "up";
+          }
+        }
+        return false;
+      },
+      std::chrono::seconds(120));
+  ASSERT_TRUE(up) << target.dump(2) << "\ntargets file:\n"
+                  << targets_file() << cluster.Log("node") << cluster.Log("prometheus");
+  EXPECT_EQ(target.value("/labels/namespace"_json_pointer, ""), "default");
+  EXPECT_EQ(target.value("/labels/dataflow"_json_pointer, ""), "arith");
+  EXPECT_EQ(target.value("/labels/component"_json_pointer, ""), "dataflow");
+  const std::string pod_ip = cluster.JsonPath("pod arith-dataflow", "{.status.podIP}");
+  EXPECT_EQ(target.value("scrapeUrl", ""), "http://" + pod_ip + ":8080/metrics");
+
+  // The selector of the example RolloutPools finds the dataflow's series.
+  const std::string query =
+      "/api/v1/query?query=" + http::PercentEncode(
+                                   "sum(sluice_dataflow_rollout_demand{"
+                                   "namespace=\"default\",dataflow=\"arith\"})");
+  EXPECT_TRUE(WaitUntil(
+      [&] { return get_json(query).value("/data/result"_json_pointer, json::array()).size() == 1; },
+      std::chrono::seconds(60)))
+      << get_json(query).dump();
+
+  // A deleted pod leaves the list.
+  ASSERT_EQ(cluster.Kubectl("delete dataflow arith --wait=true --timeout=60s").exit_code, 0);
+  EXPECT_TRUE(WaitUntil([&] { return targets_file().find("arith-dataflow") == std::string::npos; },
+                        std::chrono::seconds(60)))
+      << targets_file();
+  EXPECT_EQ(cluster.Down().exit_code, 0);
 }
 
 }  // namespace

@@ -64,14 +64,16 @@ class SluiceSession {
   SluiceSession(const SluiceSession&) = delete;
   SluiceSession& operator=(const SluiceSession&) = delete;
 
-  // Runs `sluice up`; the result (and its output, for failure messages) is kept in up().
-  bool Up(const std::string& env = "") {
+  // Runs `sluice up` with `flags` (e.g. "--prometheus") after the test's own; the result (and its
+  // output, for failure messages) is kept in up().
+  bool Up(const std::string& env = "", const std::string& flags = "") {
     operator_port_ = NodeProcess::FreePortPair();
     up_ = RunShell(env + " " + BinDir() + "/sluice up --config " + dir_ + "/cluster.yaml" +
                    " --state-dir " + state_ + " --bin-dir " + BinDir() + " --apiserver-port " +
                    std::to_string(NodeProcess::FreePort()) + " --node-port " +
                    std::to_string(NodeProcess::FreePort()) + " --operator-port " +
-                   std::to_string(operator_port_) + " --pod-ip-prefix " + TestPodIpPrefix());
+                   std::to_string(operator_port_) + " --pod-ip-prefix " + TestPodIpPrefix() + " " +
+                   flags);
     running_ = up_.exit_code == 0;
     return running_;
   }

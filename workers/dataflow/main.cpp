@@ -57,6 +57,9 @@ config::Spec MakeSpec() {
       .Add(Option::String("token-file", "",
                           "File holding the bearer token every /v1 route requires; empty: no "
                           "authentication (development only)."))
+      .Add(Option::Bool("metrics-require-token", true,
+                        "Whether /metrics needs the token too (the operator's pods turn it off, "
+                        "so Prometheus can scrape them)."))
       .Add(Option::Bytes("max-body-bytes", uint64_t{64} << 20,
                          "Largest request body; larger submits get 413."))
       .Add(Option::Int("worker-threads", 16, "HTTP worker threads (long polls hold one each).")
@@ -376,6 +379,7 @@ int Main(int argc, char** argv) {
   options.shutdown_grace =
       std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("shutdown-grace"));
   options.auth = token;
+  options.metrics_require_auth = cfg->GetBool("metrics-require-token");
   // Long polls may hold a request up to max-wait; writing a large batch takes time too.
   options.read_timeout = std::chrono::milliseconds(60000);
   options.write_timeout = std::chrono::milliseconds(60000);

@@ -23,6 +23,7 @@ TEST(StateLayoutTest, Paths) {
   EXPECT_EQ(layout.PidFile("apiserver"), "/s/run/apiserver.pid");
   EXPECT_EQ(layout.PrometheusConfig(), "/s/prometheus/prometheus.yml");
   EXPECT_EQ(layout.PrometheusData(), "/s/prometheus/data");
+  EXPECT_EQ(layout.PrometheusPodTargets(), "/s/prometheus/targets/pods.json");
 }
 
 TEST(StateLayoutTest, DefaultAndAbsolute) {
@@ -92,6 +93,12 @@ TEST(ComponentsTest, PrometheusComponent) {
   ASSERT_EQ(p.files.size(), 1u);
   EXPECT_EQ(p.files[0].first, "/s/prometheus/prometheus.yml");
   EXPECT_NE(p.files[0].second.find("127.0.0.1:7443"), std::string::npos);
+  EXPECT_NE(p.files[0].second.find("\"/s/prometheus/targets/pods.json\""), std::string::npos);
+  // The node agent keeps the pods' target list only for Prometheus.
+  std::vector<std::string> node_args = PlanComponents(Plan(false))[1].args;
+  node_args.insert(node_args.end(),
+                   {"--prometheus-targets-file", "/s/prometheus/targets/pods.json"});
+  EXPECT_EQ(c[1].args, node_args);
 }
 
 TEST(ComponentsTest, KnownComponentsAndHealthFromCommandLine) {
@@ -125,9 +132,10 @@ TEST(PrometheusConfigTest, ScrapesApiServerOverHttpsWithTokenAndNodeOverHttp) {
   t.apiserver_token_file = "/home/a b/.sluice/apiserver/token";
   t.apiserver_ca_file = "/home/a b/.sluice/apiserver/pki/ca.crt";
   t.node_port = 10250;
+  t.pod_targets_file = "/home/a b/.sluice/prometheus/targets/pods.json";
   const YAML::Node doc = YAML::Load(RenderPrometheusConfig(t));
   ASSERT_TRUE(doc["scrape_configs"].IsSequence());
-  ASSERT_EQ(doc["scrape_configs"].size(), 2u);
+  ASSERT_EQ(doc["scrape_configs"].size(), 3u);
   const YAML::Node api = doc["scrape_configs"][0];
   EXPECT_EQ(api["job_name"].as<std::string>(), "sluice-apiserver");
   EXPECT_EQ(api["scheme"].as<std::string>(), "https");
@@ -141,6 +149,26 @@ TEST(PrometheusConfigTest, ScrapesApiServerOverHttpsWithTokenAndNodeOverHttp) {
   EXPECT_EQ(node["scheme"].as<std::string>(), "http");
   EXPECT_EQ(node["static_configs"][0]["targets"][0].as<std::string>(), "127.0.0.1:10250");
   EXPECT_EQ(doc["global"]["scrape_interval"].as<std::string>(), "15s");
+}
+
+TEST(PrometheusConfigTest, ScrapesTheWorkerPodsFromTheNodeAgentsTargetsFile) {
+  PrometheusTargets t;
+  t.pod_targets_file = "/home/a b/.sluice/prometheus/targets/pods.json";
+  const YAML::Node doc = YAML::Load(RenderPrometheusConfig(t));
+  ASSERT_EQ(doc["scrape_configs"].size(), 3u);
+  const YAML::Node pods = doc["scrape_configs"][2];
+  EXPECT_EQ(pods["job_name"].as<std::string>(), "sluice-pods");
+  EXPECT_EQ(pods["scheme"].as<std::string>(), "http");
+  ASSERT_EQ(pods["file_sd_configs"].size(), 1u);
+  const YAML::Node sd = pods["file_sd_configs"][0];
+  ASSERT_EQ(sd["files"].size(), 1u);
+  EXPECT_EQ(sd["files"][0].as<std::string>(), t.pod_targets_file);
+  EXPECT_EQ(sd["refresh_interval"].as<std::string>(), "5s");
+  // Each target group brings __metrics_path__ and its labels: a job-wide path or relabelling
+  // would override or drop them.
+  EXPECT_FALSE(pods["metrics_path"]);
+  EXPECT_FALSE(pods["relabel_configs"]);
+  EXPECT_FALSE(pods["static_configs"]);
 }
 
 TEST(InstallPathsTest, ClusterConfigCandidates) {

@@ -73,6 +73,12 @@ TEST(DataflowChildrenTest, PodRunsTheDataflowWithItsVolumesAndProbes) {
   EXPECT_TRUE(has("--wal-dir=/var/lib/sluice/wal"));
   EXPECT_TRUE(has("--token-file=/var/run/sluice/token/token"));
   EXPECT_TRUE(has("--address=$(POD_IP)"));
+  // Prometheus scrapes the pod's HTTP port without the Dataflow's token.
+  EXPECT_TRUE(has("--metrics-require-token=false"));
+  EXPECT_EQ(pod["metadata"]["annotations"]["prometheus.io/scrape"], "true");
+  EXPECT_EQ(pod["metadata"]["annotations"]["prometheus.io/port"], "8080");
+  EXPECT_EQ(pod["metadata"]["annotations"]["prometheus.io/path"], "/metrics");
+  EXPECT_EQ(pod["metadata"]["annotations"].size(), 4u);  // And the config hash.
   EXPECT_EQ(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"], "status.podIP");
   EXPECT_EQ(c["readinessProbe"]["httpGet"]["path"], "/readyz");
   EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"], "/healthz");

@@ -164,7 +164,11 @@ TEST(RolloutPoolChildrenTest, PodIsNamedLabelledAndOwned) {
   EXPECT_EQ(owner["name"], "gen");
   EXPECT_EQ(owner["uid"], "u-pool");
   EXPECT_EQ(owner["controller"], true);
-  EXPECT_FALSE(pod["metadata"].contains("annotations"));
+  // Prometheus scrapes the replica's HTTP port (the worker serves /metrics there, without the
+  // token: the args turn that off).
+  EXPECT_EQ(pod["metadata"]["annotations"], json({{"prometheus.io/scrape", "true"},
+                                                  {"prometheus.io/port", "8080"},
+                                                  {"prometheus.io/path", "/metrics"}}));
 }
 
 TEST(RolloutPoolChildrenTest, PodWithoutPlacementOrWithManyPolicies) {
@@ -201,6 +205,7 @@ TEST(RolloutPoolChildrenTest, ArgsFollowTheWorkerContract) {
       "--kv-cache-fraction=0.9",
       "--address=$(POD_IP)",
       "--port=8080",
+      "--metrics-require-token=false",
       "--region=$(SLUICE_REGION)",
       "--replica=$(POD_NAME)",
       "--policy-config=/etc/sluice/config/rollout.json",
@@ -219,7 +224,7 @@ TEST(RolloutPoolChildrenTest, ArgsUseEngineDefaults) {
   pool["spec"]["policies"] = {"b", "a", "b"};
   const json pod = DesiredReplicaPod(pool, {}, nullptr, 1, Dataflow(), WorkerImages{});
   const std::vector<std::string> args = Strings(pod["spec"]["containers"][0]["args"]);
-  ASSERT_EQ(args.size(), 13u);
+  ASSERT_EQ(args.size(), 14u);
   EXPECT_EQ(args[2], "--policies=a,b");
   EXPECT_EQ(args[3], "--engine=builtin");
   EXPECT_EQ(args[4], "--tensor-parallel-size=1");
