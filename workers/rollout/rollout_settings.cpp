@@ -13,7 +13,8 @@ namespace sluice::rollout {
 using nlohmann::json;
 
 Result<RolloutSettings> ParseRolloutConfig(std::string_view text,
-                                           const std::vector<std::string>& hosted) {
+                                           const std::vector<std::string>& hosted,
+                                           std::string_view model_cache_root) {
   json config = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object()) {
     return Status::InvalidArgument("not a JSON object", "rollout.json");
@@ -65,7 +66,7 @@ Result<RolloutSettings> ParseRolloutConfig(std::string_view text,
     HostedPolicy h;
     h.name = name;
     Result<trainer::ModelSource> model =
-        trainer::ResolveModelSource(name, found->spec.model.source);
+        trainer::ResolveModelSource(name, found->spec.model.source, model_cache_root);
     if (!model.ok()) {
       return Status::InvalidArgument(model.status().message(),
                                      where + "." + model.status().field());
@@ -88,12 +89,13 @@ Result<RolloutSettings> ParseRolloutConfig(std::string_view text,
 }
 
 Result<RolloutSettings> LoadRolloutConfigFile(const std::string& path,
-                                              const std::vector<std::string>& hosted) {
+                                              const std::vector<std::string>& hosted,
+                                              std::string_view model_cache_root) {
   std::ifstream in(path);
   if (!in) return Status::InvalidArgument("cannot read " + path, "policy-config");
   std::ostringstream text;
   text << in.rdbuf();
-  Result<RolloutSettings> s = ParseRolloutConfig(text.str(), hosted);
+  Result<RolloutSettings> s = ParseRolloutConfig(text.str(), hosted, model_cache_root);
   if (!s.ok()) return s.status().WithContext(path);
   return s;
 }

@@ -32,13 +32,15 @@ void ExportRoute::Handle(const httplib::Request& req, httplib::Response& res) {
                                                   " is not held (held: [" + held + "])"));
   }
   std::optional<model::ModelConfig> config;
+  weights::HfExportOptions options;
   {
     std::lock_guard<std::mutex> lock(mu_);
     config = config_;
+    options = options_;
   }
   if (!config) return http::ReplyError(res, Status::Unavailable("the model is not loaded yet"));
-  const std::string dir = root_ + "/" + weights::HfExportName(options_.policy, version);
-  Result<weights::HfExport> e = weights::ExportHfDirectory(*snapshot, *config, options_, dir);
+  const std::string dir = root_ + "/" + weights::HfExportName(options.policy, version);
+  Result<weights::HfExport> e = weights::ExportHfDirectory(*snapshot, *config, options, dir);
   if (!e.ok()) {
     logger_.Warn("export failed", {{"version", version}, {"error", e.status().ToString()}});
     return http::ReplyError(res, e.status());

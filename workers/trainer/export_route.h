@@ -8,7 +8,8 @@
 //
 // Thread safety: Handle runs on HTTP worker threads while training runs. The store is
 // thread-safe and a snapshot it hands out stays valid after eviction; the model config, known
-// only once the model is loaded (after the server already answers /healthz), is set under a lock.
+// only once the model is loaded (after the server already answers /healthz), and the extra files,
+// known only once a uri model is downloaded, are set under a lock.
 #pragma once
 
 #include <mutex>
@@ -36,6 +37,12 @@ class ExportRoute {
     options_.extra_files = std::move(extra_files);
   }
 
+  // Replaces the files copied into each export (see the constructor).
+  void SetExtraFiles(std::vector<std::string> extra_files) {
+    std::lock_guard<std::mutex> lock(mu_);
+    options_.extra_files = std::move(extra_files);
+  }
+
   void SetModelConfig(const model::ModelConfig& config) {
     std::lock_guard<std::mutex> lock(mu_);
     config_ = config;
@@ -51,9 +58,9 @@ class ExportRoute {
 
   const weights::WeightStore& store_;
   const std::string root_;
-  weights::HfExportOptions options_;
   log::Logger& logger_;
   std::mutex mu_;
+  weights::HfExportOptions options_;          // Guarded by mu_.
   std::optional<model::ModelConfig> config_;  // Guarded by mu_.
 };
 

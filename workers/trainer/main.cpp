@@ -19,6 +19,9 @@
 // version spec.warmStart.steps with "evaluate": true, so the Dataflow evaluates exactly the model
 // RL starts from. RL step k publishes version spec.warmStart.steps + k.
 //
+// A Policy whose spec.model.source is a uri is downloaded into --model-cache-dir (or found there
+// complete) after the HTTP server starts and before the rendezvous (FetchModelSource).
+//
 // SIGTERM stops between steps: the batch in hand (if any) is not acknowledged, so the dataflow
 // serves it again after its ack timeout; nothing accepted is lost.
 //
@@ -54,6 +57,7 @@
 #include "common/metrics/registry.h"
 #include "common/process/signals.h"
 #include "workers/dataflow/dataflow_client.h"
+#include "workers/model/model_download.h"
 #include "workers/model/nn/decoder_model.h"
 #include "workers/trainer/checkpoint_directory.h"
 #include "workers/trainer/export_route.h"
@@ -82,6 +86,9 @@ config::Spec MakeSpec() {
       .Add(Option::String("token-file", "",
                           "Bearer token for the dataflow and for this rank's own /v1 routes; "
                           "empty: none (development only)."))
+      .Add(Option::Bool("metrics-require-token", true,
+                        "Whether /metrics needs the token too (the operator's pods turn it off, "
+                        "so Prometheus can scrape them)."))
       .Add(Option::String("address", "0.0.0.0", "Address to listen on (the pod's IP)."))
       .Add(Option::Int("port", 8080, "HTTP port; 0 picks a free one.").Min(0).Max(65535))
       .Add(Option::String("advertise-address", "",
@@ -99,6 +106,10 @@ config::Spec MakeSpec() {
                           "Root of the Hugging Face exports written by POST "
                           "/v1/weights/{version}/export (<root>/<policy>-v<version>); empty: "
                           "<checkpoint-dir>/exports, or no exports without --checkpoint-dir."))
+      .Add(Option::String("model-cache-dir", "",
+                          "Where a Policy's spec.model.source.uri is downloaded "
+                          "(<dir>/<hash of the URI>) and reused from; empty: "
+                          "$TMPDIR/sluice-models (/tmp when TMPDIR is unset)."))
       .Add(Option::Int("groups-per-batch", 0,
                        "Groups per batch asked of the dataflow; 0: the dataflow's setting.")
                .Min(0))
@@ -201,7 +212,8 @@ int Main(int argc, char** argv) {
     return 2;
   }
   log::Logger logger("trainer");
-  Result<TrainerSettings> settings = LoadTrainerConfigFile(trainer_config);
+  Result<TrainerSettings> settings =
+      LoadTrainerConfigFile(trainer_config, cfg->GetString("model-cache-dir"));
   if (!settings.ok()) {
     std::cerr << kProgram << ": flag --config: " << settings.status().ToString() << "\n";
     return 2;
@@ -226,7 +238,8 @@ int Main(int argc, char** argv) {
       static_cast<size_t>(std::max<int64_t>(settings->policy_spec.weight_sync.keep_versions, 1)));
   weights::WeightRoutes weight_routes(store, &registry);
   // The tokenizer and generation files travel with every export; a model directory that cannot
-  // be listed fails the model load below with its own error.
+  // be listed fails the model load below with its own error (a uri model's is listed once it is
+  // downloaded).
   std::vector<std::string> sidecars;
   if (!settings->model.directory.empty()) {
     Result<std::vector<std::string>> files = weights::HfSidecarFiles(settings->model.directory);
@@ -238,6 +251,7 @@ int Main(int argc, char** argv) {
   options.address = cfg->GetString("address");
   options.port = static_cast<int>(cfg->GetInt("port"));
   options.auth = token;
+  options.metrics_require_auth = cfg->GetBool("metrics-require-token");
   options.shutdown_grace =
       std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("shutdown-grace"));
   options.write_timeout = std::chrono::milliseconds(120000);  // Large weight downloads.
@@ -264,6 +278,34 @@ int Main(int argc, char** argv) {
     server.Shutdown();
     return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
   };
+
+  // A uri model: every rank downloads it into its node's cache (or finds it there) before the
+  // rendezvous, so the collectives' timeout does not have to cover the transfer.
+  if (!settings->model.uri.empty()) {
+    board.SetPhase("Initializing", "downloading the model from " + settings->model.uri);
+    model::ModelDownloadOptions download;
+    download.resolver = HostsResolver();
+    download.cancel = stop.Token();
+    download.on_file = [&logger](const std::string& file, uint64_t bytes) {
+      logger.Info("model file downloaded", {{"file", file}, {"bytes", bytes}});
+    };
+    Result<model::ModelDownload> got =
+        FetchModelSource(settings->model, settings->text.tokenizer_file, download);
+    if (!got.ok() && got.status().code() == StatusCode::kCancelled) {
+      logger.Info("stopped while downloading the model");
+      server.Shutdown();
+      return 0;
+    }
+    if (!got.ok()) return fail("cannot download the model", got.status());
+    logger.Info("model downloaded", {{"uri", settings->model.uri},
+                                     {"directory", got->directory},
+                                     {"reused", got->reused},
+                                     {"files", got->files},
+                                     {"bytes", got->bytes}});
+    Result<std::vector<std::string>> files = weights::HfSidecarFiles(settings->model.directory);
+    if (files.ok()) export_route.SetExtraFiles(std::move(*files));
+    board.SetPhase("Initializing");
+  }
 
   // Rendezvous.
   GlooOptions gloo;

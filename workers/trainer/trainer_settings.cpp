@@ -1,5 +1,6 @@
 #include "workers/trainer/trainer_settings.h"
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -38,7 +39,8 @@ std::string PolicyModelDir(std::string_view policy) {
 }
 
 Result<ModelSource> ResolveModelSource(std::string_view policy,
-                                       const api::PolicySpecModelSource& source) {
+                                       const api::PolicySpecModelSource& source,
+                                       std::string_view model_cache_root) {
   ModelSource out;
   if (source.builtin) {
     const api::PolicySpecModelSourceBuiltin& b = *source.builtin;
@@ -66,11 +68,32 @@ Result<ModelSource> ResolveModelSource(std::string_view policy,
     return out;
   }
   if (source.uri) {
-    return Status::InvalidArgument(
-        "downloading a model is not supported by the workers yet; use path or pvc",
-        "spec.model.source.uri");
+    SLUICE_RETURN_IF_ERROR(model::CheckModelUri(*source.uri));
+    out.uri = *source.uri;
+    const std::string root =
+        model_cache_root.empty() ? model::DefaultModelCacheRoot() : std::string(model_cache_root);
+    out.directory = model::ModelCacheDir(root, out.uri);
+    return out;
   }
   return Status::InvalidArgument("must set one of builtin, path, pvc and uri", "spec.model.source");
+}
+
+Result<model::ModelDownload> FetchModelSource(const ModelSource& source,
+                                              std::string_view tokenizer_file,
+                                              model::ModelDownloadOptions options) {
+  if (source.uri.empty()) {
+    model::ModelDownload none;
+    none.directory = source.directory;
+    return none;
+  }
+  if (!tokenizer_file.empty()) {
+    const std::string relative =
+        std::filesystem::path(tokenizer_file).lexically_relative(source.directory).generic_string();
+    if (!relative.empty() && relative != "." && !relative.starts_with("..")) {
+      options.extra_files.push_back(relative);
+    }
+  }
+  return model::DownloadModelDirectory(source.uri, source.directory, options);
 }
 
 Result<TextSettings> ResolveTextSettings(const ModelSource& model,
@@ -99,7 +122,8 @@ Result<TextSettings> ResolveTextSettings(const ModelSource& model,
   return out;
 }
 
-Result<TrainerSettings> ParseTrainerConfig(std::string_view text) {
+Result<TrainerSettings> ParseTrainerConfig(std::string_view text,
+                                           std::string_view model_cache_root) {
   json config = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object()) {
     return Status::InvalidArgument("not a JSON object", "trainer.json");
@@ -131,7 +155,8 @@ Result<TrainerSettings> ParseTrainerConfig(std::string_view text) {
   }
   s.spec = std::move(job->spec);
   s.policy_spec = std::move(policy->spec);
-  Result<ModelSource> model = ResolveModelSource(s.policy, s.policy_spec.model.source);
+  Result<ModelSource> model =
+      ResolveModelSource(s.policy, s.policy_spec.model.source, model_cache_root);
   if (!model.ok()) {
     return Status(model.status().code(), model.status().message(),
                   "policy." + model.status().field());
@@ -164,12 +189,13 @@ Result<TrainerSettings> ParseTrainerConfig(std::string_view text) {
   return s;
 }
 
-Result<TrainerSettings> LoadTrainerConfigFile(const std::string& path) {
+Result<TrainerSettings> LoadTrainerConfigFile(const std::string& path,
+                                              std::string_view model_cache_root) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(path + ": cannot open the trainer config");
   std::stringstream text;
   text << in.rdbuf();
-  Result<TrainerSettings> s = ParseTrainerConfig(text.str());
+  Result<TrainerSettings> s = ParseTrainerConfig(text.str(), model_cache_root);
   if (!s.ok()) return s.status().WithContext(path);
   return s;
 }

@@ -4,7 +4,7 @@
 // defaulted and validated against the CRD schemas exactly as the API server would, so a hand-made
 // file gets the same field-naming errors as kubectl apply.
 //
-// Thread safety: plain values and pure functions.
+// Thread safety: plain values and pure functions (FetchModelSource does I/O, thread-safe).
 #pragma once
 
 #include <cstdint>
@@ -16,13 +16,17 @@
 #include "operator/api/generated/dataflow_types.h"
 #include "operator/api/generated/policy_types.h"
 #include "operator/api/generated/trainer_job_types.h"
+#include "workers/model/model_download.h"
 
 namespace sluice::trainer {
 
 // Where the Policy's initial weights come from, resolved to something a process can open.
 struct ModelSource {
   std::string builtin_uri;  // "builtin:tiny?layers=..." (ParseBuiltinModel); or
-  std::string directory;    // an HF model directory.
+  std::string directory;    // an HF model directory (for uri: its cache entry, ModelCacheDir).
+  // spec.model.source.uri, the http(s) URL of an HF model directory that FetchModelSource
+  // downloads into `directory` before the model is loaded; empty for the other sources.
+  std::string uri;
 };
 
 // Where the operator mounts Policies' spec.model.source.pvc claims inside worker Pods: each
@@ -36,11 +40,24 @@ std::string PolicyModelDir(std::string_view policy);
 
 // Maps spec.model.source of the Policy named `policy` onto a ModelSource. builtin becomes the
 // equivalent builtin:tiny URI (char vocabulary, llama family, max_pos = maxSequenceLength); path
-// is used as it is; pvc is PolicyModelDir(policy) + its path (without a trailing '/'). uri is
-// InvalidArgument (naming the field): workers do not download models yet; so is pvc with an empty
-// `policy` ("metadata.name").
+// is used as it is; pvc is PolicyModelDir(policy) + its path (without a trailing '/'); uri (an
+// http:// or https:// URL, model::CheckModelUri) keeps the URL and names its cache entry
+// model::ModelCacheDir(model_cache_root, uri) as the directory, nothing downloaded yet; an empty
+// `model_cache_root` is model::DefaultModelCacheRoot() ($TMPDIR/sluice-models). InvalidArgument
+// naming the field for another uri, and for pvc with an empty `policy` ("metadata.name").
 Result<ModelSource> ResolveModelSource(std::string_view policy,
-                                       const api::PolicySpecModelSource& source);
+                                       const api::PolicySpecModelSource& source,
+                                       std::string_view model_cache_root = {});
+
+// Downloads a uri source into its directory (model::DownloadModelDirectory; a complete cache
+// entry is reused without a request), after which it loads exactly like a path source; does
+// nothing for the other sources. `tokenizer_file` (TextSettings::tokenizer_file, may be empty) is
+// fetched too when it lies inside the directory (spec.tokenizer.path). Blocks for the whole
+// transfer; options.cancel stops it. Errors: DownloadModelDirectory's (a missing required file
+// is InvalidArgument naming "spec.model.source.uri" and the URL).
+Result<model::ModelDownload> FetchModelSource(const ModelSource& source,
+                                              std::string_view tokenizer_file,
+                                              model::ModelDownloadOptions options = {});
 
 // How the Policy's text is tokenized and rendered (spec.tokenizer), resolved as the rollout
 // workers resolve it, so a trainer that renders prompts itself (the warm start) produces exactly
@@ -79,9 +96,12 @@ struct TrainerSettings {
 };
 
 // Parses trainer.json text. InvalidArgument naming the field ("trainerJob.spec.steps", ...) for
-// a missing object, a schema violation or an unsupported model source.
-Result<TrainerSettings> ParseTrainerConfig(std::string_view text);
+// a missing object, a schema violation or an unsupported model source. `model_cache_root`: as
+// ResolveModelSource's (--model-cache-dir).
+Result<TrainerSettings> ParseTrainerConfig(std::string_view text,
+                                           std::string_view model_cache_root = {});
 // Reads and parses the file; errors carry the path.
-Result<TrainerSettings> LoadTrainerConfigFile(const std::string& path);
+Result<TrainerSettings> LoadTrainerConfigFile(const std::string& path,
+                                              std::string_view model_cache_root = {});
 
 }  // namespace sluice::trainer

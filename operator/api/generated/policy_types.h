@@ -66,8 +66,11 @@ struct PolicySpecModelSource {
   // An HF-format model directory on a PersistentVolumeClaim, mounted read-only into every Pod that
   // loads the Policy.
   std::optional<PolicySpecModelSourcePvc> pvc;
-  // URI of an HF-format model that workers download at start (hf://org/name, s3://bucket/prefix,
-  // gs://bucket/prefix, https://host/path).
+  // URL (http:// or https://) of an HF-format model directory, whose files are fetched as
+  // URL/config.json, URL/model.safetensors (or URL/model.safetensors.index.json and the shards it
+  // names) and URL/tokenizer.json. Workers download it at start into a cache on their node (flag
+  // --model-cache-dir) and reuse a complete download. A Hugging Face Hub model is
+  // https://huggingface.co/ORG/NAME/resolve/REVISION.
   std::optional<std::string> uri;
 
   friend bool operator==(const PolicySpecModelSource&, const PolicySpecModelSource&) = default;

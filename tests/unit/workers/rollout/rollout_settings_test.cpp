@@ -78,5 +78,20 @@ TEST(RolloutSettingsTest, PoliciesOnClaimsResolveToTheirOwnMounts) {
   EXPECT_EQ(s->policies[1].model.directory, "/var/lib/sluice/model/judge/m");
 }
 
+TEST(RolloutSettingsTest, UriModelsLoadFromTheirCacheEntry) {
+  Result<RolloutSettings> s = ParseRolloutConfig(
+      R"({"policies": [
+        {"metadata": {"name": "actor"},
+         "spec": {"model": {"source": {"uri": "https://models.example.com/qwen3"}},
+                  "tokenizer": {"path": "tok/tokenizer.json"}}}]})",
+      {"actor"}, "/cache");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const HostedPolicy& p = s->policies[0];
+  EXPECT_EQ(p.model.uri, "https://models.example.com/qwen3");
+  EXPECT_EQ(p.model.directory, model::ModelCacheDir("/cache", "https://models.example.com/qwen3"));
+  EXPECT_EQ(p.tokenizer, "model");
+  EXPECT_EQ(p.tokenizer_file, p.model.directory + "/tok/tokenizer.json");
+}
+
 }  // namespace
 }  // namespace sluice::rollout

@@ -85,6 +85,47 @@ TEST(TrainerSettingsTest, ResolvesModelSources) {
   EXPECT_EQ(ResolveModelSource("actor", src).status().field(), "spec.model.source.uri");
 }
 
+TEST(TrainerSettingsTest, UriModelsResolveToTheirCacheEntry) {
+  // The URL is kept for the download; the directory is its cache entry, nothing fetched yet.
+  api::PolicySpecModelSource src;
+  src.uri = "https://models.example.com/qwen3";
+  Result<ModelSource> m = ResolveModelSource("actor", src, "/cache");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->uri, "https://models.example.com/qwen3");
+  EXPECT_EQ(m->directory, model::ModelCacheDir("/cache", "https://models.example.com/qwen3"));
+  EXPECT_EQ(m->directory.rfind("/cache/", 0), 0u) << m->directory;
+  EXPECT_TRUE(m->builtin_uri.empty());
+  // No root: the default one under $TMPDIR.
+  EXPECT_EQ(ResolveModelSource("actor", src)->directory,
+            model::ModelCacheDir(model::DefaultModelCacheRoot(), *src.uri));
+  // Text settings read the downloaded directory's tokenizer.json.
+  Result<TextSettings> text = ResolveTextSettings(*m, api::PolicySpecTokenizer{});
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_EQ(text->tokenizer, "model");
+  EXPECT_EQ(text->tokenizer_file, m->directory + "/tokenizer.json");
+  // Only http(s) URLs of a directory.
+  for (const char* bad : {"s3://bucket/m", "ftp://host/m", "https://host/m?rev=main"}) {
+    src.uri = bad;
+    Result<ModelSource> r = ResolveModelSource("actor", src, "/cache");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().field(), "spec.model.source.uri") << bad;
+  }
+}
+
+TEST(TrainerSettingsTest, ConfigWithAUriModelNamesTheCacheEntry) {
+  json c = Config();
+  c["policy"]["spec"]["model"]["source"] = {{"uri", "http://127.0.0.1:9/m/"}};
+  Result<TrainerSettings> s = ParseTrainerConfig(c.dump(), "/var/cache/models");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->model.uri, "http://127.0.0.1:9/m/");
+  EXPECT_EQ(s->model.directory, model::ModelCacheDir("/var/cache/models", "http://127.0.0.1:9/m"));
+  // The CRD refuses other schemes before the resolver sees them.
+  c["policy"]["spec"]["model"]["source"] = {{"uri", "hf://Qwen/Qwen3-0.6B"}};
+  s = ParseTrainerConfig(c.dump(), "/var/cache/models");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().field(), "policy.spec.model.source.uri") << s.status().ToString();
+}
+
 TEST(TrainerSettingsTest, PvcModelsLiveUnderThePolicysOwnMount) {
   // The operator mounts each Policy's claim at /var/lib/sluice/model/<policy>
   // (operator/controllers/policy_model_volumes.h); the model is the claim's path inside it.
