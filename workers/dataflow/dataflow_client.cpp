@@ -10,6 +10,35 @@
 
 namespace sluice::dataflow {
 
+namespace {
+
+// The `versions` list of a lease reply or of GET /v1/versions; `where` names it in errors.
+Result<std::vector<AnnouncedVersion>> ParseVersions(const nlohmann::json& list,
+                                                    const std::string& where) {
+  if (!list.is_array()) return Status::InvalidArgument("must be a list", where);
+  std::vector<AnnouncedVersion> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const nlohmann::json& v = list[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    if (!v.is_object() || !v.contains("policy") || !v["policy"].is_string() ||
+        !v.contains("number") || !v["number"].is_number_integer()) {
+      return Status::InvalidArgument("must be an object with policy and number", at);
+    }
+    AnnouncedVersion a;
+    a.policy = v["policy"].get<std::string>();
+    a.number = v["number"].get<int64_t>();
+    if (v.contains("url") && v["url"].is_string()) a.url = v["url"].get<std::string>();
+    if (v.contains("digest") && v["digest"].is_string()) a.digest = v["digest"].get<std::string>();
+    if (v.contains("delta_base") && v["delta_base"].is_number_integer()) {
+      a.delta_base = v["delta_base"].get<int64_t>();
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+}  // namespace
+
 bool IsDrained(const Status& status) { return status.code() == StatusCode::kGone; }
 
 Result<std::optional<std::string>> DataflowClient::TakeBatchFrame(const std::string& policy,
@@ -167,25 +196,7 @@ Result<LeaseAnswer> DataflowClient::Lease(const LeaseQuery& query,
     answer.tasks = *it;
   }
   if (auto it = r.find("versions"); it != r.end()) {
-    if (!it->is_array()) return Status::InvalidArgument("must be a list", "lease reply.versions");
-    for (size_t i = 0; i < it->size(); ++i) {
-      const nlohmann::json& v = (*it)[i];
-      const std::string where = "lease reply.versions[" + std::to_string(i) + "]";
-      if (!v.is_object() || !v.contains("policy") || !v["policy"].is_string() ||
-          !v.contains("number") || !v["number"].is_number_integer()) {
-        return Status::InvalidArgument("must be an object with policy and number", where);
-      }
-      AnnouncedVersion a;
-      a.policy = v["policy"].get<std::string>();
-      a.number = v["number"].get<int64_t>();
-      if (v.contains("url") && v["url"].is_string()) a.url = v["url"].get<std::string>();
-      if (v.contains("digest") && v["digest"].is_string())
-        a.digest = v["digest"].get<std::string>();
-      if (v.contains("delta_base") && v["delta_base"].is_number_integer()) {
-        a.delta_base = v["delta_base"].get<int64_t>();
-      }
-      answer.versions.push_back(std::move(a));
-    }
+    SLUICE_ASSIGN_OR_RETURN(answer.versions, ParseVersions(*it, "lease reply.versions"));
   }
   if (auto it = r.find("backpressure"); it != r.end() && it->is_boolean()) {
     answer.backpressure = it->get<bool>();
@@ -194,6 +205,22 @@ Result<LeaseAnswer> DataflowClient::Lease(const LeaseQuery& query,
     answer.lease_seconds = it->get<int64_t>();
   }
   return answer;
+}
+
+Result<std::vector<AnnouncedVersion>> DataflowClient::AnnouncedVersions(
+    const CancellationToken& cancel) {
+  http::Request req;
+  req.method = "GET";  // Read-only: retried by the http::Client on connection failures and 5xx.
+  req.path = "/v1/versions";
+  req.cancel = cancel;
+  Result<http::Response> res = client_->Send(std::move(req));
+  if (!res.ok()) return res.status();
+  SLUICE_RETURN_IF_ERROR(res->ToStatus().WithContext("GET /v1/versions"));
+  SLUICE_ASSIGN_OR_RETURN(const nlohmann::json reply,
+                          http::ParseJsonText(res->body, "versions reply"));
+  auto it = reply.find("versions");
+  if (it == reply.end()) return Status::InvalidArgument("is missing", "versions reply.versions");
+  return ParseVersions(*it, "versions reply.versions");
 }
 
 Status DataflowClient::Renew(const std::string& lease_id) {

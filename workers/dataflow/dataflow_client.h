@@ -106,6 +106,11 @@ class DataflowClient {
 
   // POST /v1/leases. InvalidArgument naming the field for a malformed reply.
   Result<LeaseAnswer> Lease(const LeaseQuery& query, const CancellationToken& cancel);
+  // GET /v1/versions: the newest announced version of every policy that has announced one (a
+  // policy missing from the list still serves its initial weights, version 0). Leases nothing.
+  // Unavailable when the dataflow cannot be reached, Cancelled once `cancel` fired,
+  // InvalidArgument naming the field for a malformed reply.
+  Result<std::vector<AnnouncedVersion>> AnnouncedVersions(const CancellationToken& cancel);
   // POST /v1/leases/{id}/renew: NotFound for an unknown or withdrawn lease, Gone (410) past its
   // deadline.
   Status Renew(const std::string& lease_id);

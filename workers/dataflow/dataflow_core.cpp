@@ -394,7 +394,11 @@ AdmissionDecision DataflowCore::AdmissionLocked(const LeaseRequest* request,
     if (request != nullptr) {
       auto hosted = request->hosted_policies.find(p->name);
       if (hosted != request->hosted_policies.end()) {
-        load.lag_versions = std::max<int64_t>(0, p->version.number - hosted->second);
+        // Between a batch's ack and its version's announcement the trainer already holds the
+        // next version: a lease granted in that window (when workers waiting on backpressure
+        // lease, as the ack frees room) is a version behind, and would otherwise go stale.
+        const int64_t newest = p->version.number + (p->acked_since_announce ? 1 : 0);
+        load.lag_versions = std::max<int64_t>(0, newest - hosted->second);
       }
     }
     loads.push_back(std::move(load));
@@ -1091,6 +1095,15 @@ int64_t DataflowCore::CurrentVersion(std::string_view policy) const {
   return p == nullptr ? -1 : p->version.number;
 }
 
+std::vector<PolicyVersion> DataflowCore::AnnouncedVersions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<PolicyVersion> out;
+  for (const auto& p : policies_) {
+    if (p->announced) out.push_back({p->name, p->version});
+  }
+  return out;
+}
+
 // ---- Status and waiting. ----
 
 bool DataflowCore::Backpressure() const {
@@ -1204,12 +1217,23 @@ json DataflowCore::StatusJson() const {
         {"last", last_eval_}}}};
 }
 
-bool DataflowCore::HasWorkLocked(int64_t now_ns) const {
+bool DataflowCore::HasWorkLocked(int64_t now_ns, const LeaseRequest* request) const {
   if (!eval_pending_.empty()) return true;
   for (const auto& [id, lease] : leases_) {
     if (lease->deadline_ns <= now_ns) return true;  // Lease() will re-queue it.
   }
-  return AdmissionLocked().room > 0 && (!pending_.empty() || !cursor_.done());
+  return AdmissionLocked(request).room > 0 && (!pending_.empty() || !cursor_.done());
+}
+
+bool DataflowCore::NewerVersionLocked(const LeaseRequest& request) const {
+  for (const auto& p : policies_) {
+    auto hosted = request.hosted_policies.find(p->name);
+    if (hosted != request.hosted_policies.end() && p->announced &&
+        p->version.number > hosted->second) {
+      return true;
+    }
+  }
+  return false;
 }
 
 bool DataflowCore::BatchReadyLocked(std::string_view policy, int64_t groups, int64_t now_ns) const {
@@ -1294,8 +1318,11 @@ bool DataflowCore::Wait(const std::atomic<bool>& cancel,
 }
 
 bool DataflowCore::WaitForWork(const std::atomic<bool>& cancel,
-                               std::chrono::steady_clock::time_point deadline) {
-  return Wait(cancel, deadline, [&] { return HasWorkLocked(NowNs()); });
+                               std::chrono::steady_clock::time_point deadline,
+                               const LeaseRequest* request) {
+  return Wait(cancel, deadline, [&] {
+    return HasWorkLocked(NowNs(), request) || (request != nullptr && NewerVersionLocked(*request));
+  });
 }
 
 bool DataflowCore::WaitForBatch(std::string_view policy, int64_t groups,

@@ -20,6 +20,8 @@
 //    for every policy, buffered groups + groups in unacknowledged batches (fresh ones, not
 //    replay) + train tasks under lease < min(capacity_groups, (max_staleness + 1) x fresh groups
 //    per batch), so the pool generates no more than the trainer consumes before it goes stale.
+//    A worker's lag counts from the version the trainer holds: one past the announced one
+//    between an ack and the next announcement.
 //    `backpressure` is on when that leaves no room. The log records how many tasks each lease
 //    room each lease saw, so recovery re-grants exactly those tasks whatever today's limits are.
 //  - Expiry: a lease whose deadline (wall clock) has passed is removed by ExpireLeases (also run at
@@ -296,12 +298,19 @@ class DataflowCore {
   Result<PolicyDrain> Drain(std::string_view policy, int64_t groups) const;
   bool Backpressure() const;
   int64_t CurrentVersion(std::string_view policy) const;  // -1 for an unknown policy.
+  // The newest announcement of every policy that has announced one, in policy order (what a lease
+  // reply's versions would list for a worker hosting them all). Changes nothing.
+  std::vector<PolicyVersion> AnnouncedVersions() const;
 
   // Long-poll helpers for the HTTP layer: block (in real time, re-checking every 50 ms and on
   // every state change) until a Lease could hand out work / TakeBatch could serve `groups`
   // groups (or the policy is drained: Drain tells which), `cancel` becomes true, or `deadline`
   // passes. Return whether work is available (WaitForBatch: or the policy is drained).
-  bool WaitForWork(const std::atomic<bool>& cancel, std::chrono::steady_clock::time_point deadline);
+  // WaitForWork judges admission for `request` (its weight lag; null: a worker with the newest
+  // weights), and also returns true once a policy the request hosts announces a version newer
+  // than the request holds: the worker must load it before admission can open for it.
+  bool WaitForWork(const std::atomic<bool>& cancel, std::chrono::steady_clock::time_point deadline,
+                   const LeaseRequest* request = nullptr);
   bool WaitForBatch(std::string_view policy, int64_t groups, const std::atomic<bool>& cancel,
                     std::chrono::steady_clock::time_point deadline);
 
@@ -359,7 +368,9 @@ class DataflowCore {
   // staleness budget existed, for replaying lease records that do not carry their room.
   AdmissionDecision AdmissionLocked(const LeaseRequest* request = nullptr,
                                     bool capacity_only = false) const;
-  bool HasWorkLocked(int64_t now_ns) const;
+  bool HasWorkLocked(int64_t now_ns, const LeaseRequest* request = nullptr) const;
+  // Whether a policy `request` hosts has announced a version newer than the request holds.
+  bool NewerVersionLocked(const LeaseRequest& request) const;
   bool BatchReadyLocked(std::string_view policy, int64_t groups, int64_t now_ns) const;
   // The drain decision's inputs, `policy` asking for batches of `groups` (<= 0: its batch size;
   // other policies: theirs). Per-policy figures cost a scan of every buffer.

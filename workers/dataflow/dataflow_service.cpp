@@ -82,6 +82,26 @@ json VersionJson(const VersionInfo& v) {
           {"evaluate", v.evaluate}};
 }
 
+// `versions` of a lease reply and of GET /v1/versions: {policy, number, url, digest, ...}.
+json VersionsJson(const std::vector<PolicyVersion>& versions) {
+  json out = json::array();
+  for (const PolicyVersion& v : versions) {
+    json entry = VersionJson(v.version);
+    entry["policy"] = v.policy;
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+// Whether `reply` names a version of a policy newer than the one `request` says it holds.
+bool NamesNewerVersion(const LeaseReply& reply, const LeaseRequest& request) {
+  for (const PolicyVersion& v : reply.versions) {
+    auto hosted = request.hosted_policies.find(v.policy);
+    if (hosted != request.hosted_policies.end() && v.version.number > hosted->second) return true;
+  }
+  return false;
+}
+
 json LeaseReplyJson(const LeaseReply& reply, std::chrono::seconds lease_duration) {
   json tasks = json::array();
   for (const LeasedTask& t : reply.tasks) {
@@ -99,14 +119,8 @@ json LeaseReplyJson(const LeaseReply& reply, std::chrono::seconds lease_duration
                      {"workflow", t.workflow},
                      {"deadline_unix_ms", UnixMillis(t.deadline)}});
   }
-  json versions = json::array();
-  for (const PolicyVersion& v : reply.versions) {
-    json entry = VersionJson(v.version);
-    entry["policy"] = v.policy;
-    versions.push_back(std::move(entry));
-  }
   return {{"tasks", std::move(tasks)},
-          {"versions", std::move(versions)},
+          {"versions", VersionsJson(reply.versions)},
           {"backpressure", reply.backpressure},
           {"lease_seconds", lease_duration.count()}};
 }
@@ -319,6 +333,11 @@ void DataflowService::Register(http::Server& server) {
   server.Post(R"(/v1/batches/([^/]+)/ack)", route(&DataflowService::HandleAck));
   server.Post(R"(/v1/policies/([^/]+)/versions)", route(&DataflowService::HandleAnnounce));
   server.Get("/v1/status", route(&DataflowService::HandleStatus));
+  // Read-only, no record: what a joining rollout replica loads before it leases (docs/rollout.md).
+  server.Get("/v1/versions", [this](const httplib::Request&, httplib::Response& res) {
+    if (Status s = Serving(); !s.ok()) return http::ReplyError(res, s);
+    http::ReplyJson(res, {{"versions", VersionsJson(core_->AnnouncedVersions())}});
+  });
   server.Get("/v1/dataset/train", [this](const httplib::Request& req, httplib::Response& res) {
     if (Status s = Serving(); !s.ok()) return http::ReplyError(res, s);
     ServeTrainRows(*dataset_, req, res);
@@ -340,7 +359,10 @@ void DataflowService::HandleLease(const httplib::Request& req, httplib::Response
     if (Status s = EndOp(); !s.ok()) return http::ReplyError(res, s);
     if (!reply.tasks.empty() || request.capacity <= 0) break;
     if (cancel.cancelled() || SteadyClock::now() >= deadline) break;
-    core_->WaitForWork(cancel.flag(), deadline);
+    // A worker behind the announced weights gets the empty reply at once: it names the version
+    // to load, and admission counts the worker's lag until it has loaded it.
+    if (NamesNewerVersion(reply, request)) break;
+    core_->WaitForWork(cancel.flag(), deadline, &request);
   }
   http::ReplyJson(res, LeaseReplyJson(reply, config_.lease_duration));
 }

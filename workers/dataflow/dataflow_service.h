@@ -13,6 +13,8 @@
 //   POST /v1/policies/{policy}/versions  JSON VersionInfo (optional "evaluate": queue an eval
 //                                        round at this version) -> {"policy", "version"}
 //   GET  /v1/status                      core status plus WAL, recovery and trainer-wait stats
+//   GET  /v1/versions                    -> {"versions": [...]}: the newest announcement of every
+//                                        announced policy, as in a lease reply; changes nothing
 //   GET  /v1/dataset/train?offset=N&limit=M   a page of the train split (dataset_route.h)
 //
 // Durability (the log's caller protocol, write_ahead_log.h): the core hands each record to the

@@ -17,6 +17,16 @@ int64_t TasksToLease(const CapacityInputs& in) {
   return tasks;
 }
 
+std::vector<std::string> PoliciesBehind(const std::map<std::string, int64_t>& announced,
+                                        const std::map<std::string, int64_t>& held) {
+  std::vector<std::string> out;
+  for (const auto& [policy, version] : held) {
+    auto a = announced.find(policy);
+    if (a != announced.end() && a->second > version) out.push_back(policy);
+  }
+  return out;
+}
+
 int ChooseRelay(int self, const std::vector<int>& ready_lower) {
   int best = self;
   for (int i : ready_lower) {

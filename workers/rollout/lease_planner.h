@@ -1,11 +1,13 @@
 // Decisions of the rollout worker's loop, as pure functions (the loop in rollout_worker.h does the
-// I/O): how many tasks to lease, which replica of a region relays weights, and how a version's URL
-// splits into a server and a version.
+// I/O): how many tasks to lease, which weights a joining replica still has to load before it is
+// Ready, which replica of a region relays weights, and how a version's URL splits into a server
+// and a version.
 //
 // Thread safety: pure functions.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +35,15 @@ struct CapacityInputs {
 // least 1 when nothing is in flight (a group larger than the engine's limit still runs, queued in
 // the engine) and episode slots are free.
 int64_t TasksToLease(const CapacityInputs& in);
+
+// The hosted policies a joining replica (scale-up, restart, spill-over) must still load before it
+// is Ready and leases its first task: those whose newest announced version is newer than the one
+// held. `announced`: policy -> newest announced version (policies not hosted are ignored);
+// `held`: every hosted policy -> its loaded version. Version 0, the initial weights, is never
+// announced, so with no announcement nothing is behind and the replica is Ready at once.
+// Sorted by policy name.
+std::vector<std::string> PoliciesBehind(const std::map<std::string, int64_t>& announced,
+                                        const std::map<std::string, int64_t>& held);
 
 // The replica that relays weights for a region: the lowest replica index that is ready, or
 // `self` when no lower-indexed replica is. `ready_lower` lists the indexes below self that are

@@ -4,8 +4,9 @@
 //
 // The operator's worker contract (operator/controllers/rollout_pool_children.h) gives the flags;
 // rollout.json (--policy-config) gives the Policies. HTTP: /healthz, /readyz (once every policy
-// is loaded), /metrics, GET /v1/status, POST /v1/drain, and GET /v1/relay/<policy>/v1/weights/...
-// (the versions this replica holds, for its region's peers).
+// is loaded, and so are the weight versions announced when it joined), /metrics, GET /v1/status,
+// POST /v1/drain, and GET /v1/relay/<policy>/v1/weights/... (the versions this replica holds,
+// for its region's peers).
 //
 // Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT: stop leasing, finish or hand back what is
 // in flight), 1 on a runtime failure, 2 for bad flags or config.
@@ -34,6 +35,7 @@
 #include "common/process/signals.h"
 #include "workers/dataflow/dataflow_client.h"
 #include "workers/model/chat_template.h"
+#include "workers/model/model_download.h"
 #include "workers/model/nn/decoder_model.h"
 #include "workers/rollout/engine/torch/engine_backend.h"
 #include "workers/rollout/external/openai_backend.h"
@@ -56,6 +58,9 @@ config::Spec MakeSpec() {
       .Add(Option::String("token-file", "",
                           "Bearer token for the dataflow, the trainers, environments and this "
                           "replica's own /v1 routes; empty: none (development only)."))
+      .Add(Option::Bool("metrics-require-token", true,
+                        "Whether /metrics needs the token too (the operator's pods turn it off, "
+                        "so Prometheus can scrape them)."))
       .Add(Option::String("policies", "", "Hosted policies, comma-separated.").Required())
       .Add(Option::String("policy-config", "/etc/sluice/config/rollout.json",
                           "rollout.json: the Policies (model, tokenizer, chat template)."))
@@ -93,6 +98,10 @@ config::Spec MakeSpec() {
       .Add(Option::String("weights-relay", "",
                           "Base URL of the region's weight relay (another replica); empty: "
                           "fetch from the trainers."))
+      .Add(Option::String("model-cache-dir", "",
+                          "Where a Policy's spec.model.source.uri is downloaded "
+                          "(<dir>/<hash of the URI>) and reused from; empty: "
+                          "$TMPDIR/sluice-models (/tmp when TMPDIR is unset)."))
       .Add(Option::String("staging-dir", "",
                           "Where full weight downloads land (resumable); default: a directory "
                           "under $TMPDIR."))
@@ -150,6 +159,28 @@ Result<LoadedPolicy> LoadPolicy(const HostedPolicy& p) {
   return out;
 }
 
+// A uri model: downloads it into its cache entry (or finds it there complete), after which it
+// loads as a path model does; nothing for the other sources.
+Status FetchPolicyModel(const HostedPolicy& p, std::shared_ptr<http::HostsFileResolver> resolver,
+                        const CancellationToken& cancel, log::Logger& logger) {
+  if (p.model.uri.empty()) return Status::Ok();
+  model::ModelDownloadOptions o;
+  o.resolver = std::move(resolver);
+  o.cancel = cancel;
+  o.on_file = [&](const std::string& file, uint64_t bytes) {
+    logger.Info("model file downloaded", {{"policy", p.name}, {"file", file}, {"bytes", bytes}});
+  };
+  Result<model::ModelDownload> got = trainer::FetchModelSource(p.model, p.tokenizer_file, o);
+  if (!got.ok()) return got.status().WithContext("policy " + p.name);
+  logger.Info("model downloaded", {{"policy", p.name},
+                                   {"uri", p.model.uri},
+                                   {"directory", got->directory},
+                                   {"reused", got->reused},
+                                   {"files", got->files},
+                                   {"bytes", got->bytes}});
+  return Status::Ok();
+}
+
 int Main(int argc, char** argv) {
   const config::Spec spec = MakeSpec();
   int exit_code = 0;
@@ -172,7 +203,8 @@ int Main(int argc, char** argv) {
     std::cerr << kProgram << ": flag --policies: must name at least one policy\n";
     return 2;
   }
-  Result<RolloutSettings> settings = LoadRolloutConfigFile(cfg->GetString("policy-config"), hosted);
+  Result<RolloutSettings> settings = LoadRolloutConfigFile(cfg->GetString("policy-config"), hosted,
+                                                           cfg->GetString("model-cache-dir"));
   if (!settings.ok()) {
     std::cerr << kProgram << ": flag --policy-config: " << settings.status().ToString() << "\n";
     return 2;
@@ -277,15 +309,20 @@ int Main(int argc, char** argv) {
   options.address = cfg->GetString("address");
   options.port = static_cast<int>(cfg->GetInt("port"));
   options.auth = token;
+  options.metrics_require_auth = cfg->GetBool("metrics-require-token");
   options.shutdown_grace =
       std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("shutdown-grace"));
   options.write_timeout = std::chrono::milliseconds(120000);
   http::Server server(options, &registry, logger);
-  server.AddReadinessCheck("policies", [&loaded]() {
-    return loaded.load() ? Status::Ok() : Status::Unavailable("loading the policies");
-  });
   std::unique_ptr<RolloutWorker> worker;
   std::mutex worker_mu;
+  // Ready once the models are loaded and the worker has loaded the announced weights (its join),
+  // so a replica that joins late never counts as serving the initial weights.
+  server.AddReadinessCheck("policies", [&]() {
+    std::lock_guard<std::mutex> lock(worker_mu);
+    if (!loaded.load() || !worker) return Status::Unavailable("loading the policies");
+    return worker->Readiness();
+  });
   server.Get("/v1/status", [&](const httplib::Request&, httplib::Response& res) {
     std::lock_guard<std::mutex> lock(worker_mu);
     if (!worker) {
@@ -347,6 +384,13 @@ int Main(int argc, char** argv) {
   // Models.
   std::map<std::string, PolicyText> texts;
   for (const HostedPolicy& p : settings->policies) {
+    if (Status s = FetchPolicyModel(p, resolver, stop.Token(), logger); !s.ok()) {
+      server.Shutdown();
+      if (s.code() == StatusCode::kCancelled) return 0;
+      logger.Error("cannot download a policy's model",
+                   {{"policy", p.name}, {"error", s.ToString()}});
+      return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+    }
     Result<LoadedPolicy> l = Status::Internal("not loaded");
     if (builtin) {
       l = LoadPolicy(p);

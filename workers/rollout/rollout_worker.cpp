@@ -1,8 +1,10 @@
 #include "workers/rollout/rollout_worker.h"
 
 #include <algorithm>
+#include <random>
 #include <utility>
 
+#include "common/http/backoff.h"
 #include "workers/dataflow/trajectory_codec.h"
 
 namespace sluice::rollout {
@@ -132,6 +134,7 @@ void RolloutWorker::Run(const CancellationToken& stop) {
                            {"region", options_.region},
                            {"max_episodes", options_.max_episodes}});
   CancellationRegistration on_stop = stop.OnCancel([this] { changed_.notify_all(); });
+  Join(stop);
   while (!stop.IsCancelled()) {
     ReapFinished();
     RenewLeases();
@@ -166,6 +169,101 @@ void RolloutWorker::Run(const CancellationToken& stop) {
                {{"submitted", submitted_}, {"failed", failed_}, {"returned", returned_}});
 }
 
+void RolloutWorker::Join(const CancellationToken& stop) {
+  Clock& clock = options_.clock != nullptr ? *options_.clock : SystemClock::Instance();
+  const Clock::MonoTime t0 = clock.Now();
+  http::BackoffPolicy backoff;
+  backoff.base_delay = options_.retry_delay;
+  backoff.max_delay = std::max(options_.retry_delay, options_.join_retry_max);
+  // Jitter spreads the retries of replicas that joined together (a scale-up).
+  std::mt19937_64 rng(std::hash<std::string>{}(options_.worker_id));
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (int attempt = 0; updater_ != nullptr; ++attempt) {
+    if (stop.IsCancelled() || draining_.load()) return;
+    Status s = JoinOnce(stop);
+    if (s.ok()) break;
+    if (stop.IsCancelled() || draining_.load()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      join_error_ = s.ToString();
+    }
+    const std::chrono::milliseconds delay =
+        http::BackoffDelay(backoff, std::min(attempt, 30), unit(rng));
+    logger_.Warn("cannot load the announced weights yet; not leasing",
+                 {{"error", s.ToString()}, {"retry_in_ms", delay.count()}});
+    stop.WaitFor(delay);
+  }
+  const std::map<std::string, int64_t> versions = HostedVersions();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    join_versions_ = versions;
+    join_loading_.clear();
+    join_error_.clear();
+  }
+  ready_.store(true);
+  logger_.Info("ready: weights loaded at join",
+               {{"versions", versions},
+                {"seconds", std::chrono::duration<double>(clock.Now() - t0).count()}});
+}
+
+Status RolloutWorker::JoinOnce(const CancellationToken& stop) {
+  Result<std::vector<dataflow::AnnouncedVersion>> announced = dataflow_->AnnouncedVersions(stop);
+  if (!announced.ok()) {
+    if (errors_) errors_->WithLabels({"join"}).Inc();
+    return announced.status();
+  }
+  std::map<std::string, int64_t> newest;
+  for (const dataflow::AnnouncedVersion& v : *announced) {
+    newest[v.policy] = std::max(newest[v.policy], v.number);
+  }
+  const std::vector<std::string> behind = PoliciesBehind(newest, updater_->Versions());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    join_loading_.clear();
+    for (const std::string& p : behind) join_loading_[p] = newest[p];
+  }
+  for (const dataflow::AnnouncedVersion& v : *announced) {
+    if (std::find(behind.begin(), behind.end(), v.policy) == behind.end() ||
+        v.number != newest[v.policy]) {
+      continue;
+    }
+    if (stop.IsCancelled() || draining_.load()) return Status::Cancelled("stopped while joining");
+    logger_.Info("loading the announced weights before leasing",
+                 {{"policy", v.policy}, {"version", v.number}});
+    Result<std::optional<UpdateReport>> r = updater_->Update(v);
+    if (!r.ok()) {
+      if (errors_) errors_->WithLabels({"weights"}).Inc();
+      return r.status().WithContext("policy " + v.policy + " version " + std::to_string(v.number));
+    }
+    if (r->has_value()) LogWeightsUpdated(**r);
+  }
+  return Status::Ok();
+}
+
+Status RolloutWorker::Readiness() const {
+  if (ready_.load()) return Status::Ok();
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string loading;
+  for (const auto& [policy, version] : join_loading_) {
+    loading += (loading.empty() ? "" : ", ") + policy + " v" + std::to_string(version);
+  }
+  std::string message = loading.empty() ? "asking the dataflow for the announced weight versions"
+                                        : "loading the announced weights (" + loading + ")";
+  if (!join_error_.empty()) message += "; last error: " + join_error_;
+  return Status::Unavailable(message);
+}
+
+void RolloutWorker::LogWeightsUpdated(const UpdateReport& u) {
+  logger_.Info("weights updated", {{"policy", u.policy},
+                                   {"from", u.from},
+                                   {"to", u.to},
+                                   {"mode", u.stats.mode},
+                                   {"source", u.source},
+                                   {"bytes", u.stats.bytes_transferred},
+                                   {"seconds", u.seconds},
+                                   {"relay_error", u.relay_error}});
+}
+
 void RolloutWorker::LeaseOnce(const CancellationToken& stop) {
   CapacityInputs in;
   in.draining = draining_.load();
@@ -179,7 +277,14 @@ void RolloutWorker::LeaseOnce(const CancellationToken& stop) {
     in.episodes_in_flight = static_cast<int64_t>(episodes_.size());
     for (const auto& [id, e] : episodes_) in.sequences_in_flight += e->task.samples;
   }
-  const int64_t want = TasksToLease(in);
+  bool updating = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    updating = !updating_to_.empty();
+  }
+  // While newer weights load, a lease would carry the old version, and admission charges a
+  // lagging worker (the dataflow answers it at once, empty): wait for the load instead.
+  const int64_t want = updating ? 0 : TasksToLease(in);
   if (want == 0) {
     std::unique_lock<std::mutex> lock(mu_);
     changed_.wait_for(lock, std::chrono::milliseconds(100));
@@ -204,6 +309,12 @@ void RolloutWorker::LeaseOnce(const CancellationToken& stop) {
   if (answer->lease_seconds > 0) lease_seconds_.store(answer->lease_seconds);
   MaybeUpdateWeights(answer->versions);
   for (const json& t : answer->tasks) StartEpisode(t);
+  if (answer->tasks.empty() && BehindWithoutUpdate(answer->versions)) {
+    // The dataflow answers a lagging worker at once; with no load under way (the last one
+    // failed) asking again at once would spin.
+    stop.WaitFor(options_.retry_delay);
+    return;
+  }
   if (answer->tasks.empty() && in.episodes_in_flight > 0) {
     // Busy but nothing new: wait for an episode to finish (or a short while) before asking again.
     std::unique_lock<std::mutex> lock(mu_);
@@ -366,6 +477,18 @@ void RolloutWorker::RenewLeases() {
   }
 }
 
+bool RolloutWorker::BehindWithoutUpdate(const std::vector<dataflow::AnnouncedVersion>& versions) {
+  if (updater_ == nullptr) return false;
+  const std::map<std::string, int64_t> held = updater_->Versions();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!updating_to_.empty()) return false;
+  for (const dataflow::AnnouncedVersion& v : versions) {
+    auto h = held.find(v.policy);
+    if (h != held.end() && v.number > h->second) return true;
+  }
+  return false;
+}
+
 void RolloutWorker::MaybeUpdateWeights(const std::vector<dataflow::AnnouncedVersion>& versions) {
   if (updater_ == nullptr) return;
   const std::map<std::string, int64_t> held = updater_->Versions();
@@ -388,18 +511,11 @@ void RolloutWorker::MaybeUpdateWeights(const std::vector<dataflow::AnnouncedVers
                                                                {"version", v.number},
                                                                {"error", r.status().ToString()}});
                        } else if (r->has_value()) {
-                         const UpdateReport& u = **r;
-                         logger_.Info("weights updated", {{"policy", u.policy},
-                                                          {"from", u.from},
-                                                          {"to", u.to},
-                                                          {"mode", u.stats.mode},
-                                                          {"source", u.source},
-                                                          {"bytes", u.stats.bytes_transferred},
-                                                          {"seconds", u.seconds},
-                                                          {"relay_error", u.relay_error}});
+                         LogWeightsUpdated(**r);
                        }
                        std::lock_guard<std::mutex> l(mu_);
                        updating_to_.erase(v.policy);
+                       changed_.notify_all();  // LeaseOnce waits for loads to finish.
                      }));
   }
 }
@@ -411,11 +527,16 @@ json RolloutWorker::StatusJson() const {
   }
   const int64_t n = in_flight();
   int64_t submitted = 0, failed = 0, returned = 0;
+  json join;
   {
     std::lock_guard<std::mutex> lock(mu_);
     submitted = submitted_;
     failed = failed_;
     returned = returned_;
+    join = {{"ready", ready_.load()},
+            {"versions", join_versions_},
+            {"loading", join_loading_},
+            {"error", join_error_}};
   }
   json out = {
       {"in_flight", n},
@@ -425,7 +546,8 @@ json RolloutWorker::StatusJson() const {
       {"tokens_per_second", gauges_.tokens_per_second ? gauges_.tokens_per_second() : 0.0},
       {"kv_usage", gauges_.kv_usage ? gauges_.kv_usage() : 0.0},
       {"free_capacity", draining_.load() ? 0 : std::max<int64_t>(0, options_.max_episodes - n)},
-      {"episodes", {{"submitted", submitted}, {"failed", failed}, {"returned", returned}}}};
+      {"episodes", {{"submitted", submitted}, {"failed", failed}, {"returned", returned}}},
+      {"join", std::move(join)}};
   if (updater_ != nullptr) out["weights"] = {{"relay", updater_->relay()}};
   return out;
 }

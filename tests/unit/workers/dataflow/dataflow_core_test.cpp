@@ -225,7 +225,14 @@ TEST_F(DataflowCoreTest, StalenessBudgetLeasesOnlyWhatTheTrainerConsumesInTime) 
   ASSERT_TRUE(batch.ok() && batch->has_value());
   EXPECT_TRUE(core->Lease(Req(10)).tasks.empty()) << "the batch in training counts";
   ASSERT_TRUE(core->Ack((*batch)->batch_id).ok());
-  EXPECT_EQ(core->Lease(Req(10)).tasks.size(), 2U);
+  // Until the trained version is announced, a worker still on version 0 is a version behind
+  // what the trainer holds: its work would be stale by the time the next batch is served.
+  EXPECT_TRUE(core->Lease(Req(10)).tasks.empty()) << "acked, version 1 not announced yet";
+  LeaseRequest caught_up = Req(10);
+  caught_up.hosted_policies = {{"actor", 1}};
+  EXPECT_EQ(core->Lease(caught_up).tasks.size(), 2U) << "a worker already on version 1";
+  ASSERT_TRUE(core->AnnounceVersion("actor", {1, "u1", "d1", -1}).ok());
+  EXPECT_TRUE(core->Lease(caught_up).tasks.empty()) << "the freed batch is leased";
 
   // A worker whose weights lag the announced version by one gets one batch of budget less.
   LeaseRequest behind = Req(10);  // Hosts version 0.

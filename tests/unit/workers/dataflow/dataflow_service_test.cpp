@@ -489,11 +489,23 @@ TEST_F(DataflowServiceTest, WrongTokenIsUnauthorized) {
   EXPECT_EQ(Status()["leases_in_flight"], 0);
 }
 
-TEST_F(DataflowServiceTest, VersionsAreAnnouncedInLeaseReplies) {
+TEST_F(DataflowServiceTest, VersionsAreAnnouncedInLeaseRepliesAndListed) {
   StartService();
+  // GET /v1/versions (what a joining rollout replica loads first) lists announced policies only.
+  DataflowClient dataflow(std::shared_ptr<http::Client>(MakeClient(kToken)));
+  Result<std::vector<AnnouncedVersion>> listed = dataflow.AnnouncedVersions(CancellationToken());
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_TRUE(listed->empty());
   http::Response r = PostJson("/v1/policies/actor/versions",
                               {{"number", 1}, {"url", "s3://w/1"}, {"digest", "d1"}});
   EXPECT_EQ(r.status, 200) << r.body;
+  listed = dataflow.AnnouncedVersions(CancellationToken());
+  ASSERT_TRUE(listed.ok() && listed->size() == 1U) << listed.status().ToString();
+  EXPECT_EQ((*listed)[0].policy, "actor");
+  EXPECT_EQ((*listed)[0].number, 1);
+  EXPECT_EQ((*listed)[0].url, "s3://w/1");
+  EXPECT_EQ((*listed)[0].digest, "d1");
+  EXPECT_EQ(Status()["leases_in_flight"], 0);  // Asking leased nothing.
   EXPECT_EQ(PostJson("/v1/policies/actor/versions", {{"number", 1}, {"url", "s3://other"}}).status,
             409);
   EXPECT_EQ(PostJson("/v1/policies/critic/versions", {{"number", 1}}).status, 404);

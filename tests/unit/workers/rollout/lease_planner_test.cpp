@@ -57,6 +57,19 @@ TEST(ReplicaNameTest, IndexAndPeers) {
   EXPECT_EQ(PeerPodName("pool-us-east-12", 0), "pool-us-east-0");
 }
 
+TEST(PoliciesBehindTest, OnlyHostedPoliciesWithANewerAnnouncementHoldBackReadiness) {
+  const std::map<std::string, int64_t> held = {{"actor", 0}, {"critic", 2}, {"verifier", 0}};
+  // Nothing announced: the initial weights (version 0) are current, ready at once.
+  EXPECT_TRUE(PoliciesBehind({}, held).empty());
+  // critic already holds 2; "other" is not hosted.
+  EXPECT_EQ(PoliciesBehind({{"actor", 3}, {"critic", 2}, {"other", 9}}, held),
+            (std::vector<std::string>{"actor"}));
+  EXPECT_EQ(PoliciesBehind({{"verifier", 1}, {"critic", 3}, {"actor", 1}}, held),
+            (std::vector<std::string>{"actor", "critic", "verifier"}));
+  EXPECT_TRUE(PoliciesBehind({{"actor", 3}}, {{"actor", 3}}).empty());
+  EXPECT_TRUE(PoliciesBehind({{"actor", 3}}, {}).empty());
+}
+
 TEST(SplitWeightUrlTest, BaseAndVersion) {
   Result<WeightUrl> u = SplitWeightUrl("http://10.0.0.5:8080/v1/weights/17");
   ASSERT_TRUE(u.ok()) << u.status().ToString();
