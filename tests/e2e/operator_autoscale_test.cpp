@@ -192,7 +192,7 @@ TEST(OperatorAutoscaleTest, ReplicasFollowThePrometheusMetricWithAScaleDownWindo
 // node agent lists the annotated dataflow pod in DIR/prometheus/targets/pods.json, Prometheus's
 // `sluice-pods` job scrapes it under the labels the example queries select on, and the pod leaves
 // the list when it is deleted. The Prometheus of `up` listens on the fixed 127.0.0.1:9090, so the
-// test skips when something else holds that port.
+// test waits a while for that port to be free and fails naming it when it is not.
 
 bool LoopbackPortTaken(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -207,9 +207,11 @@ bool LoopbackPortTaken(int port) {
 }
 
 TEST(OperatorAutoscaleTest, UpWithPrometheusScrapesTheWorkerPods) {
-  if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
-  if (::access("/usr/bin/prometheus", X_OK) != 0) GTEST_SKIP() << "prometheus is not installed";
-  if (LoopbackPortTaken(9090)) GTEST_SKIP() << "127.0.0.1:9090 is taken";
+  ASSERT_TRUE(HaveKubectl()) << "/usr/bin/kubectl is missing: this test drives the cluster with it";
+  ASSERT_EQ(::access("/usr/bin/prometheus", X_OK), 0)
+      << "/usr/bin/prometheus is missing (scripts/install-deps.sh installs Debian's prometheus)";
+  ASSERT_TRUE(WaitUntil([] { return !LoopbackPortTaken(9090); }, std::chrono::seconds(60)))
+      << "127.0.0.1:9090, where sluice up --prometheus starts Prometheus, stayed taken";
   SluiceSession cluster;
   ASSERT_TRUE(cluster.Up("", "--prometheus")) << cluster.up().output;
   ASSERT_EQ(cluster.Apply(kTestDataflowManifest), 0);

@@ -11,12 +11,12 @@
 //              maxStaleness versions of v instead of being generated only to be dropped.
 // A worker whose weights lag the newest version by L versions produces samples that are L
 // versions old at birth (the newest counts one more while a batch is acknowledged and its
-// version not yet announced: the trainer holds that version already), so its lease sees a budget of (maxStaleness + 1 - L) batches (none once
-// L > maxStaleness: it must load the newer weights its lease reply names first).
-// A train task of a multi-policy workflow adds one group to every policy, so each lease counts
-// against every policy and the tightest one decides. Eval tasks produce no training groups and
-// are never limited. Everything is counted in groups, with no version arithmetic, so the rule
-// holds across trainer restarts and checkpoint resumes.
+// version not yet announced: the trainer holds that version already), so its lease sees a budget of
+// (maxStaleness + 1 - L) batches (none once L > maxStaleness: it must load the newer weights its
+// lease reply names first). A train task of a multi-policy workflow adds one group to every policy,
+// so each lease counts against every policy and the tightest one decides. Eval tasks produce no
+// training groups and are never limited. Everything is counted in groups, with no version
+// arithmetic, so the rule holds across trainer restarts and checkpoint resumes.
 //
 // Thread safety: pure functions.
 #pragma once
