@@ -63,8 +63,12 @@ Status ResolveDataset(const api::DataflowSpecDataset& in, const DataflowMounts& 
     return Bad("must set exactly one of builtin, configMap and pvc", "spec.dataset");
   }
   if (in.builtin) {
-    out->builtin = BuiltinDataset{in.builtin->generator, in.builtin->count, in.builtin->max_operand,
-                                  static_cast<uint64_t>(in.builtin->seed), ""};
+    out->builtin = BuiltinDataset{in.builtin->generator,
+                                  in.builtin->count,
+                                  in.builtin->max_operand,
+                                  static_cast<uint64_t>(in.builtin->seed),
+                                  "",
+                                  in.builtin->prompt_style};
     for (const std::string& op : in.builtin->operations) {
       if (op.size() != 1)
         return Bad("unknown operation '" + op + "'", "spec.dataset.builtin.operations");
@@ -222,7 +226,8 @@ Status ResolveEvaluation(const api::DataflowSpec& spec, EvalOptions* eval) {
   eval->k = e.repeat;
   eval->samples = e.samples;
   eval->at_start = e.at_start;
-  eval->sampling = json::object();  // The CRD has no eval sampling overrides.
+  // Merged over spec.sampling per eval task; an unset field inherits the training setting.
+  eval->sampling = e.sampling ? api::ToJson(*e.sampling) : json::object();
   return Status::Ok();
 }
 

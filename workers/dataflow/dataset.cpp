@@ -387,6 +387,12 @@ Result<std::vector<PromptRow>> GenerateBuiltinRows(const BuiltinDataset& builtin
     return Status::InvalidArgument("arithmetic-chain uses all four operations (+ - * /)",
                                    "spec.dataset.builtin.operations");
   }
+  const bool equation = builtin.prompt_style == "equation";
+  if (!equation && builtin.prompt_style != "question") {
+    return Status::InvalidArgument(
+        "unknown promptStyle " + Quoted(builtin.prompt_style) + " (want question or equation)",
+        "spec.dataset.builtin.promptStyle");
+  }
   const std::string& name = dataset_name.empty() ? builtin.generator : dataset_name;
   const uint64_t seed_key = SplitMix64(builtin.seed);
   std::vector<PromptRow> rows;
@@ -397,13 +403,15 @@ Result<std::vector<PromptRow>> GenerateBuiltinRows(const BuiltinDataset& builtin
     if (chain) {
       const int steps = static_cast<int>(UniformIn(rng, 2, 4));
       const Expr e = Chain(rng, builtin.max_operand, steps);
-      rows.push_back(MakeRow(name, static_cast<uint64_t>(i),
-                             "Compute " + e.text + ". You may call the calculator tool.", e,
-                             steps));
+      rows.push_back(MakeRow(
+          name, static_cast<uint64_t>(i),
+          equation ? e.text + " =" : "Compute " + e.text + ". You may call the calculator tool.", e,
+          steps));
     } else {
       const Expr e = SingleOperation(rng, builtin.max_operand, builtin.operations);
-      rows.push_back(MakeRow(name, static_cast<uint64_t>(i),
-                             "What is " + e.text + "? Answer with the number only.", e, 1));
+      rows.push_back(MakeRow(
+          name, static_cast<uint64_t>(i),
+          equation ? e.text + " =" : "What is " + e.text + "? Answer with the number only.", e, 1));
     }
   }
   return rows;

@@ -85,6 +85,9 @@ struct BuiltinDataset {
   // Operations "arithmetic" draws from, uniformly, one character each, distinct, from "+-*/"
   // (spec.dataset.builtin.operations). "arithmetic-chain" needs all four.
   std::string operations = "+-*/";
+  // "question" ("What is 7 * 12? Answer with the number only.") or "equation" ("7 * 12 =")
+  // (spec.dataset.builtin.promptStyle).
+  std::string prompt_style = "question";
 };
 
 struct PromptRow {

@@ -97,6 +97,8 @@ config::Spec MakeSpec() {
       .Add(Option::Int("builtin-seed", 0, "Seed of the generator.").Min(0))
       .Add(Option::String("builtin-operations", "+-*/",
                           "Operations arithmetic draws from, one character each (e.g. +-)."))
+      .Add(Option::Enum("builtin-prompt-style", {"question", "equation"}, "question",
+                        "How a problem is asked: \"What is 7 * 12? ...\" or \"7 * 12 =\"."))
       .Add(Option::String("field-prompt", "prompt", "JSONL field holding the prompt."))
       .Add(Option::String("field-answer", "answer", "JSONL field holding the answer."))
       .Add(Option::String("field-id", "id", "JSONL field holding the row id."))
@@ -206,6 +208,8 @@ Result<Settings> Resolve(const config::Config& cfg, const DataflowSettings* mani
     if (use("builtin-max-operand")) d.builtin->max_operand = cfg.GetInt("builtin-max-operand");
     if (use("builtin-seed")) d.builtin->seed = static_cast<uint64_t>(cfg.GetInt("builtin-seed"));
     if (use("builtin-operations")) d.builtin->operations = cfg.GetString("builtin-operations");
+    if (use("builtin-prompt-style"))
+      d.builtin->prompt_style = cfg.GetString("builtin-prompt-style");
   }
   if (use("dataset-name")) d.name = cfg.GetString("dataset-name");
   if (use("field-prompt")) d.fields.prompt = cfg.GetString("field-prompt");

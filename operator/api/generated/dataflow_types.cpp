@@ -101,6 +101,7 @@ Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecData
   SLUICE_RETURN_IF_ERROR(ReadField(j, "generator", path, &out->generator));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "maxOperand", path, &out->max_operand));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "operations", path, &out->operations));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "promptStyle", path, &out->prompt_style));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "seed", path, &out->seed));
   return Status::Ok();
 }
@@ -111,6 +112,7 @@ nlohmann::json ToJson(const DataflowSpecDatasetBuiltin& v) {
   WriteField(j, "generator", v.generator);
   WriteField(j, "maxOperand", v.max_operand);
   WriteField(j, "operations", v.operations);
+  WriteField(j, "promptStyle", v.prompt_style);
   WriteField(j, "seed", v.seed);
   return j;
 }
@@ -187,12 +189,31 @@ nlohmann::json ToJson(const DataflowSpecDataset& v) {
   return j;
 }
 
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecEvaluationSampling* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "maxNewTokens", path, &out->max_new_tokens));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "temperature", path, &out->temperature));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "topK", path, &out->top_k));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "topP", path, &out->top_p));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const DataflowSpecEvaluationSampling& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "maxNewTokens", v.max_new_tokens);
+  WriteField(j, "temperature", v.temperature);
+  WriteField(j, "topK", v.top_k);
+  WriteField(j, "topP", v.top_p);
+  return j;
+}
+
 Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecEvaluation* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
   SLUICE_RETURN_IF_ERROR(ReadField(j, "atStart", path, &out->at_start));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "everyVersions", path, &out->every_versions));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "repeat", path, &out->repeat));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "samples", path, &out->samples));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "sampling", path, &out->sampling));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "split", path, &out->split));
   return Status::Ok();
 }
@@ -203,6 +224,7 @@ nlohmann::json ToJson(const DataflowSpecEvaluation& v) {
   WriteField(j, "everyVersions", v.every_versions);
   WriteField(j, "repeat", v.repeat);
   WriteField(j, "samples", v.samples);
+  WriteField(j, "sampling", v.sampling);
   WriteField(j, "split", v.split);
   return j;
 }

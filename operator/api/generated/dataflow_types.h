@@ -128,6 +128,11 @@ struct DataflowSpecDatasetBuiltin {
   // Operations the arithmetic generator draws from, uniformly (addition and subtraction alone make
   // a task a tiny model can generalise). arithmetic-chain needs all four.
   std::vector<std::string> operations;
+  // How a generated problem is asked: question ("What is 7 * 12? Answer with the number only.") or
+  // equation ("7 * 12 ="; about a sixth of the tokens, so a tiny model on CPU trains several times
+  // more steps per minute). Applies to both generators; arithmetic-chain's question mentions the
+  // calculator tool.
+  std::string prompt_style = "question";
   // Seed of the generator.
   int64_t seed = 0;
 
@@ -201,6 +206,24 @@ struct DataflowSpecDataset {
 Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecDataset* out);
 nlohmann::json ToJson(const DataflowSpecDataset& v);
 
+// Generation settings of eval completions, each overriding spec.sampling's field when set (e.g.
+// temperature 0: greedy decoding, the usual way to measure accuracy). Unset: eval samples like
+// training.
+struct DataflowSpecEvaluationSampling {
+  // Most tokens generated per completion (per turn for multi-turn).
+  std::optional<int64_t> max_new_tokens;
+  // Sampling temperature; 0 is greedy.
+  std::optional<double> temperature;
+  // Sample among the k most likely tokens; 0 disables.
+  std::optional<int64_t> top_k;
+  // Nucleus sampling: smallest token set with at least this probability mass.
+  std::optional<double> top_p;
+
+  friend bool operator==(const DataflowSpecEvaluationSampling&, const DataflowSpecEvaluationSampling&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecEvaluationSampling* out);
+nlohmann::json ToJson(const DataflowSpecEvaluationSampling& v);
+
 // Periodic evaluation. Unset: none.
 struct DataflowSpecEvaluation {
   // Also evaluate the initial weights.
@@ -211,6 +234,10 @@ struct DataflowSpecEvaluation {
   int64_t repeat = 1;
   // Prompts per evaluation.
   int64_t samples = 256;
+  // Generation settings of eval completions, each overriding spec.sampling's field when set (e.g.
+  // temperature 0: greedy decoding, the usual way to measure accuracy). Unset: eval samples like
+  // training.
+  std::optional<DataflowSpecEvaluationSampling> sampling;
   // Rows evaluated: the held-out eval split (needs dataset.evalSplit > 0) or a sample of the
   // training split.
   std::string split = "eval";

@@ -390,6 +390,16 @@ TEST(DataflowSettingsTest, EvaluationSplitTrainOrEval) {
   ASSERT_TRUE(train.ok()) << train.status().ToString();
   EXPECT_TRUE(train->config.eval.from_train);
   EXPECT_EQ(train->config.eval.samples, 64);
+  EXPECT_EQ(train->config.eval.sampling, json::object());  // Unset: eval samples like training.
+}
+
+// Only the fields set override spec.sampling; the core merges them into each eval task.
+TEST(DataflowSettingsTest, EvaluationSamplingOverridesOnlyTheFieldsSet) {
+  Result<DataflowSettings> s =
+      MapYaml(Manifest(std::string(kBuiltin) + "  evaluation: {split: train, everyVersions: 5, "
+                                               "sampling: {temperature: 0, maxNewTokens: 4}}\n"));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->config.eval.sampling, (json{{"temperature", 0.0}, {"maxNewTokens", 4}}));
 }
 
 // Typed objects that skipped validation: the mapping checks references itself.

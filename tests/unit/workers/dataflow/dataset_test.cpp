@@ -369,6 +369,49 @@ TEST(DatasetBuiltinTest, RejectsBadSettings) {
   b = {};
   b.max_operand = 0;
   EXPECT_EQ(GenerateBuiltinRows(b, "").status().field(), "spec.dataset.builtin.maxOperand");
+  b = {};
+  b.prompt_style = "essay";
+  EXPECT_EQ(GenerateBuiltinRows(b, "").status().field(), "spec.dataset.builtin.promptStyle");
+}
+
+// The equation style asks the same problems, with the same answers, in a few tokens.
+TEST(DatasetBuiltinTest, EquationStyleAsksTheSameProblemsTersely) {
+  for (const std::string generator : {"arithmetic", "arithmetic-chain"}) {
+    SCOPED_TRACE(generator);
+    BuiltinDataset b;
+    b.generator = generator;
+    b.count = 50;
+    b.max_operand = 19;
+    b.seed = 5;
+    auto question = GenerateBuiltinRows(b, "");
+    b.prompt_style = "equation";
+    auto equation = GenerateBuiltinRows(b, "");
+    ASSERT_TRUE(question.ok() && equation.ok());
+    ASSERT_EQ(question->size(), equation->size());
+    for (size_t i = 0; i < question->size(); ++i) {
+      const PromptRow& q = (*question)[i];
+      const PromptRow& e = (*equation)[i];
+      EXPECT_EQ(e.answer, q.answer);
+      ASSERT_GE(e.prompt.size(), 3u);
+      EXPECT_EQ(e.prompt.substr(e.prompt.size() - 2), " =") << e.prompt;
+      const std::string expression = e.prompt.substr(0, e.prompt.size() - 2);
+      EXPECT_NE(q.prompt.find(" " + expression + (generator == "arithmetic" ? "?" : ".")),
+                std::string::npos)
+          << q.prompt << " vs " << e.prompt;
+    }
+  }
+  BuiltinDataset b;
+  b.max_operand = 19;
+  b.operations = "*";
+  b.prompt_style = "equation";
+  b.count = 1;
+  b.seed = 1;
+  auto one = GenerateBuiltinRows(b, "");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(std::to_string(std::stoll((*one)[0].prompt.substr(0, (*one)[0].prompt.find(' '))) *
+                           std::stoll((*one)[0].prompt.substr((*one)[0].prompt.find('*') + 2))),
+            (*one)[0].answer)
+      << (*one)[0].prompt;
 }
 
 // ---- Load and splits. ----
