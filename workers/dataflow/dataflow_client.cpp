@@ -144,6 +144,11 @@ Result<TrainRowsPage> DataflowClient::TrainRows(int64_t offset, int64_t limit) {
       }
       row.*member = it->get<std::string>();
     }
+    // Optional: only rows that have one carry it (older dataflows send none).
+    if (auto it = r.find("expression"); it != r.end()) {
+      if (!it->is_string()) return Status::InvalidArgument("must be a string", at + ".expression");
+      row.row = nlohmann::json{{"expression", *it}};
+    }
     page.rows.push_back(std::move(row));
   }
   return page;

@@ -64,8 +64,10 @@ struct VersionAnnouncement {
 
 // One page of GET /v1/dataset/train.
 struct TrainRowsPage {
-  int64_t total = 0;            // Rows in the train split.
-  std::vector<PromptRow> rows;  // Train rows offset.., in split order; id, prompt, answer set.
+  int64_t total = 0;  // Rows in the train split.
+  // Train rows offset.., in split order; id, prompt, answer set, and `row` = {"expression": ...}
+  // for a row served with an expression (else `row` is left null).
+  std::vector<PromptRow> rows;
 };
 
 // Whether a TakeBatch / TakeBatchFrame error says the policy is drained (410 DataflowDrained):

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "common/http/json_body.h"
 #include "workers/dataflow/request_fields.h"
@@ -31,7 +32,14 @@ json TrainPageJson(const Dataset& dataset, const TrainPageQuery& query) {
   json rows = json::array();
   for (int64_t i = begin; i < end; ++i) {
     const PromptRow& r = dataset.train(static_cast<size_t>(i));
-    rows.push_back({{"id", r.id}, {"prompt", r.prompt}, {"answer", r.answer}});
+    json row = {{"id", r.id}, {"prompt", r.prompt}, {"answer", r.answer}};
+    // A calculator agent's warm start calls the calculator on it (trainer/calculator_warm_start.h).
+    if (r.row.is_object()) {
+      if (auto it = r.row.find("expression"); it != r.row.end() && it->is_string()) {
+        row["expression"] = *it;
+      }
+    }
+    rows.push_back(std::move(row));
   }
   return {{"total", total}, {"offset", query.offset}, {"rows", std::move(rows)}};
 }

@@ -3,7 +3,9 @@
 // served here: the held-out rows stay held out.
 //
 // Reply: 200 {"total": <train split rows>, "offset": N, "rows": [{"id", "prompt", "answer"},
-// ...]} with train rows N .. N+M-1 in train-split order (Dataset::train(i)), clamped at the end
+// ...]}, each row with "expression" too when the dataset row has that field as a string (the
+// built-in generators write it; a calculator agent's warm start calls the calculator on it),
+// with train rows N .. N+M-1 in train-split order (Dataset::train(i)), clamped at the end
 // of the split: an offset at or past the end gives an empty "rows". Units are rows. `offset`
 // defaults to 0 and must be >= 0; `limit` defaults to kDefaultTrainPageRows and must be in
 // [1, kMaxTrainPageRows]; a malformed or out-of-range parameter, or one given twice, is 400

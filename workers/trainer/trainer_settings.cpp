@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "operator/api/validation.h"
 
@@ -30,6 +31,88 @@ Status DefaultMember(json& config, const char* key, const char* kind) {
                                    std::string(key) + (st.field().empty() ? "" : ".") + st.field());
   }
   return Status::Ok();
+}
+
+constexpr char kWarmStartField[] = "trainerJob.spec.warmStart";
+// The CRD's default of workflow.maxTurns for multi-turn (MakeWorkflow's too).
+constexpr int64_t kDefaultMultiTurnMaxTurns = 8;
+
+// Which supervised transcript the warm start builds for s.policy in `workflow`
+// (WarmStartTranscript), with the role it plays and the markers; InvalidArgument naming
+// trainerJob.spec.warmStart for a workflow or role it cannot shape.
+Status ResolveWarmStartShape(const api::DataflowSpecWorkflow& workflow, TrainerSettings& s) {
+  s.tool_call = workflow.tool_call.value_or(api::DataflowSpecWorkflowToolCall{});
+  if (workflow.type == "single-turn") {
+    s.warm_start_transcript = WarmStartTranscript::kAnswer;
+    if (!workflow.roles.empty()) s.warm_start_role = workflow.roles.front().name;
+    return Status::Ok();
+  }
+  if (workflow.type == "solve-and-verify") {
+    std::vector<std::string> played;
+    for (const api::DataflowSpecWorkflowRole& role : workflow.roles) {
+      if (role.policy == s.policy) played.push_back(role.name);
+    }
+    if (played.empty()) {
+      return Status::InvalidArgument("Policy " + s.policy +
+                                         " plays no role of the Dataflow's workflow.roles, so "
+                                         "there is no transcript to warm-start it on",
+                                     kWarmStartField);
+    }
+    if (played.size() > 1) {
+      // One policy, two roles: each supervised transcript would teach one role's turn only, and
+      // nothing says how to mix them.
+      return Status::InvalidArgument(
+          "Policy " + s.policy + " plays more than one role (" + played[0] + ", " + played[1] +
+              ") of the Dataflow's solve-and-verify workflow; a warm start trains one role",
+          kWarmStartField);
+    }
+    s.warm_start_role = played.front();
+    if (s.warm_start_role == "solver") {
+      s.warm_start_transcript = WarmStartTranscript::kAnswer;
+    } else if (s.warm_start_role == "verifier") {
+      s.warm_start_transcript = WarmStartTranscript::kVerdict;
+    } else {
+      return Status::InvalidArgument(
+          "cannot shape role " + s.warm_start_role +
+              " of a solve-and-verify workflow (only solver and verifier)",
+          kWarmStartField);
+    }
+    return Status::Ok();
+  }
+  if (workflow.type == "multi-turn") {
+    const bool calculator = workflow.environment.has_value() &&
+                            workflow.environment->builtin.value_or("") == "calculator";
+    if (!calculator) {
+      std::string environment = "no environment";
+      if (workflow.environment && workflow.environment->builtin) {
+        environment = "builtin " + *workflow.environment->builtin;
+      } else if (workflow.environment && workflow.environment->url) {
+        environment = "url " + *workflow.environment->url;
+      }
+      return Status::InvalidArgument(
+          "needs the built-in calculator environment for a multi-turn workflow (the only one "
+          "whose tool calls it can write), not " +
+              environment,
+          kWarmStartField);
+    }
+    // The transcript is a call and an answer: with one turn the workflow would end the episode
+    // at the call, so the answer turn could never happen at rollout.
+    const int64_t max_turns = workflow.max_turns.value_or(kDefaultMultiTurnMaxTurns);
+    if (max_turns < 2) {
+      return Status::InvalidArgument(
+          "needs the Dataflow's workflow.maxTurns >= 2 for a multi-turn workflow (a calculator "
+          "call and the answer), not " +
+              std::to_string(max_turns),
+          kWarmStartField);
+    }
+    s.warm_start_transcript = WarmStartTranscript::kCalculatorCall;
+    if (!workflow.roles.empty()) s.warm_start_role = workflow.roles.front().name;
+    return Status::Ok();
+  }
+  return Status::InvalidArgument(
+      "needs a Dataflow with workflow type single-turn, solve-and-verify or multi-turn, not " +
+          workflow.type,
+      kWarmStartField);
 }
 
 }  // namespace
@@ -171,13 +254,7 @@ Result<TrainerSettings> ParseTrainerConfig(std::string_view text,
   }
   s.max_new_tokens = df.sampling.max_new_tokens;
   if (s.spec.warm_start) {
-    // Supervised targets are the reference answers of single prompts: only a single-turn
-    // episode has that shape (a multi-turn transcript or a solver/verifier pair has not).
-    if (df.workflow.type != "single-turn") {
-      return Status::InvalidArgument(
-          "needs a Dataflow with workflow type single-turn, not " + df.workflow.type,
-          "trainerJob.spec.warmStart");
-    }
+    SLUICE_RETURN_IF_ERROR(ResolveWarmStartShape(df.workflow, s));
     Result<TextSettings> text_settings = ResolveTextSettings(s.model, s.policy_spec.tokenizer);
     if (!text_settings.ok()) {
       return Status(text_settings.status().code(), text_settings.status().message(),

@@ -76,6 +76,20 @@ struct TextSettings {
 Result<TextSettings> ResolveTextSettings(const ModelSource& model,
                                          const api::PolicySpecTokenizer& tokenizer);
 
+// The shape of the warm start's supervised transcripts (docs/trainer.md, "Warm start"), from the
+// Dataflow's workflow and the role this trainer's Policy plays in it.
+enum class WarmStartTranscript {
+  // single-turn, and the solver of solve-and-verify (its first turn is rendered like a
+  // single-turn prompt): the prompt, then the reference answer (warm_start.h).
+  kAnswer,
+  // The verifier of solve-and-verify: the solver's prompt, a candidate answer, the verify
+  // instruction, then the verdict (verifier_warm_start.h).
+  kVerdict,
+  // multi-turn with the built-in calculator: the prompt, a calculator call, its value, then the
+  // reference answer (calculator_warm_start.h).
+  kCalculatorCall,
+};
+
 struct TrainerSettings {
   std::string job;       // TrainerJob metadata.name.
   std::string nspace;    // Its namespace.
@@ -89,15 +103,24 @@ struct TrainerSettings {
   // that DAPO's overlong shaping measures against.
   int64_t minibatches = 1;
   int64_t max_new_tokens = 512;
-  // Set with spec.warmStart (which needs a single-turn workflow): how prompts are rendered, and
-  // the Dataflow's spec.workflow.systemPrompt.
+  // Set with spec.warmStart: how prompts are rendered, the Dataflow's spec.workflow.systemPrompt,
+  // the transcript shape, the role the Policy plays (spec.workflow.roles[].name), and the
+  // workflow's tool-call and answer markers (spec.workflow.toolCall, defaulted when unset), which
+  // frame the calculator call, the final answer and the verifier's verdict.
   TextSettings text;
   std::optional<std::string> system_prompt;
+  WarmStartTranscript warm_start_transcript = WarmStartTranscript::kAnswer;
+  std::string warm_start_role;
+  api::DataflowSpecWorkflowToolCall tool_call;
 };
 
 // Parses trainer.json text. InvalidArgument naming the field ("trainerJob.spec.steps", ...) for
-// a missing object, a schema violation or an unsupported model source. `model_cache_root`: as
-// ResolveModelSource's (--model-cache-dir).
+// a missing object, a schema violation or an unsupported model source, and naming
+// "trainerJob.spec.warmStart" for a warm start the Dataflow's workflow cannot have: a workflow
+// other than single-turn, solve-and-verify and multi-turn; a solve-and-verify Policy that plays
+// no role, both roles, or a role other than solver and verifier; a multi-turn environment other
+// than the built-in calculator, or maxTurns below 2 (the transcript has two turns).
+// `model_cache_root`: as ResolveModelSource's (--model-cache-dir).
 Result<TrainerSettings> ParseTrainerConfig(std::string_view text,
                                            std::string_view model_cache_root = {});
 // Reads and parses the file; errors carry the path.

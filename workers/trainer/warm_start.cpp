@@ -2,8 +2,6 @@
 
 #include <utility>
 
-#include "workers/rollout/workflows/transcript.h"
-
 namespace sluice::trainer {
 
 std::vector<size_t> WarmStartRows(size_t rows, int64_t n, int64_t step, uint64_t seed) {
@@ -29,17 +27,9 @@ Result<dataflow::Batch> WarmStartBatch(const std::vector<const dataflow::PromptR
                                        const std::optional<std::string>& system_prompt,
                                        const std::string& policy, int64_t version) {
   SLUICE_ASSIGN_OR_RETURN(const int32_t end, rollout::EndOfTurnId(text));
-  dataflow::Batch b;
-  b.batch_id = "warm-start";
-  b.policy = policy;
-  b.policy_version = version;
+  dataflow::Batch b = EmptyWarmStartBatch(policy, version);
   for (const dataflow::PromptRow* row : rows) {
-    if (row->answer.empty()) {
-      return Status::InvalidArgument("training row " + row->id +
-                                         " has no answer to train on (a warm start needs "
-                                         "reference answers)",
-                                     "spec.warmStart");
-    }
+    SLUICE_RETURN_IF_ERROR(CheckHasAnswer(*row));
     dataflow::Sample s;
     s.task_id = "warm-start";
     s.prompt_id = row->id;
@@ -64,6 +54,45 @@ Result<dataflow::Batch> WarmStartBatch(const std::vector<const dataflow::PromptR
     b.samples.push_back(std::move(s));
   }
   return b;
+}
+
+dataflow::Batch EmptyWarmStartBatch(const std::string& policy, int64_t version) {
+  dataflow::Batch b;
+  b.batch_id = "warm-start";
+  b.policy = policy;
+  b.policy_version = version;
+  return b;
+}
+
+rollout::Completion SupervisedTurn(std::vector<int32_t> tokens, int64_t version) {
+  rollout::Completion c;
+  c.logprobs.assign(tokens.size(), 0.0f);
+  c.versions.assign(tokens.size(), version);
+  c.tokens = std::move(tokens);
+  c.finish_reason = "stop";
+  return c;
+}
+
+void AddWarmStartSample(dataflow::Batch& batch, const std::string& row_id,
+                        rollout::Transcript& transcript) {
+  dataflow::Sample s;
+  s.task_id = "warm-start";
+  s.prompt_id = row_id;
+  s.policy = batch.policy;
+  transcript.MoveInto(&s, false);
+  s.reward = 1.0;
+  s.finish_reason = "stop";
+  batch.group_index.push_back(static_cast<uint32_t>(batch.samples.size()));
+  batch.replayed.push_back(0);
+  batch.samples.push_back(std::move(s));
+}
+
+Status CheckHasAnswer(const dataflow::PromptRow& row) {
+  if (!row.answer.empty()) return Status::Ok();
+  return Status::InvalidArgument(
+      "training row " + row.id +
+          " has no answer to train on (a warm start needs reference answers)",
+      "spec.warmStart");
 }
 
 }  // namespace sluice::trainer

@@ -8,6 +8,10 @@
 // The rows come from the dataflow (GET /v1/dataset/train): the trainer never sees the held-out
 // eval split, so the "before RL" evaluation stays held out.
 //
+// This file has the single-turn shape (also the solver's of solve-and-verify, whose first turn is
+// rendered exactly like a single-turn prompt) and what every shape shares; the verifier's is in
+// verifier_warm_start.h, the calculator agent's (multi-turn) in calculator_warm_start.h.
+//
 // Thread safety: pure functions.
 #pragma once
 
@@ -19,6 +23,8 @@
 #include "common/status.h"
 #include "workers/dataflow/dataset.h"
 #include "workers/dataflow/trajectory_codec.h"
+#include "workers/rollout/generation_backend.h"
+#include "workers/rollout/workflows/transcript.h"
 #include "workers/rollout/workflows/workflow.h"
 
 namespace sluice::trainer {
@@ -37,5 +43,20 @@ Result<dataflow::Batch> WarmStartBatch(const std::vector<const dataflow::PromptR
                                        const rollout::PolicyText& text,
                                        const std::optional<std::string>& system_prompt,
                                        const std::string& policy, int64_t version);
+
+// Shared by the shapes whose transcripts have several turns (built with rollout::Transcript, so
+// their layout, turn_starts included, is the rollout workflow's).
+//
+// An empty warm-start batch of `policy` whose trained tokens carry `version`.
+dataflow::Batch EmptyWarmStartBatch(const std::string& policy, int64_t version);
+// A model turn the warm start writes instead of sampling, for Transcript::AppendGenerated:
+// `tokens`, each with version `version` and log-prob 0 (sft reads no behaviour log-probs).
+rollout::Completion SupervisedTurn(std::vector<int32_t> tokens, int64_t version);
+// Adds `transcript` to `batch` as the sample of row `row_id` in a group of its own (reward 1,
+// finish "stop", the batch's policy, no owners); leaves the transcript empty.
+void AddWarmStartSample(dataflow::Batch& batch, const std::string& row_id,
+                        rollout::Transcript& transcript);
+// InvalidArgument naming spec.warmStart and the row's id for a row without an answer.
+Status CheckHasAnswer(const dataflow::PromptRow& row);
 
 }  // namespace sluice::trainer

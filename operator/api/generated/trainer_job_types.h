@@ -315,10 +315,12 @@ nlohmann::json ToJson(const TrainerJobSpecTemplate& v);
 
 // Supervised fine-tuning before RL: the trainer trains on the Dataflow's training split (each
 // prompt rendered as the rollout workers render it, followed by its reference answer and the end of
-// turn) for this many steps, then announces the result as version steps with an evaluation request,
-// so the Dataflow's evaluation measures exactly the model RL starts from. RL steps follow as
-// versions steps+1 .. steps+spec.steps; the KL reference is the warm-started model. Unset: RL
-// starts from the Policy's initial weights.
+// turn; for a solve-and-verify verifier, the true or a perturbed answer and the verdict yes or no;
+// for a multi-turn agent with the built-in calculator, a calculator call on the row's expression,
+// its value and the answer) for this many steps, then announces the result as version steps with an
+// evaluation request, so the Dataflow's evaluation measures exactly the model RL starts from. RL
+// steps follow as versions steps+1 .. steps+spec.steps; the KL reference is the warm-started model.
+// Unset: RL starts from the Policy's initial weights.
 struct TrainerJobSpecWarmStart {
   // Constant learning rate of the supervised steps (AdamW with spec.optimizer's betas, eps and
   // weight decay).
@@ -363,10 +365,12 @@ struct TrainerJobSpec {
   TrainerJobSpecTemplate template_;
   // Supervised fine-tuning before RL: the trainer trains on the Dataflow's training split (each
   // prompt rendered as the rollout workers render it, followed by its reference answer and the end
-  // of turn) for this many steps, then announces the result as version steps with an evaluation
-  // request, so the Dataflow's evaluation measures exactly the model RL starts from. RL steps
-  // follow as versions steps+1 .. steps+spec.steps; the KL reference is the warm-started model.
-  // Unset: RL starts from the Policy's initial weights.
+  // of turn; for a solve-and-verify verifier, the true or a perturbed answer and the verdict yes or
+  // no; for a multi-turn agent with the built-in calculator, a calculator call on the row's
+  // expression, its value and the answer) for this many steps, then announces the result as version
+  // steps with an evaluation request, so the Dataflow's evaluation measures exactly the model RL
+  // starts from. RL steps follow as versions steps+1 .. steps+spec.steps; the KL reference is the
+  // warm-started model. Unset: RL starts from the Policy's initial weights.
   std::optional<TrainerJobSpecWarmStart> warm_start;
 
   friend bool operator==(const TrainerJobSpec&, const TrainerJobSpec&) = default;

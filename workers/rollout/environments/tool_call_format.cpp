@@ -90,4 +90,13 @@ std::string ExtractFinalAnswer(const ToolCallFormat& format, std::string_view te
   return std::string(Trim(inner ? *inner : text));
 }
 
+std::string FormatToolCall(const ToolCallFormat& format, std::string_view name,
+                           std::string_view arguments) {
+  return format.call_open + std::string(name) + " " + std::string(arguments) + format.call_close;
+}
+
+std::string FormatFinalAnswer(const ToolCallFormat& format, std::string_view answer) {
+  return format.answer_open + std::string(answer) + format.answer_close;
+}
+
 }  // namespace sluice::rollout

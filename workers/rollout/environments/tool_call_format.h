@@ -36,4 +36,14 @@ std::optional<ToolCall> FindToolCall(const ToolCallFormat& format, std::string_v
 // The final answer in `text` (see above).
 std::string ExtractFinalAnswer(const ToolCallFormat& format, std::string_view text);
 
+// The text of a call of tool `name` with `arguments` ("<tool>calculator 6*7</tool>" with the
+// defaults), which FindToolCall reads back as {name, arguments} when `name` has no whitespace and
+// neither contains the closing marker. What a trainer writes for a model turn it supervises.
+std::string FormatToolCall(const ToolCallFormat& format, std::string_view name,
+                           std::string_view arguments);
+
+// `answer` between the answer markers ("<answer>42</answer>" with the defaults), which
+// ExtractFinalAnswer reads back as `answer` trimmed when it contains no closing marker.
+std::string FormatFinalAnswer(const ToolCallFormat& format, std::string_view answer);
+
 }  // namespace sluice::rollout

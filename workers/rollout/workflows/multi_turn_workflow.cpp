@@ -28,6 +28,16 @@ MultiTurnWorkflow::MultiTurnWorkflow(Options options) : options_(std::move(optio
   SLUICE_CHECK(options_.max_turns >= 1);
 }
 
+std::string MultiTurnWorkflow::FirstUserMessage(const std::string& prompt,
+                                                const std::string& initial_observation) {
+  return initial_observation.empty() ? prompt : prompt + "\n\n" + initial_observation;
+}
+
+Result<std::vector<int32_t>> MultiTurnWorkflow::EncodeObservation(
+    const PolicyText& text, std::span<const int32_t> turn_tokens, const std::string& observation) {
+  return EncodeFollowUp(text, turn_tokens, {"tool", observation});
+}
+
 Result<EpisodeResult> MultiTurnWorkflow::Run(const LeasedTask& task,
                                              const EpisodeContext& context) const {
   SLUICE_ASSIGN_OR_RETURN(const PolicyText* text,
@@ -95,9 +105,8 @@ Result<SampleOutcome> MultiTurnWorkflow::RunEpisode(const LeasedTask& task,
     return environment_failed();
   }
   // The initial observation joins the user message.
-  SLUICE_ASSIGN_OR_RETURN(
-      const std::vector<int32_t> prompt,
-      encode_prompt(initial->empty() ? task.prompt : task.prompt + "\n\n" + *initial));
+  SLUICE_ASSIGN_OR_RETURN(const std::vector<int32_t> prompt,
+                          encode_prompt(FirstUserMessage(task.prompt, *initial)));
   transcript.AppendContext(prompt);
 
   // The whole sequence stays within what maxTurns full turns after the prompt would take.
@@ -148,7 +157,7 @@ Result<SampleOutcome> MultiTurnWorkflow::RunEpisode(const LeasedTask& task,
                     ExtractFinalAnswer(options_.tool_call, last_text), 0.0);
     }
     SLUICE_ASSIGN_OR_RETURN(const std::vector<int32_t> follow_up,
-                            EncodeFollowUp(text, c.tokens, {"tool", step->observation}));
+                            EncodeObservation(text, c.tokens, step->observation));
     transcript.AppendContext(follow_up);
   }
 }

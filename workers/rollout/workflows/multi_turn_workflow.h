@@ -26,7 +26,9 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "workers/rollout/environments/environment.h"
 #include "workers/rollout/environments/tool_call_format.h"
@@ -48,6 +50,20 @@ class MultiTurnWorkflow final : public Workflow {
   };
 
   explicit MultiTurnWorkflow(Options options);
+
+  // The pieces of an episode's transcript, public so that a trainer's warm start (trainer/
+  // calculator_warm_start.h) renders exactly what the agent sees here.
+  //
+  // The first user message: the task's prompt, with a non-empty initial observation of the
+  // environment appended after a blank line.
+  static std::string FirstUserMessage(const std::string& prompt,
+                                      const std::string& initial_observation);
+  // The tokens that follow the model turn `turn_tokens` (as generated: ending with the end-of-turn
+  // marker, or cut without it) to show a tool's `observation`: a "tool" message and the next
+  // assistant opening (EncodeFollowUp's errors).
+  static Result<std::vector<int32_t>> EncodeObservation(const PolicyText& text,
+                                                        std::span<const int32_t> turn_tokens,
+                                                        const std::string& observation);
 
   std::string_view name() const override { return "multi-turn"; }
   Result<EpisodeResult> Run(const LeasedTask& task, const EpisodeContext& context) const override;

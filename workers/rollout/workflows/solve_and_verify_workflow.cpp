@@ -15,20 +15,6 @@ namespace {
 constexpr char kFinishStop[] = "stop";
 constexpr char kFinishAbort[] = "abort";
 
-// "yes" in any case, surrounding whitespace ignored; anything else is a rejection.
-bool IsYes(std::string_view verdict) {
-  while (!verdict.empty() && std::isspace(static_cast<unsigned char>(verdict.front()))) {
-    verdict.remove_prefix(1);
-  }
-  while (!verdict.empty() && std::isspace(static_cast<unsigned char>(verdict.back()))) {
-    verdict.remove_suffix(1);
-  }
-  if (verdict.size() != 3) return false;
-  std::string lower;
-  for (char c : verdict) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower == "yes";
-}
-
 // The transcript is one token sequence read by both policies, so they must agree on what every
 // id means. Vocabularies cannot be compared through the Tokenizer interface; the same object, or
 // the same size, template and marker ids, is the check available.
@@ -57,9 +43,27 @@ Status CheckSharedVocabulary(const PolicyText& solver, const PolicyText& verifie
 }  // namespace
 
 std::string SolveAndVerifyWorkflow::VerifyInstruction(const ToolCallFormat& format) {
-  return "Verify the answer above. Reply with your reasoning and end with " + format.answer_open +
-         "yes" + format.answer_close + " if it is correct or " + format.answer_open + "no" +
-         format.answer_close + " if not.";
+  return "Verify the answer above. Reply with your reasoning and end with " +
+         FormatFinalAnswer(format, "yes") + " if it is correct or " +
+         FormatFinalAnswer(format, "no") + " if not.";
+}
+
+Result<std::vector<int32_t>> SolveAndVerifyWorkflow::EncodeVerifyRequest(
+    const PolicyText& text, std::span<const int32_t> solver_turn, const ToolCallFormat& format) {
+  return EncodeFollowUp(text, solver_turn, {"user", VerifyInstruction(format)});
+}
+
+bool SolveAndVerifyWorkflow::IsYes(std::string_view verdict) {
+  while (!verdict.empty() && std::isspace(static_cast<unsigned char>(verdict.front()))) {
+    verdict.remove_prefix(1);
+  }
+  while (!verdict.empty() && std::isspace(static_cast<unsigned char>(verdict.back()))) {
+    verdict.remove_suffix(1);
+  }
+  if (verdict.size() != 3) return false;
+  std::string lower;
+  for (char c : verdict) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower == "yes";
 }
 
 SolveAndVerifyWorkflow::SolveAndVerifyWorkflow(Options options) : options_(std::move(options)) {
@@ -127,7 +131,9 @@ Result<SampleOutcome> SolveAndVerifyWorkflow::RunEpisode(
       aborted = true;
       break;
     }
-    SLUICE_RETURN_IF_ERROR(instruct(solved, VerifyInstruction(options_.format)));
+    SLUICE_ASSIGN_OR_RETURN(const std::vector<int32_t> verify,
+                            EncodeVerifyRequest(text, solved.tokens, options_.format));
+    transcript.AppendContext(verify);
     SLUICE_ASSIGN_OR_RETURN(const Completion judged,
                             take_turn(options_.verifier_policy, verifier_owner));
     if (judged.finish_reason == kFinishAbort) {

@@ -29,8 +29,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "workers/rollout/environments/tool_call_format.h"
 #include "workers/rollout/rewards/reward.h"
@@ -47,6 +49,19 @@ class SolveAndVerifyWorkflow final : public Workflow {
   static std::string VerifyInstruction(const ToolCallFormat& format);
   static constexpr std::string_view kRetryInstruction =
       "The verifier rejected the answer. Try again.";
+
+  // The pieces of the verifier's view, public so that a trainer's warm start (trainer/
+  // verifier_warm_start.h) renders exactly what the verifier sees here.
+  //
+  // The tokens that follow the solver's turn `solver_turn` (its tokens as generated: ending with
+  // the end-of-turn marker, or cut without it) to ask for a verdict: the user message
+  // VerifyInstruction(format) and the next assistant opening (EncodeFollowUp's errors).
+  static Result<std::vector<int32_t>> EncodeVerifyRequest(const PolicyText& text,
+                                                          std::span<const int32_t> solver_turn,
+                                                          const ToolCallFormat& format);
+  // Whether a verdict (ExtractFinalAnswer of the verifier's turn) accepts the answer: "yes" in any
+  // case, surrounding whitespace ignored; anything else rejects it.
+  static bool IsYes(std::string_view verdict);
 
   struct Options {
     std::string solver_policy;

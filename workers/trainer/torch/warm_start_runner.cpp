@@ -3,10 +3,16 @@
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
+#include "workers/rollout/environments/tool_call_format.h"
 #include "workers/rollout/workflows/policy_text_loader.h"
+#include "workers/trainer/calculator_warm_start.h"
+#include "workers/trainer/verifier_warm_start.h"
 #include "workers/trainer/warm_start.h"
 
 namespace sluice::trainer {
@@ -36,7 +42,10 @@ Result<std::vector<dataflow::PromptRow>> ShareRows(const WarmStartInputs& in) {
     if (!rows.ok()) return rows.status().WithContext("reading the Dataflow's training split");
     json all = json::array();
     for (const dataflow::PromptRow& r : *rows) {
-      all.push_back({{"id", r.id}, {"prompt", r.prompt}, {"answer", r.answer}});
+      json row = {{"id", r.id}, {"prompt", r.prompt}, {"answer", r.answer}};
+      // The calculator warm start's call (calculator_warm_start.h); absent from other datasets.
+      if (std::optional<std::string> expression = RowExpression(r)) row["expression"] = *expression;
+      all.push_back(std::move(row));
     }
     text = all.dump();
   }
@@ -50,6 +59,9 @@ Result<std::vector<dataflow::PromptRow>> ShareRows(const WarmStartInputs& in) {
     row.id = r.value("id", "");
     row.prompt = r.value("prompt", "");
     row.answer = r.value("answer", "");
+    if (auto it = r.find("expression"); it != r.end() && it->is_string()) {
+      row.row = json{{"expression", *it}};
+    }
     rows.push_back(std::move(row));
   }
   return rows;
@@ -59,6 +71,37 @@ Result<std::vector<dataflow::PromptRow>> ShareRows(const WarmStartInputs& in) {
 // start (without a saved state) walks the same rows.
 uint64_t RowSeed(const TrainerSettings& s) {
   return std::hash<std::string>{}(s.model.builtin_uri + "|" + s.model.directory + "|" + s.job);
+}
+
+rollout::ToolCallFormat ToolCallFormatOf(const api::DataflowSpecWorkflowToolCall& markers) {
+  rollout::ToolCallFormat format;
+  format.call_open = markers.call_open;
+  format.call_close = markers.call_close;
+  format.answer_open = markers.answer_open;
+  format.answer_close = markers.answer_close;
+  return format;
+}
+
+// The supervised batch of rows[i] for each i in `picked`, in the shape of the Policy's role.
+Result<dataflow::Batch> SupervisedBatch(const TrainerSettings& s,
+                                        const std::vector<dataflow::PromptRow>& rows,
+                                        const std::vector<size_t>& picked,
+                                        const rollout::PolicyText& text, uint64_t seed,
+                                        int64_t version) {
+  std::vector<const dataflow::PromptRow*> selected;
+  selected.reserve(picked.size());
+  for (size_t i : picked) selected.push_back(&rows[i]);
+  switch (s.warm_start_transcript) {
+    case WarmStartTranscript::kAnswer:
+      return WarmStartBatch(selected, text, s.system_prompt, s.policy, version);
+    case WarmStartTranscript::kVerdict:
+      return VerifierWarmStartBatch(rows, picked, text, s.system_prompt,
+                                    ToolCallFormatOf(s.tool_call), seed, s.policy, version);
+    case WarmStartTranscript::kCalculatorCall:
+      return CalculatorWarmStartBatch(selected, text, s.system_prompt,
+                                      ToolCallFormatOf(s.tool_call), s.policy, version);
+  }
+  return Status::Internal("unknown warm start transcript shape");
 }
 
 }  // namespace
@@ -118,16 +161,15 @@ Result<std::unique_ptr<PolicyTrainer>> RunWarmStart(const WarmStartInputs& in) {
     in.logger->Info("warm start", {{"steps", ws.steps},
                                    {"prompts_per_step", ws.prompts_per_step},
                                    {"rows", static_cast<int64_t>(rows.size())},
+                                   {"role", base.warm_start_role},
                                    {"lr", ws.lr}});
   }
   while (trainer->step() < ws.steps) {
     if (in.stop.IsCancelled()) return Status::Cancelled("stopping");
-    std::vector<const dataflow::PromptRow*> picked;
-    for (size_t i : WarmStartRows(rows.size(), ws.prompts_per_step, trainer->step(), seed)) {
-      picked.push_back(&rows[i]);
-    }
-    SLUICE_ASSIGN_OR_RETURN(dataflow::Batch batch, WarmStartBatch(picked, text, base.system_prompt,
-                                                                  base.policy, trainer->version()));
+    const std::vector<size_t> picked =
+        WarmStartRows(rows.size(), ws.prompts_per_step, trainer->step(), seed);
+    SLUICE_ASSIGN_OR_RETURN(dataflow::Batch batch,
+                            SupervisedBatch(base, rows, picked, text, seed, trainer->version()));
     SLUICE_ASSIGN_OR_RETURN(const StepReport report, trainer->Step(batch));
     if (in.on_step) in.on_step(report, ws.steps);
   }

@@ -8,7 +8,9 @@
 //      answers) and broadcasts it, so every rank trains on the same rows.
 //   3. spec.warmStart.steps supervised steps (algorithm sft, constant learning rate
 //      spec.warmStart.lr, no warm-up, spec.optimizer's betas/eps/weight decay/clipping), each on
-//      spec.warmStart.promptsPerStep rows (WarmStartRows, seeded by the model source).
+//      spec.warmStart.promptsPerStep rows (WarmStartRows, seeded by the model source), in the
+//      transcript shape of the Policy's role (TrainerSettings::warm_start_transcript: warm_start.h,
+//      verifier_warm_start.h, calculator_warm_start.h).
 //   4. With a checkpoint directory, rank 0 saves the state to <dir>/warm-start (written to a
 //      temporary sibling and renamed, so a crash leaves either nothing or the whole state).
 // The returned trainer's model() holds the warm-started weights; the RL trainer copies them
@@ -50,8 +52,9 @@ struct WarmStartInputs {
 };
 
 // Runs (or resumes) the warm start. Errors: Cancelled on stop; InvalidArgument naming
-// spec.warmStart for an empty training split or a row without an answer; the dataflow's,
-// the collectives' and the checkpoint I/O's errors.
+// spec.warmStart for an empty training split or a row the shape cannot use (no answer; for the
+// verifier, an answer without a digit; for the calculator, no usable "expression"); the
+// dataflow's, the collectives' and the checkpoint I/O's errors.
 Result<std::unique_ptr<PolicyTrainer>> RunWarmStart(const WarmStartInputs& in);
 
 // Copies every parameter of `from` into `to` (same architecture; InvalidArgument naming the

@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -100,7 +102,11 @@ class TrainPageJsonTest : public ::testing::Test {
     json rows = json::array();
     for (auto i = static_cast<size_t>(first); i < static_cast<size_t>(first + n); ++i) {
       const PromptRow& r = dataset_.train(i);
-      rows.push_back({{"id", r.id}, {"prompt", r.prompt}, {"answer", r.answer}});
+      // The built-in generator's rows have an expression, which the route passes on.
+      rows.push_back({{"id", r.id},
+                      {"prompt", r.prompt},
+                      {"answer", r.answer},
+                      {"expression", r.row.at("expression")}});
     }
     return rows;
   }
@@ -126,6 +132,32 @@ TEST_F(TrainPageJsonTest, PagesOfTheTrainSplitClampedAtItsEnd) {
               json({{"total", n}, {"offset", past}, {"rows", json::array()}}))
         << past;
   }
+}
+
+// "expression" is passed on only when the row has it as a string (JSONL rows may lack it).
+TEST(TrainPageJsonRowTest, ExpressionOnlyWhenTheRowHasOneAsAString) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("sluice-train-expression-" + std::to_string(::getpid()) + ".jsonl"))
+                               .string();
+  {
+    std::ofstream out(path);
+    out << R"({"id": "a", "prompt": "p1", "answer": "1", "expression": "0 + 1"})"
+        << "\n"
+        << R"({"id": "b", "prompt": "p2", "answer": "2"})"
+        << "\n"
+        << R"({"id": "c", "prompt": "p3", "answer": "3", "expression": 3})"
+        << "\n";
+  }
+  DatasetSource src;
+  src.file = path;
+  Result<Dataset> dataset = Dataset::Load(src);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(dataset.ok()) << dataset.status().ToString();
+  const json page = TrainPageJson(*dataset, {0, 10});
+  EXPECT_EQ(page.at("rows"),
+            json::parse(R"([{"id": "a", "prompt": "p1", "answer": "1", "expression": "0 + 1"},
+                            {"id": "b", "prompt": "p2", "answer": "2"},
+                            {"id": "c", "prompt": "p3", "answer": "3"}])"));
 }
 
 TEST_F(TrainPageJsonTest, NeverAnEvalRow) {
@@ -234,7 +266,10 @@ TEST_F(TrainRouteTest, ServesTrainRowsOnly) {
     for (size_t i = 0; i < count; ++i) {
       const PromptRow& want = dataset_.train(first + i);
       const json& got = reply.at("rows")[i];
-      EXPECT_EQ(got, json({{"id", want.id}, {"prompt", want.prompt}, {"answer", want.answer}}))
+      EXPECT_EQ(got, json({{"id", want.id},
+                           {"prompt", want.prompt},
+                           {"answer", want.answer},
+                           {"expression", want.row.at("expression")}}))
           << "row " << first + i;
     }
   };
@@ -294,6 +329,8 @@ TEST_F(TrainRouteTest, ClientReadsTheTrainSplitPageByPage) {
       EXPECT_EQ(rows[i].id, want.id) << first + i;
       EXPECT_EQ(rows[i].prompt, want.prompt) << first + i;
       EXPECT_EQ(rows[i].answer, want.answer) << first + i;
+      // Only the expression of the row's other fields travels (a warm start's calculator call).
+      EXPECT_EQ(rows[i].row, json({{"expression", want.row.at("expression")}})) << first + i;
     }
   };
   Result<TrainRowsPage> first = dataflow.TrainRows(0, 7);

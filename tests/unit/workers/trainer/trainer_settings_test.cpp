@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace sluice::trainer {
 namespace {
@@ -171,14 +174,15 @@ TEST(TrainerSettingsTest, WarmStartErrorsNameTheField) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().field(), "trainerJob.spec.warmStart.steps") << s.status().ToString();
 
+  // A multi-turn workflow qualifies with the built-in calculator only.
   c = Config();
   c["trainerJob"]["spec"]["warmStart"] = {{"steps", 5}};
   c["dataflow"]["spec"]["workflow"]["type"] = "multi-turn";
-  c["dataflow"]["spec"]["workflow"]["environment"] = {{"builtin", "calculator"}};
+  c["dataflow"]["spec"]["workflow"]["environment"] = {{"builtin", "python"}};
   s = ParseTrainerConfig(c.dump());
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().field(), "trainerJob.spec.warmStart") << s.status().ToString();
-  EXPECT_NE(s.status().message().find("single-turn"), std::string::npos);
+  EXPECT_NE(s.status().message().find("calculator"), std::string::npos);
 
   c = Config();
   c["trainerJob"]["spec"]["warmStart"] = {{"steps", 5}};
@@ -190,6 +194,124 @@ TEST(TrainerSettingsTest, WarmStartErrorsNameTheField) {
   // Without a warm start the trainer renders nothing, so the template is not its business.
   c["trainerJob"]["spec"].erase("warmStart");
   EXPECT_TRUE(ParseTrainerConfig(c.dump()).ok());
+}
+
+// The transcript shape follows the Dataflow's workflow and the role the Policy ("actor") plays
+// in it; what the warm start cannot shape is refused naming trainerJob.spec.warmStart.
+TEST(TrainerSettingsTest, WarmStartShapeFollowsTheWorkflowAndTheRole) {
+  const json calculator = {{"builtin", "calculator"}};
+  struct Case {
+    const char* name;
+    json workflow;                            // The Dataflow's spec.workflow.
+    std::optional<WarmStartTranscript> want;  // nullopt: refused.
+    std::string role;                         // Wanted role, or a part of the refusal's message.
+  };
+  const std::vector<Case> cases = {
+      {"single-turn",
+       {{"type", "single-turn"}, {"roles", {{{"name", "policy"}, {"policy", "actor"}}}}},
+       WarmStartTranscript::kAnswer,
+       "policy"},
+      {"the solver",
+       {{"type", "solve-and-verify"},
+        {"roles",
+         {{{"name", "solver"}, {"policy", "actor"}}, {{"name", "verifier"}, {"policy", "judge"}}}}},
+       WarmStartTranscript::kAnswer,
+       "solver"},
+      {"the verifier",
+       {{"type", "solve-and-verify"},
+        {"roles",
+         {{{"name", "solver"}, {"policy", "judge"}}, {{"name", "verifier"}, {"policy", "actor"}}}}},
+       WarmStartTranscript::kVerdict,
+       "verifier"},
+      {"a calculator agent",
+       {{"type", "multi-turn"},
+        {"roles", {{{"name", "agent"}, {"policy", "actor"}}}},
+        {"environment", calculator}},
+       WarmStartTranscript::kCalculatorCall,
+       "agent"},
+      {"a calculator agent with two turns",
+       {{"type", "multi-turn"},
+        {"maxTurns", 2},
+        {"roles", {{{"name", "agent"}, {"policy", "actor"}}}},
+        {"environment", calculator}},
+       WarmStartTranscript::kCalculatorCall,
+       "agent"},
+      {"both roles",
+       {{"type", "solve-and-verify"},
+        {"roles",
+         {{{"name", "solver"}, {"policy", "actor"}}, {{"name", "verifier"}, {"policy", "actor"}}}}},
+       std::nullopt,
+       "more than one role"},
+      {"no role",
+       {{"type", "solve-and-verify"},
+        {"roles",
+         {{{"name", "solver"}, {"policy", "a"}}, {{"name", "verifier"}, {"policy", "b"}}}}},
+       std::nullopt,
+       "plays no role"},
+      {"an HTTP environment",
+       {{"type", "multi-turn"},
+        {"roles", {{{"name", "agent"}, {"policy", "actor"}}}},
+        {"environment", {{"url", "http://env.rl:8080"}}}},
+       std::nullopt,
+       "calculator"},
+      {"the python environment",
+       {{"type", "multi-turn"},
+        {"roles", {{{"name", "agent"}, {"policy", "actor"}}}},
+        {"environment", {{"builtin", "python"}}}},
+       std::nullopt,
+       "calculator"},
+      {"one turn: no room for the answer",
+       {{"type", "multi-turn"},
+        {"maxTurns", 1},
+        {"roles", {{{"name", "agent"}, {"policy", "actor"}}}},
+        {"environment", calculator}},
+       std::nullopt,
+       "maxTurns"},
+  };
+  for (const Case& tc : cases) {
+    SCOPED_TRACE(tc.name);
+    json c = Config();
+    c["trainerJob"]["spec"]["warmStart"] = {{"steps", 5}};
+    c["dataflow"]["spec"]["workflow"] = tc.workflow;
+    // perPolicy must name a Policy of the roles, which "no role" leaves out.
+    c["dataflow"]["spec"]["batch"].erase("perPolicy");
+    Result<TrainerSettings> s = ParseTrainerConfig(c.dump());
+    if (!tc.want) {
+      ASSERT_FALSE(s.ok());
+      EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_EQ(s.status().field(), "trainerJob.spec.warmStart") << s.status().ToString();
+      EXPECT_NE(s.status().message().find(tc.role), std::string::npos) << s.status().ToString();
+      // Without a warm start the same Dataflow is fine: only the warm start needs the shape.
+      c["trainerJob"]["spec"].erase("warmStart");
+      EXPECT_TRUE(ParseTrainerConfig(c.dump()).ok());
+      continue;
+    }
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(s->warm_start_transcript, *tc.want);
+    EXPECT_EQ(s->warm_start_role, tc.role);
+    // workflow.toolCall unset: the CRD's markers.
+    EXPECT_EQ(s->tool_call.call_open, "<tool>");
+    EXPECT_EQ(s->tool_call.call_close, "</tool>");
+    EXPECT_EQ(s->tool_call.answer_open, "<answer>");
+    EXPECT_EQ(s->tool_call.answer_close, "</answer>");
+  }
+}
+
+TEST(TrainerSettingsTest, WarmStartCarriesTheWorkflowsMarkers) {
+  json c = Config();
+  c["trainerJob"]["spec"]["warmStart"] = {{"steps", 5}};
+  c["dataflow"]["spec"]["workflow"] = {
+      {"type", "solve-and-verify"},
+      {"roles",
+       {{{"name", "solver"}, {"policy", "judge"}}, {{"name", "verifier"}, {"policy", "actor"}}}},
+      {"toolCall", {{"answerOpen", "[["}, {"answerClose", "]]"}}}};
+  Result<TrainerSettings> s = ParseTrainerConfig(c.dump());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->warm_start_transcript, WarmStartTranscript::kVerdict);
+  EXPECT_EQ(s->tool_call.answer_open, "[[");
+  EXPECT_EQ(s->tool_call.answer_close, "]]");
+  EXPECT_EQ(s->tool_call.call_open, "<tool>");  // Defaulted.
+  EXPECT_EQ(s->tool_call.call_close, "</tool>");
 }
 
 TEST(TrainerSettingsTest, ResolvesTextSettingsAsTheRolloutWorkersDo) {

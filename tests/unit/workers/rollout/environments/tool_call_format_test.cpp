@@ -128,5 +128,22 @@ TEST(ExtractFinalAnswer, CustomMarkers) {
   EXPECT_EQ(ExtractFinalAnswer(format, "Thus \\boxed{42}."), "42");
 }
 
+TEST(FormatToolCallAndFinalAnswer, ReadBackAsWritten) {
+  EXPECT_EQ(FormatToolCall({}, "calculator", "6*7"), "<tool>calculator 6*7</tool>");
+  EXPECT_EQ(FormatFinalAnswer({}, "42"), "<answer>42</answer>");
+  const ToolCallFormat custom{"[[", "]]", "\\boxed{", "}"};
+  EXPECT_EQ(FormatToolCall(custom, "calculator", "(1 + 2) * 3"), "[[calculator (1 + 2) * 3]]");
+  EXPECT_EQ(FormatFinalAnswer(custom, "9"), "\\boxed{9}");
+  for (const ToolCallFormat& format : {ToolCallFormat{}, custom}) {
+    const std::optional<ToolCall> call =
+        FindToolCall(format, FormatToolCall(format, "calculator", "(1 + 2) * 3"));
+    ASSERT_TRUE(call.has_value());
+    EXPECT_EQ(call->name, "calculator");
+    EXPECT_EQ(call->arguments, "(1 + 2) * 3");
+    EXPECT_EQ(ExtractFinalAnswer(format, FormatFinalAnswer(format, "-12")), "-12");
+    EXPECT_FALSE(FindToolCall(format, FormatFinalAnswer(format, "-12")).has_value());
+  }
+}
+
 }  // namespace
 }  // namespace sluice::rollout

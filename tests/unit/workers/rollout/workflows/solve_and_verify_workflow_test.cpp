@@ -250,5 +250,14 @@ TEST(SolveAndVerifyWorkflowTest, PoliciesWithDifferentTemplatesAreRefused) {
   EXPECT_EQ(result.status().field(), "workflow.roles[verifier].policy");
 }
 
+TEST(SolveAndVerifyWorkflowTest, IsYesAcceptsYesInAnyCaseOnly) {
+  for (const char* yes : {"yes", "YES", "Yes", " yes\n", "\tyEs "}) {
+    EXPECT_TRUE(SolveAndVerifyWorkflow::IsYes(yes)) << yes;
+  }
+  for (const char* no : {"no", "", "y", "yes.", "yes it is", "<answer>yes</answer>", "ye s"}) {
+    EXPECT_FALSE(SolveAndVerifyWorkflow::IsYes(no)) << no;
+  }
+}
+
 }  // namespace
 }  // namespace sluice::rollout
