@@ -15,7 +15,8 @@ ifeq ($(SANITIZE),thread)
 TEST_ENV := TSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/tsan.supp
 endif
 
-.PHONY: all deps configure build test demo demo-foundation bench format format-check clean
+.PHONY: all deps configure build test demo example-solve-and-verify example-tool-use demo-foundation \
+	bench format format-check clean
 
 all: build
 
@@ -33,6 +34,14 @@ test: deps build
 
 demo: deps build
 	@bash scripts/demo.sh $(BUILD_DIR)
+
+# Issue 19's other two examples, run exactly as `make demo` runs its manifest (scripts/demo.sh:
+# sluice up, sluice run, plot, sluice down); the experiment is named after the manifest's stem.
+example-solve-and-verify: deps build
+	@SLUICE_DEMO_MANIFEST=$(CURDIR)/examples/solve-and-verify.yaml bash scripts/demo.sh $(BUILD_DIR)
+
+example-tool-use: deps build
+	@SLUICE_DEMO_MANIFEST=$(CURDIR)/examples/tool-use-agent.yaml bash scripts/demo.sh $(BUILD_DIR)
 
 # The shared core end to end on loopback: HTTP server, client, auth, wire format, metrics.
 demo-foundation: deps build

@@ -190,8 +190,11 @@ CommandSpec RunSpec() {
       "stay). Once every TrainerJob Succeeded, sampling goes on (up to --eval-wait) until each "
       "Dataflow with spec.evaluation reports the evaluation round at the TrainerJobs' final "
       "version (when that version is a multiple of everyVersions); then a summary line per "
-      "TrainerJob and the eval line `eval accuracy: before X% -> after Y% (versions A -> B)`, "
-      "from the first and last evaluation seen while following.";
+      "TrainerJob and, per Dataflow, the eval line `eval accuracy: before X% -> after Y% "
+      "(versions A -> B)` from the first and last evaluation seen while following, followed by "
+      "`verifier agreement: before X% -> after Y% (on correct answers A% -> B%, on wrong C% -> "
+      "D%)` (solve-and-verify) and `tool calls: before X% -> after Y%` (multi-turn) from the "
+      "same two rounds when they report them.";
   spec.flags = {
       StateDirFlag(),
       {"namespace", 'n', FlagType::kString, "NS", "default",

@@ -36,7 +36,14 @@ std::vector<PendingEvaluation> PendingEvaluations(const std::vector<json>& train
 
 std::string DescribePending(const std::vector<PendingEvaluation>& pending) {
   std::string out;
-  for (const PendingEvaluation& p : pending) {
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const PendingEvaluation& p = pending[i];
+    // Several TrainerJobs on one Dataflow (solve-and-verify) can owe the same round: name it once.
+    bool seen = false;
+    for (size_t j = 0; j < i; ++j) {
+      seen = seen || (pending[j].dataflow == p.dataflow && pending[j].version == p.version);
+    }
+    if (seen) continue;
     if (!out.empty()) out += ", ";
     out += "version " + std::to_string(p.version) + " of dataflow " + p.dataflow;
     out += p.evaluated ? " (newest evaluated: " + std::to_string(*p.evaluated) + ")"

@@ -1,5 +1,7 @@
 #include "localcluster/cli/experiment_status.h"
 
+#include <utility>
+
 #include "localcluster/cli/json_lookup.h"
 
 namespace sluice::cli {
@@ -33,10 +35,25 @@ TrainerView TrainerViewOf(const json& trainerjob) {
 DataflowView DataflowViewOf(const json& dataflow) {
   DataflowView v;
   v.name = JsonString(dataflow, {"metadata", "name"});
+  v.workflow = JsonString(dataflow, {"spec", "workflow", "type"});
   v.buffered = JsonInt(dataflow, {"status", "buffered"});
   v.trajectories_per_second = JsonNumber(dataflow, {"status", "trajectoriesPerSecond"});
   v.eval_version = JsonInt(dataflow, {"status", "evaluation", "version"});
   v.eval_accuracy = JsonNumber(dataflow, {"status", "evaluation", "accuracy"});
+  v.eval_tool_call_share = JsonNumber(dataflow, {"status", "evaluation", "toolCallShare"});
+  if (const json* policies = JsonAt(dataflow, {"status", "evaluation", "policies"});
+      policies != nullptr && policies->is_array()) {
+    for (const json& p : *policies) {
+      EvalPolicyView policy;
+      policy.name = JsonString(p, {"name"});
+      const std::optional<double> mean = JsonNumber(p, {"meanReward"});
+      if (policy.name.empty() || !mean) continue;
+      policy.mean_reward = *mean;
+      policy.mean_reward_when_correct = JsonNumber(p, {"meanRewardWhenCorrect"});
+      policy.mean_reward_when_wrong = JsonNumber(p, {"meanRewardWhenWrong"});
+      v.eval_policies.push_back(std::move(policy));
+    }
+  }
   return v;
 }
 

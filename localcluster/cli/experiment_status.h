@@ -5,8 +5,10 @@
 //   TrainerJob   metadata.name, spec.steps, spec.dataflowRef.name, status.phase, status.step,
 //                status.version, status.lastMetrics.{rewardMean, loss, stalenessMean,
 //                tokensPerSecond, dataWaitFraction}
-//   Dataflow     metadata.name, status.buffered, status.trajectoriesPerSecond,
-//                status.evaluation.{version, accuracy}
+//   Dataflow     metadata.name, spec.workflow.type, status.buffered, status.trajectoriesPerSecond,
+//                status.evaluation.{version, accuracy, toolCallShare,
+//                policies[].{name, meanReward, meanRewardWhenCorrect, meanRewardWhenWrong}}
+//                (a policies[] entry without a name or a numeric meanReward is skipped)
 //   RolloutPool  metadata.name, spec.dataflowRef.name, status.replicas, status.readyReplicas,
 //                status.tokensPerSecond, status.regions[].{name, replicas, ready}
 //
@@ -42,12 +44,26 @@ struct TrainerView {
   std::optional<double> data_wait_fraction;  // Of the last step's time spent waiting for a batch.
 };
 
+// One entry of status.evaluation.policies: a non-primary policy's rewards in the round (in
+// solve-and-verify, the verifier's agreement overall, on correct and on wrong answers).
+struct EvalPolicyView {
+  std::string name;
+  double mean_reward = 0;
+  std::optional<double> mean_reward_when_correct = std::nullopt;  // Absent: no correct answer.
+  std::optional<double> mean_reward_when_wrong = std::nullopt;    // Absent: no wrong answer.
+
+  bool operator==(const EvalPolicyView&) const = default;
+};
+
 struct DataflowView {
   std::string name;
+  std::string workflow;  // spec.workflow.type ("single-turn", "solve-and-verify", ...); "" unset.
   std::optional<int64_t> buffered;
   std::optional<double> trajectories_per_second;
   std::optional<int64_t> eval_version;
   std::optional<double> eval_accuracy;
+  std::optional<double> eval_tool_call_share;  // Share 0-1; workflows with tools only.
+  std::vector<EvalPolicyView> eval_policies;   // In status order.
 };
 
 struct RegionView {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "localcluster/cli/apply_manifest.h"
 #include "localcluster/cli/cluster_client.h"
@@ -128,7 +129,7 @@ class Follower {
            << "; the eval line shows the newest seen.\n";
     }
     out_ << "Experiment " << options_.experiment << " succeeded.\n"
-         << SuccessSummary(last_rows_) << EvalSummary(eval_rows_) << std::flush;
+         << SuccessSummary(last_rows_) << EvalSummary(eval_views_) << std::flush;
     return kExitOk;
   }
 
@@ -174,9 +175,9 @@ class Follower {
     for (const json& o : Objects(ExperimentRole::kRolloutPool)) {
       view.pools.push_back(PoolViewOf(o));
     }
+    for (const DataflowView& dataflow : view.dataflows) KeepForEvalLines(dataflow);
     const double t = WallSeconds();
     last_rows_ = JoinProgress(view, t);
-    for (const ProgressRow& row : last_rows_) KeepForEvalLine(row);
     if (Status s = AppendProgress(progress_path_, last_rows_); !s.ok() && !append_failed_) {
       append_failed_ = true;  // Say it once; following is still worth it.
       err_ << "sluice run: " << s.message() << "\n";
@@ -194,15 +195,15 @@ class Follower {
     }
   }
 
-  // Keeps what EvalSummary needs of the whole run: each row whose evaluation differs from the
-  // previous one kept for its TrainerJob (EvalSummary over these equals it over every row).
-  void KeepForEvalLine(const ProgressRow& row) {
-    if (!row.eval_version || !row.eval_accuracy) return;
-    const std::pair<int64_t, double> evaluation{*row.eval_version, *row.eval_accuracy};
-    auto [it, added] = last_evaluation_.try_emplace(row.trainer, evaluation);
-    if (!added && it->second == evaluation) return;
-    it->second = evaluation;
-    eval_rows_.push_back(row);
+  // Keeps what EvalSummary needs of the whole run: each view whose evaluation differs from the
+  // previous one kept for its Dataflow (EvalSummary over these equals it over every view).
+  void KeepForEvalLines(const DataflowView& dataflow) {
+    std::optional<EvalPoint> evaluation = EvalPointOf(dataflow);
+    if (!evaluation) return;
+    auto [it, added] = last_evaluation_.try_emplace(dataflow.name, *evaluation);
+    if (!added && it->second == *evaluation) return;
+    it->second = std::move(*evaluation);
+    eval_views_.push_back(dataflow);
   }
 
   const RunOptions& options_;
@@ -213,8 +214,8 @@ class Follower {
   std::ostream& out_;
   std::ostream& err_;
   std::vector<ProgressRow> last_rows_;
-  std::vector<ProgressRow> eval_rows_;                                 // See KeepForEvalLine.
-  std::map<std::string, std::pair<int64_t, double>> last_evaluation_;  // Trainer -> kept last.
+  std::vector<DataflowView> eval_views_;              // See KeepForEvalLines.
+  std::map<std::string, EvalPoint> last_evaluation_;  // Dataflow -> the last kept.
   std::string waiting_note_;  // While waiting for evaluations: shown under the live view.
   size_t live_lines_ = 0;
   bool append_failed_ = false;

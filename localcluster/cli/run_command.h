@@ -17,8 +17,8 @@
 //      the live view) until it comes, --eval-wait passes or --timeout passes (whichever is
 //      first; neither fails the run now), or SIGINT/SIGTERM (stops waiting). Then a line naming
 //      the rounds that did not come (if any, and --eval-wait > 0), "Experiment NAME
-//      succeeded.", the summary (run_outcome.h) and the eval line (eval_summary.h, from every
-//      row sampled during this run): exit 0.
+//      succeeded.", the summary (run_outcome.h) and the eval lines (eval_summary.h, once per
+//      Dataflow from every sample of it during this run): exit 0.
 //
 // Thread safety: a plain function; RunRun installs SIGINT/SIGTERM handlers for its duration
 // (interrupt_guard.h), so run one at a time.

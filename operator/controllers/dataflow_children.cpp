@@ -25,6 +25,39 @@ json Meta(const json& df, const std::string& name, bool owned) {
   return meta;
 }
 
+// The CRD's status.evaluation.policies holds at most this many entries (a Dataflow has at most
+// eight policies, so at most seven besides the primary one).
+constexpr size_t kMaxEvaluationPolicies = 8;
+
+// The figures of eval_episodes.h a round has, in the CRD's names (status.evaluation): the share
+// of episodes with a tool call, and per non-primary policy its mean reward, overall and split by
+// whether the primary policy's answer earned the full reward (a split absent when no episode falls
+// on that side). Keys the round lacks stay absent, so a single-turn Dataflow's status is unchanged.
+void AddEpisodeFigures(const json& round, json* evaluation) {
+  if (auto share = round.find("tool_call_share"); share != round.end() && share->is_number()) {
+    (*evaluation)["toolCallShare"] = *share;
+  }
+  auto policies = round.find("policies");
+  if (policies == round.end() || !policies->is_array()) return;
+  json out = json::array();
+  for (const json& p : *policies) {
+    if (out.size() >= kMaxEvaluationPolicies) break;
+    if (!p.is_object() || !p.contains("policy") || !p["policy"].is_string() ||
+        !p.contains("mean_reward") || !p["mean_reward"].is_number()) {
+      continue;
+    }
+    json entry = {{"name", p["policy"]}, {"meanReward", p["mean_reward"]}};
+    if (p.contains("mean_reward_when_correct") && p["mean_reward_when_correct"].is_number()) {
+      entry["meanRewardWhenCorrect"] = p["mean_reward_when_correct"];
+    }
+    if (p.contains("mean_reward_when_wrong") && p["mean_reward_when_wrong"].is_number()) {
+      entry["meanRewardWhenWrong"] = p["mean_reward_when_wrong"];
+    }
+    out.push_back(std::move(entry));
+  }
+  if (!out.empty()) (*evaluation)["policies"] = std::move(out);
+}
+
 // Where the pod's volumes are mounted (the node agent remaps these paths on the local cluster).
 constexpr char kConfigDir[] = "/etc/sluice/config";
 constexpr char kTokenDir[] = "/var/run/sluice/token";
@@ -221,6 +254,7 @@ json DataflowStatusFromWorker(const json& df, const json& worker, const json& pr
     status["evaluation"] = {{"version", last["version"]},
                             {"accuracy", last["overall_avg_at_k"]},
                             {"passAtK", last.value("overall_pass_at_k", 0.0)}};
+    AddEpisodeFigures(last, &status["evaluation"]);
   } else if (previous.contains("evaluation")) {
     status["evaluation"] = previous["evaluation"];
   }

@@ -67,7 +67,9 @@ nlohmann::json DesiredDataflowPod(const nlohmann::json& dataflow, const WorkerIm
 // endpoint, per-policy buffered/accepted/filtered/staleDropped/servedBatches (acknowledged
 // batches)/latestVersion, totals, prompts consumed/total, epoch (0-based: at most epochs - 1,
 // also once the last epoch is done) and the newest evaluation round (accuracy = its
-// overall_avg_at_k, the share of completions earning the full reward; passAtK). `previous` supplies
+// overall_avg_at_k, the share of completions earning the full reward; passAtK; toolCallShare and
+// policies[] {name, meanReward, meanRewardWhenCorrect, meanRewardWhenWrong} when the round has
+// them: the tool-call share and the non-primary policies' rewards). `previous` supplies
 // trajectoriesPerSecond's baseline: (accepted now - accepted then) / `seconds_since_previous`.
 nlohmann::json DataflowStatusFromWorker(const nlohmann::json& dataflow,
                                         const nlohmann::json& worker_status,

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/splitmix64.h"
+#include "workers/dataflow/algorithms/eval_episodes.h"
 #include "workers/dataflow/algorithms/eval_metrics.h"
 #include "workers/dataflow/algorithms/splitting.h"
 #include "workers/dataflow/algorithms/version_barrier.h"
@@ -500,6 +501,7 @@ void DataflowCore::FinishEvalTaskLocked(int64_t round_id, const std::optional<Ev
                           {"mean_reward", d.mean_reward}});
     }
     report["datasets"] = std::move(datasets);
+    AddEvalEpisodeFigures(r->episodes, &report);
   }
   last_eval_ = std::move(report);
   ++counters_->evals_completed;
@@ -693,6 +695,7 @@ Result<SubmitResult> DataflowCore::SubmitLocked(const TrajectoryGroup& group) {
   const PromptRow& row = RowOf(task);
   std::vector<Sample> parts;
   std::vector<double> rewards;
+  std::vector<EvalEpisode> episodes;  // Eval tasks only.
   for (size_t i = 0; i < group.samples.size(); ++i) {
     const std::string field = "samples[" + std::to_string(i) + "]";
     Sample s = group.samples[i];
@@ -708,7 +711,10 @@ Result<SubmitResult> DataflowCore::SubmitLocked(const TrajectoryGroup& group) {
     }
     if (Status st = ValidateSample(s); !st.ok()) return Prefixed(st, field);
     rewards.push_back(TrajectoryReward(s));
-    if (task.eval) continue;
+    if (task.eval) {
+      episodes.push_back(EvalEpisodeOf(s, config_.policies[0], IsFullReward(rewards.back())));
+      continue;
+    }
     Result<std::vector<Sample>> split = SplitByPolicy(s);
     if (!split.ok()) return Prefixed(split.status(), field);
     for (Sample& part : *split) {
@@ -747,10 +753,10 @@ Result<SubmitResult> DataflowCore::SubmitLocked(const TrajectoryGroup& group) {
     // Correct means the full reward, so avg@k and pass@k count exact answers, not partial credit
     // (digit-match's 0.5 for one digit right). For code-exec a completion is then correct only
     // when it passes every test case, the usual pass@k definition; reward > 0 (the default with
-    // no flags) counted a program passing one test of ten. The tolerance absorbs rounding in
-    // fractional rewards (passed / total); rewards above 1 (some environments) count as correct.
+    // no flags) counted a program passing one test of ten.
     item.correct.reserve(rewards.size());
-    for (double r : rewards) item.correct.push_back(r >= 1.0 - 1e-9 ? 1 : 0);
+    for (double r : rewards) item.correct.push_back(IsFullReward(r) ? 1 : 0);
+    item.episodes = std::move(episodes);
     FinishEvalTaskLocked(round, item);
     return result;
   }
@@ -1506,7 +1512,8 @@ json DataflowCore::SnapshotJsonLocked() const {
       items.push_back({{"dataset", item.dataset},
                        {"prompt", item.prompt_id},
                        {"rewards", item.rewards},
-                       {"correct", item.correct}});
+                       {"correct", item.correct},
+                       {"episodes", EvalEpisodesToJson(item.episodes)}});
     }
     rounds.push_back({{"id", r->id},
                       {"policy", r->policy},
@@ -1671,6 +1678,8 @@ Status DataflowCore::RestoreSnapshot(std::string_view snapshot) {
         item.prompt_id = ij.at("prompt").get<std::string>();
         item.rewards = ij.at("rewards").get<std::vector<double>>();
         item.correct = ij.at("correct").get<std::vector<uint8_t>>();
+        // Snapshots written before episodes were kept have none: the round reports no figures.
+        if (auto e = ij.find("episodes"); e != ij.end()) item.episodes = EvalEpisodesFromJson(*e);
         r->items.push_back(std::move(item));
       }
       rounds.emplace(r->id, std::move(r));

@@ -97,6 +97,39 @@ Status GetSample(Decoder& d, const std::string& f, Sample* s) {
   return Status::Ok();
 }
 
+// The group's optional trailing field (appended after `samples`, as the wire format's rules for
+// new fields ask): per sample its tool-call count, kNoToolCalls where the sample has none. Written
+// only when some sample has a count, so groups of workflows without tools keep their bytes, and
+// frames written before the field existed (the write-ahead log's) read as "no counts".
+constexpr uint32_t kNoToolCalls = 0xffffffffu;
+
+void PutToolCalls(Encoder& e, const std::vector<Sample>& samples) {
+  if (std::none_of(samples.begin(), samples.end(),
+                   [](const Sample& s) { return s.tool_calls.has_value(); })) {
+    return;
+  }
+  std::vector<uint32_t> counts;
+  counts.reserve(samples.size());
+  // A real count never reaches the marker (it would read back as none).
+  for (const Sample& s : samples) counts.push_back(s.tool_calls.value_or(kNoToolCalls));
+  e.PutU32Array(counts);
+}
+
+Status GetToolCalls(Decoder& d, std::vector<Sample>* samples) {
+  if (d.empty()) return Status::Ok();
+  std::vector<uint32_t> counts;
+  SLUICE_RETURN_IF_ERROR(d.GetU32Array("tool_calls", &counts));
+  if (counts.size() != samples->size()) {
+    return Status::InvalidArgument("has " + std::to_string(counts.size()) + " entries for " +
+                                       std::to_string(samples->size()) + " samples",
+                                   "tool_calls");
+  }
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] != kNoToolCalls) (*samples)[i].tool_calls = counts[i];
+  }
+  return Status::Ok();
+}
+
 void StoreLe16(char* p, uint16_t v) {
   p[0] = static_cast<char>(v & 0xffu);
   p[1] = static_cast<char>(v >> 8);
@@ -118,6 +151,7 @@ Status EncodeTrajectoryGroup(const TrajectoryGroup& group, std::string* out) {
   e.PutBool(group.eval);
   e.PutVarint(group.samples.size());
   for (const Sample& s : group.samples) PutSample(e, s);
+  PutToolCalls(e, group.samples);
   if (!e.status().ok()) {
     out->resize(start);
     return e.status();
@@ -146,6 +180,7 @@ Result<TrajectoryGroup> DecodeTrajectoryGroup(std::string_view body) {
     SLUICE_RETURN_IF_ERROR(GetSample(d, "samples[" + std::to_string(i) + "]", &g.samples[i]));
     g.samples[i].task_id = g.task_id;
   }
+  SLUICE_RETURN_IF_ERROR(GetToolCalls(d, &g.samples));
   if (!d.empty()) {
     return Status::InvalidArgument(std::to_string(d.remaining()) + " unread bytes after the group",
                                    "samples");

@@ -42,7 +42,8 @@ struct TrajectoryGroup {
   std::string prompt_id;  // The dataset row.
   bool eval = false;      // An evaluation task (scored, never trained on).
   // Before splitting: per sample, `policies` and `policy_rewards` (and `token_owner` for
-  // multi-policy episodes), or `policy` and `reward` for a single-policy episode.
+  // multi-policy episodes), or `policy` and `reward` for a single-policy episode. Samples'
+  // `tool_calls` travel in a trailing field written only when some sample has a count.
   std::vector<Sample> samples;
 };
 

@@ -377,10 +377,30 @@ nlohmann::json ToJson(const DataflowSpec& v) {
   return j;
 }
 
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowStatusEvaluationPolicy* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "meanReward", path, &out->mean_reward));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "meanRewardWhenCorrect", path, &out->mean_reward_when_correct));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "meanRewardWhenWrong", path, &out->mean_reward_when_wrong));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "name", path, &out->name));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const DataflowStatusEvaluationPolicy& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "meanReward", v.mean_reward);
+  WriteField(j, "meanRewardWhenCorrect", v.mean_reward_when_correct);
+  WriteField(j, "meanRewardWhenWrong", v.mean_reward_when_wrong);
+  WriteField(j, "name", v.name);
+  return j;
+}
+
 Status FromJson(const nlohmann::json& j, std::string_view path, DataflowStatusEvaluation* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
   SLUICE_RETURN_IF_ERROR(ReadField(j, "accuracy", path, &out->accuracy));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "passAtK", path, &out->pass_at_k));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "policies", path, &out->policies));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "toolCallShare", path, &out->tool_call_share));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "version", path, &out->version));
   return Status::Ok();
 }
@@ -389,6 +409,8 @@ nlohmann::json ToJson(const DataflowStatusEvaluation& v) {
   nlohmann::json j = nlohmann::json::object();
   WriteField(j, "accuracy", v.accuracy);
   WriteField(j, "passAtK", v.pass_at_k);
+  WriteField(j, "policies", v.policies);
+  WriteField(j, "toolCallShare", v.tool_call_share);
   WriteField(j, "version", v.version);
   return j;
 }

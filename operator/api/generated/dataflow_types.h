@@ -395,6 +395,23 @@ struct DataflowSpec {
 Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpec* out);
 nlohmann::json ToJson(const DataflowSpec& v);
 
+// One non-primary policy's rewards in the round.
+struct DataflowStatusEvaluationPolicy {
+  // Its mean reward over the episodes.
+  std::optional<double> mean_reward;
+  // Its mean reward over the episodes whose primary-policy answer earned the full reward; absent
+  // when there is none.
+  std::optional<double> mean_reward_when_correct;
+  // Its mean reward over the other episodes; absent when there is none.
+  std::optional<double> mean_reward_when_wrong;
+  // Name of the Policy.
+  std::string name;
+
+  friend bool operator==(const DataflowStatusEvaluationPolicy&, const DataflowStatusEvaluationPolicy&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowStatusEvaluationPolicy* out);
+nlohmann::json ToJson(const DataflowStatusEvaluationPolicy& v);
+
 // The newest completed evaluation round.
 struct DataflowStatusEvaluation {
   // Share of the round's completions that earned the full reward (avg@k; a partial-credit reward
@@ -402,6 +419,15 @@ struct DataflowStatusEvaluation {
   std::optional<double> accuracy;
   // Share of prompts with at least one correct completion among evaluation.k.
   std::optional<double> pass_at_k;
+  // The rewards of every policy other than the primary one (the first of spec.workflow.roles, whose
+  // answers accuracy scores), over the round's episodes that carry that policy's reward; keyed by
+  // name. Only for multi-policy workflows: in solve-and-verify the verifier's reward is 1 when its
+  // verdict agrees with whether the solver's answer earned the full reward, so these are its
+  // agreement overall, on correct and on wrong answers.
+  std::optional<std::vector<DataflowStatusEvaluationPolicy>> policies;
+  // Share of the round's episodes (completions) in which the policy made at least one complete tool
+  // call. Only for workflows with tools (multi-turn); absent otherwise.
+  std::optional<double> tool_call_share;
   // Weight version of the primary policy that was evaluated.
   std::optional<int64_t> version;
 

@@ -26,11 +26,17 @@ Result<EvalReport> AggregateEval(std::span<const EvalItem> items, int64_t k) {
     int64_t pass_prompts = 0;
   };
   std::map<std::string, Acc> by_dataset;
+  std::vector<EvalEpisode> episodes;
   for (const EvalItem& item : items) {
     if (!item.correct.empty() && item.correct.size() != item.rewards.size()) {
       return Status::InvalidArgument("prompt '" + item.prompt_id + "': length differs from rewards",
                                      "correct");
     }
+    if (!item.episodes.empty() && item.episodes.size() != item.rewards.size()) {
+      return Status::InvalidArgument("prompt '" + item.prompt_id + "': length differs from rewards",
+                                     "episodes");
+    }
+    episodes.insert(episodes.end(), item.episodes.begin(), item.episodes.end());
     Acc& acc = by_dataset[item.dataset];
     acc.m.dataset = item.dataset;
     ++acc.m.prompts;
@@ -77,6 +83,7 @@ Result<EvalReport> AggregateEval(std::span<const EvalItem> items, int64_t k) {
     report.overall_pass_at_k /= d;
     report.overall_mean_reward /= d;
   }
+  report.episodes = AggregateEvalEpisodes(episodes);
   return report;
 }
 

@@ -13,6 +13,8 @@
 // A completion is correct when its `correct` flag says so or, with no flags, when reward > 0.
 // DataflowCore always sets the flags: correct = the full reward (>= 1 − 1e-9), so partial credit
 // counts in mean_reward but not in avg@k or pass@k.
+// The report also holds the episode figures of eval_episodes.h (other policies' rewards, the
+// tool-call share) over every item's `episodes`.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "workers/dataflow/algorithms/eval_episodes.h"
 
 namespace sluice::dataflow {
 
@@ -33,8 +36,9 @@ Result<double> PassAtK(int64_t n, int64_t c, int64_t k);
 struct EvalItem {
   std::string dataset;
   std::string prompt_id;
-  std::vector<double> rewards;   // One per completion; finite.
-  std::vector<uint8_t> correct;  // Empty (use reward > 0) or one flag per completion.
+  std::vector<double> rewards;             // One per completion; finite.
+  std::vector<uint8_t> correct;            // Empty (use reward > 0) or one flag per completion.
+  std::vector<EvalEpisode> episodes = {};  // Empty or one per completion (eval_episodes.h).
 };
 
 struct DatasetEvalMetrics {
@@ -54,11 +58,12 @@ struct EvalReport {
   double overall_avg_at_k = 0.0;
   double overall_pass_at_k = 0.0;
   double overall_mean_reward = 0.0;
+  EvalEpisodeFigures episodes = {};  // Over every item's episodes.
 };
 
 // Aggregates items for k = evaluation.repeat. InvalidArgument for k < 1, a non-finite reward,
-// or `correct` of the wrong length. Items with no completions are counted as incomplete prompts.
-// A dataset none of whose prompts has k completions has pass@k 0.
+// or `correct` or `episodes` of the wrong length. Items with no completions are counted as
+// incomplete prompts. A dataset none of whose prompts has k completions has pass@k 0.
 Result<EvalReport> AggregateEval(std::span<const EvalItem> items, int64_t k);
 
 }  // namespace sluice::dataflow

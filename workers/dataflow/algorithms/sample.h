@@ -66,6 +66,10 @@ struct Sample {
   double generation_seconds = 0.0;    // Time spent generating this sample's tokens.
   double environment_seconds = 0.0;   // Time spent in environment / tool steps.
   double reward_seconds = 0.0;        // Time spent scoring.
+  // Model turns that held a complete tool call (the multi-turn workflow counts them, also a call
+  // whose environment step then failed); nullopt for workflows without tools. Only trajectory
+  // groups carry it (batches do not): the dataflow reads it for evaluation's tool-call share.
+  std::optional<uint32_t> tool_calls = std::nullopt;
 
   // --- Stamped by the stages.
   std::optional<double> group_mean;  // Mean reward of the (prompt, policy) group.

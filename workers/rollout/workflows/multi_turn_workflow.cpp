@@ -57,6 +57,9 @@ Result<SampleOutcome> MultiTurnWorkflow::RunEpisode(const LeasedTask& task,
   s.task_id = task.task_id;
   s.prompt_id = task.prompt_id;
   s.policy = options_.policy;
+  // Counted explicitly: turn_starts cannot tell, since a call can end the episode too (a failing
+  // step, an environment's done, the turn limit).
+  s.tool_calls = 0;
   Transcript transcript;
 
   // Ends the sample. `response`: the text the configured reward scores; nullopt: reward given.
@@ -136,6 +139,7 @@ Result<SampleOutcome> MultiTurnWorkflow::RunEpisode(const LeasedTask& task,
     if (!call) {
       return finish(c.finish_reason, ExtractFinalAnswer(options_.tool_call, last_text), 0.0);
     }
+    ++*s.tool_calls;
 
     const auto start_step = std::chrono::steady_clock::now();
     Result<StepResult> step = (*environment)->Step(*call, last_text, context.cancel);

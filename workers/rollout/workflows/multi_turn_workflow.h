@@ -17,6 +17,10 @@
 // "abort", counted in stats.environment_errors; a turn the backend aborted does the same without
 // the count. The other samples carry on.
 //
+// Every sample's tool_calls counts its turns that held a complete tool call (0 when none did, also
+// when the environment failed before the first turn), including one whose step then failed or
+// ended the episode; the dataflow's evaluation reports the share of episodes with at least one.
+//
 // Times: each sample's generation_seconds sums its turns' Completion::seconds, environment_seconds
 // its Reset and Step calls, reward_seconds its scoring; the stats sum those over the samples.
 //

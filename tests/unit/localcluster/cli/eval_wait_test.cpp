@@ -97,6 +97,9 @@ TEST(EvalWaitTest, DescribePending) {
   EXPECT_EQ(DescribePending({{"arith", "t", 200, 150}, {"b", "u", 40, 20}}),
             "version 200 of dataflow arith (newest evaluated: 150), version 40 of dataflow b "
             "(newest evaluated: 20)");
+  // Two TrainerJobs (solver and verifier) owing one Dataflow's round: named once.
+  EXPECT_EQ(DescribePending({{"mas", "solver", 300, 250}, {"mas", "verifier", 300, 250}}),
+            "version 300 of dataflow mas (newest evaluated: 250)");
 }
 
 }  // namespace

@@ -160,6 +160,23 @@ TEST(ExperimentStatusTest, ViewsReadTheStatusFields) {
   EXPECT_FALSE(bare.step.has_value());
   EXPECT_FALSE(bare.reward_mean.has_value());
   EXPECT_FALSE(bare.data_wait_fraction.has_value());
+  // The evaluation's episode figures; a policies[] entry without a name or a meanReward is
+  // skipped, absent splits stay absent.
+  DataflowView d = DataflowViewOf(json::parse(R"({"metadata": {"name": "mas"},
+      "spec": {"workflow": {"type": "solve-and-verify"}},
+      "status": {"evaluation": {"version": 20, "accuracy": 0.5, "toolCallShare": 0.25,
+                 "policies": [
+                   {"name": "verifier", "meanReward": 0.75, "meanRewardWhenCorrect": 0.5},
+                   {"meanReward": 1}, {"name": "judge", "meanReward": "high"}]}}})"));
+  EXPECT_EQ(d.workflow, "solve-and-verify");
+  EXPECT_EQ(d.eval_version, 20);
+  EXPECT_EQ(d.eval_tool_call_share, 0.25);
+  EXPECT_EQ(d.eval_policies, (std::vector<EvalPolicyView>{{"verifier", 0.75, 0.5, std::nullopt}}));
+  const DataflowView plain = DataflowViewOf(json::parse(R"({"metadata": {"name": "d"},
+      "status": {"evaluation": {"version": 1, "accuracy": 0.5}}})"));
+  EXPECT_EQ(plain.workflow, "");
+  EXPECT_FALSE(plain.eval_tool_call_share.has_value());
+  EXPECT_TRUE(plain.eval_policies.empty());
   PoolView p = PoolViewOf(json::parse(R"({"metadata": {"name": "p"},
       "status": {"regions": [{"name": "r1", "replicas": 3}, {"replicas": 1}]}})"));
   ASSERT_EQ(p.regions.size(), 1u);  // An entry without a name is skipped.

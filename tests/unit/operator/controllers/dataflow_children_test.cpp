@@ -137,6 +137,9 @@ TEST(DataflowChildrenTest, StatusComesFromTheWorkersReport) {
   EXPECT_DOUBLE_EQ(status["evaluation"]["accuracy"].get<double>(), 0.5);
   EXPECT_FALSE(status["evaluation"].contains("meanReward"));
   EXPECT_DOUBLE_EQ(status["evaluation"]["passAtK"].get<double>(), 0.75);
+  // A single-policy round without tools has neither of the episode figures.
+  EXPECT_FALSE(status["evaluation"].contains("toolCallShare"));
+  EXPECT_FALSE(status["evaluation"].contains("policies"));
 
   // No evaluation yet in this report: the previous one is kept.
   json quiet = worker;
@@ -144,6 +147,41 @@ TEST(DataflowChildrenTest, StatusComesFromTheWorkersReport) {
   const json kept = DataflowStatusFromWorker(Dataflow(), quiet, status, 1.0);
   EXPECT_EQ(kept["evaluation"], status["evaluation"]);
   EXPECT_DOUBLE_EQ(kept["trajectoriesPerSecond"].get<double>(), 0.0);
+}
+
+// The round's episode figures (eval_episodes.h) in the CRD's names: the tool-call share, and per
+// non-primary policy its mean reward overall and when the primary's answer was correct / wrong
+// (absent when no episode falls on that side). Malformed entries are skipped.
+TEST(DataflowChildrenTest, EvaluationCarriesOtherPoliciesAndTheToolCallShare) {
+  const json worker = json::parse(R"({
+    "eval": {"last": {"version": 20, "overall_avg_at_k": 0.5, "overall_pass_at_k": 0.75,
+                      "tool_call_share": 0.375, "tool_call_episodes": 8,
+                      "episodes_calling_tools": 3,
+                      "policies": [
+                        {"policy": "verifier", "episodes": 8, "correct_episodes": 0,
+                         "mean_reward": 0.625, "mean_reward_when_wrong": 0.625},
+                        {"episodes": 3},
+                        {"policy": "critic", "episodes": 8, "correct_episodes": 4,
+                         "mean_reward": 0.5, "mean_reward_when_correct": 0.25,
+                         "mean_reward_when_wrong": 0.75}]}}
+  })");
+  const json status = DataflowStatusFromWorker(Dataflow(), worker, json::object(), 0);
+  const json& evaluation = status["evaluation"];
+  EXPECT_EQ(evaluation["version"], 20);
+  EXPECT_DOUBLE_EQ(evaluation["accuracy"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(evaluation["toolCallShare"].get<double>(), 0.375);
+  EXPECT_EQ(evaluation["policies"], json::parse(R"([
+    {"name": "verifier", "meanReward": 0.625, "meanRewardWhenWrong": 0.625},
+    {"name": "critic", "meanReward": 0.5, "meanRewardWhenCorrect": 0.25,
+     "meanRewardWhenWrong": 0.75}])"));
+  // Counts stay in the worker's report; the CRD carries the shares.
+  EXPECT_FALSE(evaluation.contains("toolCallEpisodes"));
+  EXPECT_FALSE(evaluation["policies"][0].contains("episodes"));
+
+  // Kept with the rest of the evaluation while a later report has none.
+  json quiet = worker;
+  quiet.erase("eval");
+  EXPECT_EQ(DataflowStatusFromWorker(Dataflow(), quiet, status, 1.0)["evaluation"], evaluation);
 }
 
 TEST(DataflowChildrenTest, EpochIsZeroBasedAlsoAfterTheLastOne) {

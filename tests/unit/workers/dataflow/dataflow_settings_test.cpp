@@ -136,40 +136,41 @@ TEST(DataflowSettingsTest, GpuClusterExampleUsesPvcGresoAndReplay) {
   EXPECT_EQ(s.snapshot_bytes, 64 * kMiB);
 }
 
-TEST(DataflowSettingsTest, SolveAndVerifyExampleHasTwoPoliciesAndPerPolicyBatches) {
+TEST(DataflowSettingsTest, SolveAndVerifyExampleHasTwoPoliciesABarrierAndEvaluation) {
   const DataflowSettings s = MapExample("solve-and-verify.yaml");
   const DataflowConfig& c = s.config;
   EXPECT_EQ(c.policies, (std::vector<std::string>{"solver", "verifier"}));
   EXPECT_EQ(c.group_size, 4);
   EXPECT_TRUE(c.version_barrier);
   EXPECT_EQ(c.groups_per_batch, 16);
-  EXPECT_EQ(s.groups_per_batch_by_policy, (std::map<std::string, int64_t>{{"verifier", 8}}));
-  EXPECT_EQ(c.eval.every_versions, 0);  // No spec.evaluation.
-  EXPECT_EQ(c.capacity_groups, 65536 / 4);
-  EXPECT_EQ(c.staleness.max_staleness, 4);
-  EXPECT_EQ(FilterTypes(c), (std::vector<std::string>{"dynamic-sampling"}));
+  // Every episode has a verifier turn: both policies take batches of the same size.
+  EXPECT_TRUE(s.groups_per_batch_by_policy.empty());
+  EXPECT_EQ(c.eval.every_versions, 50);
+  EXPECT_EQ(c.staleness.max_staleness, 2);
+  EXPECT_TRUE(c.filters.empty());  // dynamic-sampling starved the verifier (all-equal groups).
   EXPECT_EQ(c.workflow["type"], "solve-and-verify");
-  EXPECT_EQ(c.workflow["maxTurns"], 2);
-  EXPECT_EQ(s.dataset.builtin->count, 50000);
-  // Defaulted storage (1Gi): 64Mi segments and snapshot threshold.
-  EXPECT_EQ(s.storage_bytes, std::optional<uint64_t>(1024 * kMiB));
-  EXPECT_EQ(s.segment_bytes, 64 * kMiB);
+  EXPECT_EQ(c.workflow["maxTurns"], 1);
+  EXPECT_EQ(c.workflow["reward"]["type"], "digit-match");
+  EXPECT_EQ(s.dataset.builtin->count, 20000);
+  EXPECT_EQ(s.dataset.builtin->prompt_style, "equation");
+  EXPECT_EQ(s.storage_bytes, std::optional<uint64_t>(256 * kMiB));
 }
 
-TEST(DataflowSettingsTest, ToolUseExampleKeepsFilterOrderAndOptions) {
+TEST(DataflowSettingsTest, ToolUseExampleIsAShortCalculatorEpisodeWithEvaluation) {
   const DataflowSettings s = MapExample("tool-use-agent.yaml");
   const DataflowConfig& c = s.config;
   EXPECT_EQ(c.policies, (std::vector<std::string>{"calc-agent"}));
-  ASSERT_EQ(FilterTypes(c), (std::vector<std::string>{"dynamic-sampling", "length"}));
-  EXPECT_EQ(c.filters[0].options, json::object());
-  EXPECT_EQ(c.filters[1].options, (json{{"maxTokens", 400}}));
+  EXPECT_TRUE(c.filters.empty());  // dynamic-sampling starved the trainer of a fresh model.
   EXPECT_EQ(c.curator, "accept-all");
   EXPECT_EQ(c.staleness.max_staleness, 2);
-  EXPECT_EQ(c.staleness.order, QueueOrder::kEdf);
-  EXPECT_EQ(c.groups_per_batch, 8);
+  EXPECT_EQ(c.groups_per_batch, 16);
   EXPECT_EQ(s.dataset.builtin->generator, "arithmetic-chain");
+  EXPECT_EQ(s.dataset.builtin->prompt_style, "equation");
   EXPECT_EQ(c.workflow["environment"], (json{{"builtin", "calculator"}, {"timeoutSeconds", 5}}));
-  EXPECT_EQ(c.workflow["maxTurns"], 6);
+  EXPECT_EQ(c.workflow["maxTurns"], 2);
+  EXPECT_EQ(c.workflow["reward"]["type"], "digit-match");
+  EXPECT_EQ(c.eval.every_versions, 50);
+  EXPECT_EQ(c.eval.samples, 400);
 }
 
 // The settings of every builtin-dataset example are accepted by the dataset and the core.

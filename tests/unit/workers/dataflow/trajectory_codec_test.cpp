@@ -97,6 +97,56 @@ TEST(TrajectoryCodecTest, GroupRejectsDamageAndInconsistency) {
   EXPECT_EQ(DecodeTrajectoryGroup(other).status().field(), "frame.type");
 }
 
+// The payload of a single frame (the bytes between header and trailer).
+std::string PayloadOf(const std::string& frame) {
+  wire::FrameReaderOptions options;
+  options.max_payload_bytes = wire::kMaxFramePayloadBytes;
+  wire::FrameReader reader(frame, options);
+  Result<wire::Frame> f = reader.Next();
+  EXPECT_TRUE(f.ok()) << f.status().ToString();
+  return f.ok() ? std::string(f->payload) : std::string();
+}
+
+TEST(TrajectoryCodecTest, ToolCallsFollowTheSamplesOnlyWhenCounted) {
+  TrajectoryGroup g;
+  g.task_id = "t";
+  g.samples = {MakeSample(4, "p", 1.0), MakeSample(3, "p", 0.0), MakeSample(3, "p", 0.0)};
+  std::string plain;
+  ASSERT_TRUE(EncodeTrajectoryGroup(g, &plain).ok());
+  Result<TrajectoryGroup> back = DecodeTrajectoryGroup(plain);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  for (const Sample& s : back->samples) EXPECT_FALSE(s.tool_calls.has_value());
+
+  // Counted: one trailing u32 array (a 4-byte count and 4 bytes per sample); a sample without a
+  // count stays without one.
+  TrajectoryGroup counted = g;
+  counted.samples[0].tool_calls = 2;
+  counted.samples[1].tool_calls = 0;
+  std::string body;
+  ASSERT_TRUE(EncodeTrajectoryGroup(counted, &body).ok());
+  EXPECT_EQ(body.size(), plain.size() + 4 + 3 * 4);
+  EXPECT_EQ(PayloadOf(body).substr(0, PayloadOf(plain).size()), PayloadOf(plain));
+  back = DecodeTrajectoryGroup(body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->samples[0].tool_calls, 2u);
+  EXPECT_EQ(back->samples[1].tool_calls, 0u);
+  EXPECT_FALSE(back->samples[2].tool_calls.has_value());
+
+  // A count array of the wrong length, or bytes after it, are refused naming the field.
+  std::string short_counts = PayloadOf(plain);
+  wire::Encoder e(&short_counts);
+  e.PutU32Array(std::vector<uint32_t>{1});
+  std::string frame;
+  ASSERT_TRUE(wire::AppendFrame(kTrajectoryGroupFrame, short_counts, &frame).ok());
+  Status s = DecodeTrajectoryGroup(frame).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.field(), "tool_calls");
+  std::string extra = PayloadOf(body) + "x";
+  frame.clear();
+  ASSERT_TRUE(wire::AppendFrame(kTrajectoryGroupFrame, extra, &frame).ok());
+  EXPECT_FALSE(DecodeTrajectoryGroup(frame).ok());
+}
+
 TEST(TrajectoryCodecTest, BatchPacksWithoutPaddingAndRoundTrips) {
   Batch b;
   b.batch_id = "b-1";

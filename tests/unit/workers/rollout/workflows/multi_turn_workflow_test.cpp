@@ -117,6 +117,7 @@ TEST(MultiTurnWorkflowTest, CalculatorObservationIsContextBetweenTurns) {
                   static_cast<uint32_t>(prompt.size() + turn1.size() + observation.size())}));
     EXPECT_EQ(s.reward, 1.0);
     EXPECT_EQ(s.finish_reason, "stop");
+    EXPECT_EQ(s.tool_calls, 1u);  // The first turn's call; the second answers.
     EXPECT_DOUBLE_EQ(s.generation_seconds, 2 * ScriptedBackend::kSeconds);
     EXPECT_GE(s.environment_seconds, 0);
   }
@@ -149,6 +150,7 @@ TEST(MultiTurnWorkflowTest, TurnLimitEndsWithLength) {
   EXPECT_EQ(s.finish_reason, "length");
   EXPECT_EQ(s.reward, 0.0);
   EXPECT_EQ(s.turn_starts.size(), 2u);
+  EXPECT_EQ(s.tool_calls, 2u);
   EXPECT_EQ(backend.requests().size(), 2u);
   // The last observation is not appended: nothing would read it.
   EXPECT_EQ(s.tokens.back(), CharTokenizer::kEnd);
@@ -211,6 +213,7 @@ TEST(MultiTurnWorkflowTest, UnreachableEnvironmentAbortsEverySample) {
     EXPECT_EQ(s.tokens, Ids(kPrompt));  // The bare prompt; nothing trained.
     EXPECT_EQ(s.GeneratedTokens(), 0);
     EXPECT_TRUE(s.turn_starts.empty());
+    EXPECT_EQ(s.tool_calls, 0u);  // Counted (a tool workflow), though no turn ran.
   }
   EXPECT_EQ(result->stats.environment_errors, 3);
   EXPECT_TRUE(backend.requests().empty());
@@ -288,6 +291,7 @@ TEST_F(HttpEnvironmentWorkflowTest, InitialObservationJoinsPromptAndDoneUsesEnvi
   EXPECT_EQ(s.finish_reason, "stop");
   EXPECT_EQ(s.reward, 0.25);
   EXPECT_EQ(s.turn_starts.size(), 2u);
+  EXPECT_EQ(s.tool_calls, 2u);
   EXPECT_EQ(result->stats.environment_steps, 2);
   std::lock_guard<std::mutex> lock(mu_);
   EXPECT_EQ(authorizations_, std::vector<std::string>{"Bearer secret"});
@@ -305,8 +309,10 @@ TEST_F(HttpEnvironmentWorkflowTest, FailingStepAbortsAfterTheTurn) {
   for (const dataflow::Sample& s : result->samples) {
     EXPECT_EQ(s.finish_reason, "abort");
     EXPECT_EQ(s.reward, 0.0);
-    // The turn that made the call is kept (and ends the sequence).
+    // The turn that made the call is kept (and ends the sequence). One turn, yet a complete call:
+    // why the sample counts calls rather than leaving them to be read off turn_starts.
     EXPECT_EQ(s.turn_starts.size(), 1u);
+    EXPECT_EQ(s.tool_calls, 1u);
     EXPECT_EQ(s.tokens.back(), CharTokenizer::kEnd);
   }
   EXPECT_EQ(result->stats.environment_errors, 2);
