@@ -2,10 +2,12 @@
 include(CTest)
 include(GoogleTest)
 
-# sluice_add_test(<name> SOURCES <files...> LIBS <targets...> [TIMEOUT <seconds>])
+# sluice_add_test(<name> SOURCES <files...> LIBS <targets...> [TIMEOUT <seconds>] [RUN_SERIAL])
 # One executable per area keeps link time down; ctest still sees every TEST individually.
+# RUN_SERIAL: ctest runs each of the program's tests alone (for tests whose result depends on
+# having the machine to themselves, such as a training run measured against a margin).
 function(sluice_add_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "RUN_SERIAL" "TIMEOUT" "SOURCES;LIBS" ${ARGN})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
   endif()
@@ -17,7 +19,7 @@ function(sluice_add_test name)
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
     # A hung test fails in two minutes (unless the program says otherwise) instead of holding CI
     # for ctest's default 25.
-    PROPERTIES TIMEOUT ${ARG_TIMEOUT}
+    PROPERTIES TIMEOUT ${ARG_TIMEOUT} RUN_SERIAL ${ARG_RUN_SERIAL}
                # One variable only: gtest_discover_tests splits a list value into properties.
                ENVIRONMENT "SLUICE_SOURCE_DIR=${CMAKE_SOURCE_DIR}"
     DISCOVERY_TIMEOUT 60)
