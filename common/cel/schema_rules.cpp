@@ -28,38 +28,100 @@ Result<std::shared_ptr<const Program>> CompiledRule(const std::string& rule) {
   return it->second;
 }
 
+// object[key] when it is a string, else "" (a malformed rule or schema never throws here).
+std::string Str(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 // "spec.autoscaling" + ".minReplicas" -> "spec.autoscaling.minReplicas".
 std::string RulePath(const std::string& path, const json& rule) {
-  std::string field_path = rule.value("fieldPath", "");
+  std::string field_path = Str(rule, "fieldPath");
   if (field_path.empty()) return path;
   if (field_path.front() == '.') field_path.erase(0, 1);
   return openapi::JoinPath(path, field_path);
 }
 
+// Who the report is for: a custom resource (messages as the operator has always shown them,
+// evaluation errors skipped and logged), or the default of a CRD's schema node (kube's messages,
+// evaluation errors are errors, as kube-apiserver refuses such a CRD).
+enum class Wording { kResource, kDefault };
+
+std::string Trim(const std::string& s) {
+  const size_t first = s.find_first_not_of(" \t\n\r");
+  if (first == std::string::npos) return "";
+  return s.substr(first, s.find_last_not_of(" \t\n\r") - first + 1);
+}
+
+// kube's ruleErrorString: the rule's message if it has one, else the rule.
+std::string RuleErrorString(const json& rule) {
+  const std::string message = Trim(Str(rule, "message"));
+  return message.empty() ? Trim(Str(rule, "rule")) : message;
+}
+
+// kube-apiserver's field error for a rule that evaluated to false: by the rule's reason,
+// "Invalid value: \"object\": <message>" (the default), "Forbidden: <message>", "Required
+// value: <message>" or "Duplicate value: \"object\"", where "object" is the node's type.
+std::string KubeFailureMessage(const json& schema, const json& rule) {
+  const std::string message = Trim(Str(rule, "message"));
+  const std::string detail = message.empty() ? "failed rule: " + Trim(Str(rule, "rule")) : message;
+  const std::string type = "\"" + Str(schema, "type") + "\"";
+  const std::string reason = Str(rule, "reason");
+  if (reason == "FieldValueForbidden") return "Forbidden: " + detail;
+  if (reason == "FieldValueRequired") return "Required value: " + detail;
+  if (reason == "FieldValueDuplicate") return "Duplicate value: " + type;
+  return "Invalid value: " + type + ": " + detail;
+}
+
+// kube-apiserver's field error for a rule whose evaluation failed ("no such key: x").
+std::string KubeEvaluationError(const json& schema, const json& rule, const std::string& error) {
+  const std::string type = "\"" + Str(schema, "type") + "\"";
+  if (error.rfind("no such overload", 0) == 0) {
+    return "Invalid value: " + type + ": '" + error +
+           "': call arguments did not match a supported operator, function or macro signature "
+           "for rule: " +
+           RuleErrorString(rule);
+  }
+  return "Invalid value: " + type + ": " + error + " evaluating rule: " + RuleErrorString(rule);
+}
+
 void RunRules(const json& schema, const json& value, const json* old_value, const std::string& path,
-              RuleReport& report) {
+              Wording wording, RuleReport& report) {
   if (value.is_null()) return;
+  auto skip = [&](const std::string& text, const Status& why) {
+    report.skipped.push_back((path.empty() ? "<root>" : path) + ": rule \"" + text +
+                             "\": " + why.message());
+  };
   if (auto rules = schema.find("x-kubernetes-validations");
       rules != schema.end() && rules->is_array()) {
     for (const json& rule : *rules) {
-      const std::string text = rule.value("rule", "");
+      if (!rule.is_object()) continue;
+      const std::string text = Str(rule, "rule");
       Result<std::shared_ptr<const Program>> program = CompiledRule(text);
       if (!program.ok()) {
-        report.skipped.push_back((path.empty() ? "<root>" : path) + ": rule \"" + text +
-                                 "\": " + program.status().message());
+        skip(text, program.status());
         continue;
       }
       if ((*program)->UsesOldSelf() && old_value == nullptr) continue;  // Create: no oldSelf.
       Result<bool> passed = (*program)->EvalRule(value, old_value);
       if (!passed.ok()) {
-        report.skipped.push_back((path.empty() ? "<root>" : path) + ": rule \"" + text +
-                                 "\": " + passed.status().message());
+        // Over our step budget says nothing about kube's cost budget: never an error of the CRD.
+        if (wording == Wording::kDefault && passed.status().code() != StatusCode::kTooLarge) {
+          report.errors.push_back(
+              {path, KubeEvaluationError(schema, rule, passed.status().message())});
+        } else {
+          skip(text, passed.status());
+        }
         continue;
       }
       if (!*passed) {
-        const std::string message = rule.value("message", "");
-        report.errors.push_back(
-            {RulePath(path, rule), message.empty() ? "failed rule: " + text : message});
+        if (wording == Wording::kDefault) {
+          report.errors.push_back({RulePath(path, rule), KubeFailureMessage(schema, rule)});
+        } else {
+          const std::string message = Str(rule, "message");
+          report.errors.push_back(
+              {RulePath(path, rule), message.empty() ? "failed rule: " + text : message});
+        }
       }
     }
   }
@@ -73,12 +135,12 @@ void RunRules(const json& schema, const json& value, const json* old_value, cons
           auto o = old_value->find(it.key());
           if (o != old_value->end()) old_child = &*o;
         }
-        RunRules(*it, *child, old_child, openapi::JoinPath(path, it.key()), report);
+        RunRules(*it, *child, old_child, openapi::JoinPath(path, it.key()), wording, report);
       }
     } else if (auto additional = schema.find("additionalProperties");
                additional != schema.end() && additional->is_object()) {
       for (auto it = value.begin(); it != value.end(); ++it) {
-        RunRules(*additional, *it, nullptr, openapi::JoinPath(path, it.key()), report);
+        RunRules(*additional, *it, nullptr, openapi::JoinPath(path, it.key()), wording, report);
       }
     }
   } else if (value.is_array()) {
@@ -86,7 +148,7 @@ void RunRules(const json& schema, const json& value, const json* old_value, cons
       // Items are not correlated with the old list, so transition rules inside lists are
       // skipped, which is the conservative reading of the API server's correlation rules.
       for (size_t i = 0; i < value.size(); ++i) {
-        RunRules(*items, value[i], nullptr, openapi::IndexPath(path, i), report);
+        RunRules(*items, value[i], nullptr, openapi::IndexPath(path, i), wording, report);
       }
     }
   }
@@ -96,7 +158,13 @@ void RunRules(const json& schema, const json& value, const json* old_value, cons
 
 void EvaluateSchemaRules(const json& schema, const json& value, const json* old_value,
                          const std::string& path, RuleReport& report) {
-  RunRules(schema, value, old_value, path, report);
+  RunRules(schema, value, old_value, path, Wording::kResource, report);
+}
+
+void EvaluateRulesOnDefault(const json& schema, const json& value, const std::string& path,
+                            RuleReport& report) {
+  // kube evaluates with oldSelf bound to the default itself, so transition rules run too.
+  RunRules(schema, value, &value, path, Wording::kDefault, report);
 }
 
 }  // namespace sluice::cel

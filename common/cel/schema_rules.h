@@ -33,4 +33,19 @@ void EvaluateSchemaRules(const nlohmann::json& schema, const nlohmann::json& val
                          const nlohmann::json* old_value, const std::string& path,
                          RuleReport& report);
 
+// Runs the rules of `schema` and of its descendants over `value`, the `default` of that schema
+// node exactly as the CRD gives it (nested defaults are NOT applied first), as kube-apiserver
+// checks a CRD's defaults when the CRD is written: oldSelf is bound to the value itself, and
+// errors use kube's wording, keyed by `path` (where the value sits, e.g.
+// "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[batch].default"):
+//   a false rule:   `Invalid value: "object": <message>` at path + fieldPath (Forbidden,
+//                   Required value or Duplicate value instead, by the rule's reason);
+//   an evaluation error, which kube treats as a failure, not a skip:
+//                   `Invalid value: "object": no such key: minibatches evaluating rule: <message
+//                   or rule>` at path.
+// "object" is the node's type. Rules outside the subset, or over the evaluator's step budget
+// (which is not kube's cost budget), are listed in `skipped` instead. Appends to `report`.
+void EvaluateRulesOnDefault(const nlohmann::json& schema, const nlohmann::json& value,
+                            const std::string& path, RuleReport& report);
+
 }  // namespace sluice::cel

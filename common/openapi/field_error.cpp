@@ -14,6 +14,14 @@ std::string IndexPath(std::string_view parent, size_t index) {
   return std::string(parent) + "[" + std::to_string(index) + "]";
 }
 
+std::string KeyPath(std::string_view parent, std::string_view key) {
+  std::string out(parent);
+  out += '[';
+  out += key;
+  out += ']';
+  return out;
+}
+
 std::string Describe(const FieldErrors& errors) {
   std::string out;
   for (const FieldError& e : errors) {

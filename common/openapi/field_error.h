@@ -27,6 +27,9 @@ using FieldErrors = std::vector<FieldError>;
 std::string JoinPath(std::string_view parent, std::string_view child);
 // "spec.regions" + 2 -> "spec.regions[2]".
 std::string IndexPath(std::string_view parent, size_t index);
+// A map key as kube's field.Path.Key writes it, unquoted: "properties" + "spec" ->
+// "properties[spec]" (the notation of schema paths in CRD validation errors).
+std::string KeyPath(std::string_view parent, std::string_view key);
 
 // "field: message" per error, one per line.
 std::string Describe(const FieldErrors& errors);

@@ -293,7 +293,81 @@ class Validator {
   FieldErrors& errors_;
 };
 
-void CheckNode(const json& node, const std::string& path, FieldErrors& errors) {
+// Where a schema node sits; kube words some structural rules differently for each.
+enum class Level { kRoot, kItems, kField };
+
+// The type of a schema node as kube shows it in "Invalid value" messages ("" when absent).
+std::string SchemaType(const json& node) {
+  const json* type = Child(node, "type");
+  return type && type->is_string() ? type->get<std::string>() : "";
+}
+
+// A keyword whose value is its type's zero (false, "", null, [], {}) is absent to kube's
+// structural schema (a Go zero value), so only the others count as "specified".
+bool IsSpecified(const json& value) {
+  if (value.is_null()) return false;
+  if (value.is_boolean()) return value.get<bool>();
+  if (value.is_string()) return !value.get<std::string>().empty();
+  if (value.is_array() || value.is_object()) return !value.empty();
+  return true;
+}
+
+// Whether the schema of the root's metadata says anything besides what kube allows there: type
+// (checked on its own), default (forbidden on its own), and properties limited to name and
+// generateName. Keywords that kube's structural schema does not carry (example, externalDocs)
+// and those rejected elsewhere ($ref, ...) are not counted.
+bool RestrictsMoreThanNames(const json& metadata) {
+  static const std::set<std::string> kIgnored = {
+      "type",        "default",      "example",           "externalDocs",   "id", "$schema", "$ref",
+      "definitions", "dependencies", "patternProperties", "additionalItems"};
+  for (auto it = metadata.begin(); it != metadata.end(); ++it) {
+    if (kIgnored.count(it.key()) || !IsSpecified(*it)) continue;
+    if (it.key() == "properties" && it->is_object()) {
+      bool only_names = true;
+      for (auto p = it->begin(); p != it->end(); ++p) {
+        only_names = only_names && (p.key() == "name" || p.key() == "generateName");
+      }
+      if (only_names) continue;
+    }
+    return true;
+  }
+  return false;
+}
+
+// kube's rules for apiVersion, kind and metadata of a resource (the root, or an embedded one):
+// apiVersion and kind are strings, metadata an object, and at the root metadata may restrict
+// only name and generateName (the API server owns the rest of ObjectMeta).
+void CheckResourceMeta(const json& node, const std::string& path, Level level,
+                       FieldErrors& errors) {
+  const json* props = Child(node, "properties");
+  if (!props || !props->is_object()) return;
+  const bool resource = level == Level::kRoot || Flag(node, "x-kubernetes-embedded-resource");
+  const std::string props_path = JoinPath(path, "properties");
+  for (const char* key : {"apiVersion", "kind"}) {
+    auto it = props->find(key);
+    if (resource && it != props->end() && it->is_object() && SchemaType(*it) != "string") {
+      errors.push_back({JoinPath(KeyPath(props_path, key), "type"),
+                        "Invalid value: \"" + SchemaType(*it) + "\": must be string"});
+    }
+  }
+  auto metadata = props->find("metadata");
+  if (metadata == props->end() || !metadata->is_object()) return;
+  const std::string metadata_path = KeyPath(props_path, "metadata");
+  if (resource && SchemaType(*metadata) != "object") {
+    errors.push_back({JoinPath(metadata_path, "type"),
+                      "Invalid value: \"" + SchemaType(*metadata) + "\": must be object"});
+  }
+  if (level == Level::kRoot && RestrictsMoreThanNames(*metadata)) {
+    errors.push_back({metadata_path,
+                      "Forbidden: must not specify anything other than name and generateName, "
+                      "but metadata is implicitly specified"});
+  }
+}
+
+// `no_defaults` is non-empty below the root's apiVersion, kind and metadata, where defaults are
+// forbidden ("in top-level metadata").
+void CheckNode(const json& node, const std::string& path, Level level,
+               const std::string& no_defaults, FieldErrors& errors) {
   if (!node.is_object()) {
     errors.push_back({path, "must be a schema object"});
     return;
@@ -303,15 +377,25 @@ void CheckNode(const json& node, const std::string& path, FieldErrors& errors) {
   const json* type = Child(node, "type");
   if (!int_or_string && !preserve &&
       (!type || !type->is_string() || type->get<std::string>().empty())) {
+    const char* where = level == Level::kRoot    ? "at the root"
+                        : level == Level::kItems ? "for specified array items"
+                                                 : "for specified object fields";
+    errors.push_back(
+        {JoinPath(path, "type"), std::string("Required value: must not be empty ") + where});
+  } else if (level == Level::kRoot && type && type->is_string() && *type != "object") {
     errors.push_back({JoinPath(path, "type"),
-                      "Required value: must not be empty for specified "
-                      "object fields"});
+                      "Invalid value: \"" + SchemaType(node) + "\": must be object at the root"});
   }
+  CheckResourceMeta(node, path, level, errors);
   const json* props = Child(node, "properties");
   const json* additional = Child(node, "additionalProperties");
   if (props && additional) {
     errors.push_back({JoinPath(path, "additionalProperties"),
                       "Forbidden: additionalProperties and properties are mutual exclusive"});
+  }
+  if (additional && level == Level::kRoot) {
+    errors.push_back(
+        {JoinPath(path, "additionalProperties"), "Forbidden: must not be used at the root"});
   }
   if (additional && additional->is_boolean() && !additional->get<bool>()) {
     errors.push_back({JoinPath(path, "additionalProperties"),
@@ -330,18 +414,23 @@ void CheckNode(const json& node, const std::string& path, FieldErrors& errors) {
       errors.push_back({JoinPath(path, "properties"), "must be an object"});
     } else {
       for (auto it = props->begin(); it != props->end(); ++it) {
-        CheckNode(*it, JoinPath(JoinPath(path, "properties"), it.key()), errors);
+        const bool top_level_meta =
+            level == Level::kRoot &&
+            (it.key() == "metadata" || it.key() == "kind" || it.key() == "apiVersion");
+        CheckNode(*it, KeyPath(JoinPath(path, "properties"), it.key()), Level::kField,
+                  top_level_meta ? "in top-level " + it.key() : no_defaults, errors);
       }
     }
   }
   if (additional && additional->is_object()) {
-    CheckNode(*additional, JoinPath(path, "additionalProperties"), errors);
+    CheckNode(*additional, JoinPath(path, "additionalProperties"), Level::kField, no_defaults,
+              errors);
   }
   if (const json* items = Child(node, "items")) {
     if (!items->is_object()) {
       errors.push_back({JoinPath(path, "items"), "must be a single schema, not a list"});
     } else {
-      CheckNode(*items, JoinPath(path, "items"), errors);
+      CheckNode(*items, JoinPath(path, "items"), Level::kItems, no_defaults, errors);
     }
   } else if (type && *type == "array") {
     errors.push_back({JoinPath(path, "items"), "Required value: must be specified for arrays"});
@@ -372,12 +461,18 @@ void CheckNode(const json& node, const std::string& path, FieldErrors& errors) {
     }
   }
   if (const json* def = Child(node, "default")) {
+    if (!no_defaults.empty()) {
+      errors.push_back({JoinPath(path, "default"), "Forbidden: must not be set " + no_defaults});
+      return;
+    }
+    // Errors inside the value carry its path below `default`, as kube reports them
+    // ("properties[spec].properties[drain].default.graceSeconds: Invalid value: ...").
     FieldErrors problems;
     ValidateOptions options;
     options.is_resource_root = false;
     Validator(options, problems).Check(node, *def, "default", false);
     for (FieldError& e : problems) {
-      errors.push_back({JoinPath(path, e.field), "default is invalid: " + e.message});
+      errors.push_back({JoinPath(path, e.field), std::move(e.message)});
     }
   }
 }
@@ -452,7 +547,7 @@ void PruneNode(const json& schema, json& v, const std::string& path, bool root,
 
 FieldErrors CheckStructural(const json& schema) {
   FieldErrors errors;
-  CheckNode(schema, "", errors);
+  CheckNode(schema, "", Level::kRoot, "", errors);
   return errors;
 }
 

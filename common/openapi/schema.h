@@ -26,10 +26,14 @@
 namespace sluice::openapi {
 
 // Problems with the schema itself, by the apiextensions.k8s.io/v1 structural rules: every node
-// has a type (unless int-or-string or preserve-unknown-fields), no additionalProperties beside
-// properties or set to false, items is one schema, list-type map has keys that its items
-// declare, and every default validates against its own schema. Paths are schema paths
-// ("properties.spec.properties.replicas").
+// has a type (unless int-or-string or preserve-unknown-fields), the root is an object without
+// additionalProperties, no additionalProperties beside properties or set to false, items is one
+// schema, list-type map has keys that its items declare; apiVersion and kind of a resource are
+// strings and its metadata an object, the root's metadata restricts nothing but name and
+// generateName and nothing under the root's apiVersion, kind and metadata has a default; and
+// every default validates against its own schema (CEL rules on defaults are the API server's
+// concern: localcluster/apiserver/crd_schema_checks.h). Paths and messages are kube-apiserver's,
+// relative to the schema: "properties[spec].properties[replicas].default: Invalid value: ...".
 FieldErrors CheckStructural(const nlohmann::json& schema);
 
 struct ValidateOptions {

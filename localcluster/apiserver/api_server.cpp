@@ -9,6 +9,7 @@
 #include "localcluster/apiserver/aggregated_discovery.h"
 #include "localcluster/apiserver/api_errors.h"
 #include "localcluster/apiserver/builtin_table.h"
+#include "localcluster/apiserver/crd_schema_checks.h"
 #include "localcluster/apiserver/custom_resources.h"
 #include "localcluster/apiserver/deletion.h"
 #include "localcluster/apiserver/discovery.h"
@@ -931,6 +932,16 @@ void ApiServer::Watch(Request& r, httplib::Response& res) {
 
 // ---- Writes ----------------------------------------------------------------------------------
 
+void ApiServer::LogSkippedRules(const std::string& crd, const std::vector<std::string>& rules) {
+  if (rules.empty()) return;
+  std::lock_guard<std::mutex> lock(skipped_mu_);
+  for (const std::string& rule : rules) {
+    if (skipped_logged_.insert(crd + " " + rule).second) {
+      logger_.Warn("CEL rule not evaluated", {{"crd", crd}, {"rule", rule}});
+    }
+  }
+}
+
 bool ApiServer::Admit(Request& r, json& object, const json* old_object, httplib::Response& res,
                       Status* admit_error) {
   // Returns false with `res` filled (HTTP path) or *admit_error set (inside GuaranteedUpdate).
@@ -943,6 +954,19 @@ bool ApiServer::Admit(Request& r, json& object, const json* old_object, httplib:
     *admit_error = Status::Unprocessable(body.value("message", "invalid"));
     return false;
   };
+  auto fail_decode = [&](const Status& decode_error) {  // 400, kube's strict decoding error.
+    const json body = StatusJson(decode_error, r.Subject());
+    res.status = 400;
+    res.set_content(body.dump(), "application/json");
+    *admit_error = decode_error;
+    return false;
+  };
+  if (IsCrdResource(r.resource)) {
+    // As in kube, decoding comes first: fields of the schemas 1.30 does not know.
+    CrdDecodeCheck decoded = DecodeCrdSchemas(object, r.field_validation);
+    if (!decoded.decode_error.ok()) return fail_decode(decoded.decode_error);
+    r.warnings = std::move(decoded.warnings);
+  }
   if (old_object == nullptr) {
     openapi::FieldErrors name_errors = ValidateName(r.resource, object);
     if (!name_errors.empty()) return fail_invalid(name_errors);
@@ -950,26 +974,15 @@ bool ApiServer::Admit(Request& r, json& object, const json* old_object, httplib:
   if (r.crd) {
     CustomResourceCheck check =
         CheckCustomResource(*r.crd, r.resource.version, object, old_object, r.field_validation);
-    if (!check.skipped_rules.empty()) {
-      std::lock_guard<std::mutex> lock(skipped_mu_);
-      for (const std::string& rule : check.skipped_rules) {
-        if (skipped_logged_.insert(r.resource.crd_name + " " + rule).second) {
-          logger_.Warn("CEL rule not evaluated", {{"crd", r.resource.crd_name}, {"rule", rule}});
-        }
-      }
-    }
-    if (!check.decode_error.ok()) {
-      const json body = StatusJson(check.decode_error, r.Subject());
-      res.status = 400;
-      res.set_content(body.dump(), "application/json");
-      *admit_error = check.decode_error;
-      return false;
-    }
+    LogSkippedRules(r.resource.crd_name, check.skipped_rules);
+    if (!check.decode_error.ok()) return fail_decode(check.decode_error);
     if (!check.errors.empty()) return fail_invalid(check.errors);
     r.warnings = std::move(check.warnings);
   }
   if (IsCrdResource(r.resource)) {
-    openapi::FieldErrors errors = ValidateCrdSpec(object);
+    std::vector<std::string> skipped;
+    openapi::FieldErrors errors = ValidateCrdSpec(object, &skipped);
+    LogSkippedRules(object.value("/metadata/name"_json_pointer, r.info.name), skipped);
     if (errors.empty()) {
       std::shared_lock lock(registry_mu_);
       ResourceRegistry trial = registry_;

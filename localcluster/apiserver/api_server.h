@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 #include <shared_mutex>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/http/server.h"
@@ -108,6 +109,8 @@ class ApiServer {
   // Admission of a new or updated object; errors are written to `res` (returns false).
   bool Admit(Request& r, nlohmann::json& object, const nlohmann::json* old_object,
              httplib::Response& res, Status* admit_error);
+  // Logs each CEL rule of `crd` the evaluator could not run, once per process.
+  void LogSkippedRules(const std::string& crd, const std::vector<std::string>& rules);
 
   // Applies side effects of CRD writes to the served resources.
   void OnCrdWritten(const nlohmann::json& crd);

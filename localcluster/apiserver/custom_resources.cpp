@@ -5,6 +5,7 @@
 
 #include "common/cel/schema_rules.h"
 #include "common/openapi/schema.h"
+#include "localcluster/apiserver/crd_schema_checks.h"
 #include "localcluster/apiserver/object_rules.h"
 
 namespace sluice::apiserver {
@@ -27,6 +28,17 @@ Result<FieldValidation> ParseFieldValidation(std::string_view value) {
   return Status::InvalidArgument("fieldValidation: Unsupported value: \"" + std::string(value) +
                                      "\": supported values: \"Ignore\", \"Warn\", \"Strict\"",
                                  "fieldValidation");
+}
+
+Status StrictDecodingError(std::string_view kind, std::string_view version,
+                           const std::vector<std::string>& unknown_paths) {
+  std::string list;
+  for (const std::string& path : unknown_paths) {
+    list += (list.empty() ? "" : ", ") + std::string("unknown field \"") + path + "\"";
+  }
+  return Status::InvalidArgument(std::string(kind) + " in version \"" + std::string(version) +
+                                 "\" cannot be handled as a " + std::string(kind) +
+                                 ": strict decoding error: " + list);
 }
 
 const json* CrdVersionSchema(const json& crd, std::string_view version) {
@@ -52,13 +64,7 @@ CustomResourceCheck CheckCustomResource(const json& crd, std::string_view versio
   if (!unknown.empty()) {
     if (mode == FieldValidation::kStrict) {
       const std::string kind = crd.value("/spec/names/kind"_json_pointer, "");
-      std::string list;
-      for (const std::string& path : unknown) {
-        list += (list.empty() ? "" : ", ") + std::string("unknown field \"") + path + "\"";
-      }
-      check.decode_error = Status::InvalidArgument(kind + " in version \"" + std::string(version) +
-                                                   "\" cannot be handled as a " + kind +
-                                                   ": strict decoding error: " + list);
+      check.decode_error = StrictDecodingError(kind, version, unknown);
       return check;
     }
     if (mode == FieldValidation::kWarn) {
@@ -81,7 +87,7 @@ CustomResourceCheck CheckCustomResource(const json& crd, std::string_view versio
   return check;
 }
 
-openapi::FieldErrors ValidateCrdSpec(const json& crd) {
+openapi::FieldErrors ValidateCrdSpec(const json& crd, std::vector<std::string>* skipped_rules) {
   openapi::FieldErrors errors;
   const json spec = crd.value("spec", json::object());
   const json versions = spec.value("versions", json::array());
@@ -104,8 +110,16 @@ openapi::FieldErrors ValidateCrdSpec(const json& crd) {
       }
       continue;
     }
-    for (const openapi::FieldError& e : openapi::CheckStructural(v[ptr])) {
-      errors.push_back({openapi::JoinPath(path + ".schema.openAPIV3Schema", e.field), e.message});
+    const std::string schema_path = path + ".schema.openAPIV3Schema";
+    const openapi::FieldErrors structural = openapi::CheckStructural(v[ptr]);
+    for (const openapi::FieldError& e : structural) {
+      errors.push_back({openapi::JoinPath(schema_path, e.field), e.message});
+    }
+    // kube validates defaults against their rules only once the schema is structural.
+    if (structural.empty()) {
+      for (openapi::FieldError& e : CheckDefaultRules(v[ptr], schema_path, skipped_rules)) {
+        errors.push_back(std::move(e));
+      }
     }
   }
   if (storage != 1) {

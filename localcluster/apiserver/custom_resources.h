@@ -22,6 +22,12 @@ enum class FieldValidation { kIgnore, kWarn, kStrict };
 // "", "Ignore", "Warn", "Strict"; anything else is InvalidArgument naming the parameter.
 Result<FieldValidation> ParseFieldValidation(std::string_view value);
 
+// kube's answer to unknown fields under fieldValidation=Strict, InvalidArgument (400 BadRequest):
+//   `<kind> in version "<version>" cannot be handled as a <kind>: strict decoding error:
+//   unknown field "spec.a", unknown field "spec.b"`.
+Status StrictDecodingError(std::string_view kind, std::string_view version,
+                           const std::vector<std::string>& unknown_paths);
+
 // spec.versions[name=version].schema.openAPIV3Schema, or nullptr.
 const nlohmann::json* CrdVersionSchema(const nlohmann::json& crd, std::string_view version);
 
@@ -42,9 +48,14 @@ CustomResourceCheck CheckCustomResource(const nlohmann::json& crd, std::string_v
                                         FieldValidation mode);
 
 // Problems with a CustomResourceDefinition's own spec beyond what the registry checks (names,
-// versions, scope): each version's schema must be structural (apiextensions.k8s.io/v1 rules),
-// exactly one version must be the storage version, and every served version needs a schema.
-openapi::FieldErrors ValidateCrdSpec(const nlohmann::json& crd);
+// versions, scope), with kube-apiserver's field paths and messages: each version's schema must
+// be structural (apiextensions.k8s.io/v1 rules, openapi::CheckStructural), and once it is, its
+// defaults must pass their own CEL rules (crd_schema_checks.h, CheckDefaultRules); exactly one
+// version must be the storage version, and every served version needs a schema. Unknown schema
+// fields are the decoding step's (DecodeCrdSchemas). CEL rules on defaults that the evaluator
+// cannot run are appended to `skipped_rules` (when non-null) for the caller to log.
+openapi::FieldErrors ValidateCrdSpec(const nlohmann::json& crd,
+                                     std::vector<std::string>* skipped_rules = nullptr);
 
 // The status a CRD gets once accepted: acceptedNames = spec.names (with listKind and singular
 // filled in), conditions NamesAccepted and Established True (lastTransitionTime kept from

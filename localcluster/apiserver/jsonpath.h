@@ -17,6 +17,7 @@
 namespace sluice::apiserver {
 
 // Every value `path` selects in `object`, in document order; empty when a field is missing.
+// (A printer column shows only the first of them, as kube-apiserver does: table.h.)
 Result<std::vector<nlohmann::json>> EvalJsonPath(std::string_view path,
                                                  const nlohmann::json& object);
 

@@ -23,6 +23,8 @@ int64_t ParseTimestamp(const std::string& s) {
   return static_cast<int64_t>(timegm(&tm));
 }
 
+// kube-apiserver's cell: only the first value a path selects counts, whatever the type, so a
+// `[*]` path shows one item of a list (its table convertor takes results[0][0]).
 json Cell(const PrinterColumn& column, const std::vector<json>& values, Clock::WallTime now) {
   if (values.empty() || values[0].is_null()) return nullptr;
   const json& v = values[0];
@@ -39,13 +41,9 @@ json Cell(const PrinterColumn& column, const std::vector<json>& values, Clock::W
         std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
     return HumanDuration(std::chrono::seconds(now_s - t));
   }
-  // Strings: several values (a [*] path) are joined with commas, as kubectl's custom columns do.
-  std::string text;
-  for (const json& item : values) {
-    if (!text.empty()) text += ',';
-    text += item.is_string() ? item.get<std::string>() : item.dump();
-  }
-  return text;
+  // Strings: the value as text; a list or an object as compact JSON, as kube's JSONPath printer
+  // writes them.
+  return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
 }  // namespace

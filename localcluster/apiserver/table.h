@@ -1,7 +1,8 @@
 // Table output (meta.k8s.io/v1 Table) for `kubectl get`: the columns of a CRD version's
 // additionalPrinterColumns (Name first; Name and Age when it declares none) and one row per
 // object, with cells typed the way kube-apiserver types them (date columns become ages such
-// as "5m" or "3d4h").
+// as "5m" or "3d4h"). As in kube, a cell shows only the first value its JSONPath selects: a
+// `[*]` column over a list of three shows the first item alone.
 //
 // Thread safety: pure functions; `now` is passed in.
 #pragma once

@@ -187,8 +187,9 @@ struct DataflowSpecDataset {
   std::optional<DataflowSpecDatasetConfigMap> config_map;
   // Passes over the training split; the Dataflow is complete after the last one.
   int64_t epochs = 1;
-  // Fraction of rows held out (deterministically, by id) as the eval split and never used for
-  // training.
+  // Fraction of rows held out as the eval split and never used for training, chosen
+  // deterministically by problem (all rows with one prompt are held out together), so both splits
+  // draw problems alike.
   double eval_split = 0;
   // Names of the JSON fields read from each row.
   DataflowSpecDatasetFields fields;

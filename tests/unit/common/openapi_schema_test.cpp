@@ -168,17 +168,91 @@ TEST(OpenApiSchemaTest, StructuralRules) {
     }
     return false;
   };
-  EXPECT_TRUE(has("properties.untyped.type", "must not be empty")) << Describe(errors);
-  EXPECT_TRUE(has("properties.both.additionalProperties", "mutual exclusive"));
-  EXPECT_TRUE(has("properties.closed.additionalProperties", "must not be false"));
-  EXPECT_TRUE(has("properties.list.items", "must be specified for arrays"));
-  EXPECT_TRUE(has("properties.tuple.items", "single schema"));
-  EXPECT_TRUE(has("properties.badDefault.default", "should be greater than or equal to 1"));
-  EXPECT_TRUE(has("properties.mapNoKeys.x-kubernetes-list-map-keys", "must not be empty"));
-  EXPECT_TRUE(has("properties.mapOptionalKey.items", "required or defaulted"));
-  EXPECT_TRUE(has("properties.regex.pattern", "not a valid regular expression"));
-  EXPECT_TRUE(has("properties.union.anyOf", "not supported"));
+  // Paths in kube's notation: map keys in brackets, as kube-apiserver prints schema paths.
+  EXPECT_TRUE(has("properties[untyped].type", "must not be empty")) << Describe(errors);
+  EXPECT_TRUE(has("properties[both].additionalProperties", "mutual exclusive"));
+  EXPECT_TRUE(has("properties[closed].additionalProperties", "must not be false"));
+  EXPECT_TRUE(has("properties[list].items", "must be specified for arrays"));
+  EXPECT_TRUE(has("properties[tuple].items", "single schema"));
+  EXPECT_TRUE(has("properties[badDefault].default", "should be greater than or equal to 1"));
+  EXPECT_TRUE(has("properties[mapNoKeys].x-kubernetes-list-map-keys", "must not be empty"));
+  EXPECT_TRUE(has("properties[mapOptionalKey].items", "required or defaulted"));
+  EXPECT_TRUE(has("properties[regex].pattern", "not a valid regular expression"));
+  EXPECT_TRUE(has("properties[union].anyOf", "not supported"));
   EXPECT_EQ(errors.size(), 10u) << Describe(errors);
+}
+
+// kube-apiserver's wording per level and for the resource's own apiVersion, kind and metadata
+// (k8s.io/apiextensions-apiserver pkg/apiserver/schema/validation.go, ValidateStructural, and
+// the top-level default rule of pkg/apis/apiextensions/validation/validation.go).
+TEST(OpenApiSchemaTest, StructuralRulesForTheRootAndItsMetadata) {
+  struct Case {
+    const char* name;
+    const char* schema;
+    FieldErrors expected;
+  };
+  const Case cases[] = {
+      {"root without type",
+       R"({"properties": {}})",
+       {{"type", "Required value: must not be empty at the root"}}},
+      {"root not an object",
+       R"({"type": "array", "items": {"type": "string"}})",
+       {{"type", "Invalid value: \"array\": must be object at the root"}}},
+      {"item without type",
+       R"({"type": "object", "properties": {"l": {"type": "array",
+           "items": {"description": "x"}}}})",
+       {{"properties[l].items.type",
+         "Required value: must not be empty for specified array items"}}},
+      {"additionalProperties at the root",
+       R"({"type": "object", "additionalProperties": {"type": "string"}})",
+       {{"additionalProperties", "Forbidden: must not be used at the root"}}},
+      {"kind not a string",
+       R"({"type": "object", "properties": {"kind": {"type": "integer"}}})",
+       {{"properties[kind].type", "Invalid value: \"integer\": must be string"}}},
+      {"metadata not an object",
+       R"({"type": "object", "properties": {"metadata": {"type": "string"}}})",
+       {{"properties[metadata].type", "Invalid value: \"string\": must be object"}}},
+      {"metadata with a description",
+       R"({"type": "object", "properties": {"metadata": {"type": "object",
+           "description": "Standard object metadata."}}})",
+       {{"properties[metadata]",
+         "Forbidden: must not specify anything other than name and generateName, but metadata "
+         "is implicitly specified"}}},
+      {"metadata restricting labels",
+       R"({"type": "object", "properties": {"metadata": {"type": "object", "properties": {
+           "name": {"type": "string"}, "labels": {"type": "object"}}}}})",
+       {{"properties[metadata]",
+         "Forbidden: must not specify anything other than name and generateName, but metadata "
+         "is implicitly specified"}}},
+      {"metadata with a rule",
+       R"({"type": "object", "properties": {"metadata": {"type": "object",
+           "x-kubernetes-validations": [{"rule": "self.name.size() < 10"}]}}})",
+       {{"properties[metadata]",
+         "Forbidden: must not specify anything other than name and generateName, but metadata "
+         "is implicitly specified"}}},
+      {"default in top-level metadata",
+       R"({"type": "object", "properties": {"metadata": {"type": "object", "properties": {
+           "name": {"type": "string", "default": "x"}}}}})",
+       {{"properties[metadata].properties[name].default",
+         "Forbidden: must not be set in top-level metadata"}}},
+      {"metadata restricting only name and generateName",
+       R"({"type": "object", "properties": {"metadata": {"type": "object", "properties": {
+           "name": {"type": "string", "maxLength": 20},
+           "generateName": {"type": "string"}}}}})",
+       {}},
+      {"zero values are absent",
+       R"({"type": "object", "properties": {"metadata": {"type": "object", "description": "",
+           "nullable": false, "properties": {}}}})",
+       {}},
+      {"nested metadata may say anything",
+       R"({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+           "metadata": {"type": "object", "description": "Labels of the pods.",
+                        "properties": {"labels": {"type": "object"}}}}}}})",
+       {}},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(CheckStructural(json::parse(c.schema)), c.expected) << c.name;
+  }
 }
 
 TEST(OpenApiSchemaTest, ToStatusListsEveryError) {

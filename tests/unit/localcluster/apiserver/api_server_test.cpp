@@ -1168,7 +1168,7 @@ TEST_F(ApiServerTest, TableOutputUsesTheCrdsPrinterColumns) {
   for (const json& c : body.value("columnDefinitions", json::array())) {
     columns.push_back(c.value("name", ""));
   }
-  EXPECT_EQ(columns, (std::vector<std::string>{"Name", "Desired", "Ready", "Policies", "Regions",
+  EXPECT_EQ(columns, (std::vector<std::string>{"Name", "Desired", "Ready", "Up-to-date", "Policies",
                                                "Tokens/s", "Age"}));
   EXPECT_EQ(body.value("/columnDefinitions/5/priority"_json_pointer, 0), 1);
   ASSERT_EQ(body.value("rows", json::array()).size(), 1u) << r.body;

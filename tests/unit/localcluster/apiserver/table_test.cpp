@@ -75,13 +75,17 @@ TEST(ApiserverTableTest, RolloutPoolColumnsFromTheCrd) {
   EXPECT_EQ(names.front(), "Name");
   EXPECT_EQ(names.back(), "Age");
   EXPECT_NE(std::find(names.begin(), names.end(), "Desired"), names.end());
-  EXPECT_NE(std::find(names.begin(), names.end(), "Regions"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "Up-to-date"), names.end());
+  // No column reads a list with [*]: a real API server would show only its first item.
+  for (const PrinterColumn& c : columns) {
+    EXPECT_EQ(c.json_path.find("[*]"), std::string::npos) << c.name << ": " << c.json_path;
+  }
 
   const json pool = json::parse(R"({"apiVersion": "sluice.dev/v1alpha1", "kind": "RolloutPool",
       "metadata": {"name": "rp", "namespace": "ml", "creationTimestamp": "2026-01-01T00:00:00Z"},
       "spec": {"replicas": 3, "policies": ["solver", "verifier"],
                "placement": {"regions": [{"name": "us-east"}, {"name": "eu-west"}]}},
-      "status": {"readyReplicas": 2}})");
+      "status": {"readyReplicas": 2, "updatedReplicas": 1}})");
   FakeClock clock;  // 2026-01-01T00:00:00Z.
   clock.Advance(std::chrono::hours(50));
   Result<json> table = BuildTable(columns, {pool}, clock.WallNow(), "42");
@@ -98,11 +102,43 @@ TEST(ApiserverTableTest, RolloutPoolColumnsFromTheCrd) {
   EXPECT_EQ(cell("Name"), "rp");
   EXPECT_EQ(cell("Desired"), 3);
   EXPECT_EQ(cell("Ready"), 2);
-  EXPECT_EQ(cell("Regions"), "us-east,eu-west");
+  EXPECT_EQ(cell("Up-to-date"), 1);
   EXPECT_EQ(cell("Policies"), R"(["solver","verifier"])");
   EXPECT_EQ(cell("Age"), "2d2h");
   EXPECT_EQ((*table)["rows"][0]["object"]["kind"], "PartialObjectMetadata");
   EXPECT_EQ((*table)["rows"][0]["object"]["metadata"]["namespace"], "ml");
+}
+
+// kube-apiserver's table convertor prints results[0][0]: the first value a column's JSONPath
+// selects, never several joined (k8s.io/apiextensions-apiserver
+// pkg/registry/customresource/tableconvertor).
+TEST(ApiserverTableTest, AColumnShowsOnlyTheFirstValueItsPathSelects) {
+  struct Case {
+    const char* name;
+    const char* type;
+    const char* json_path;
+    json want;
+  };
+  const Case cases[] = {
+      {"string over [*]", "string", ".spec.regions[*].name", "us-east"},
+      {"integer over [*]", "integer", ".spec.regions[*].weight", 3},
+      {"string of a list", "string", ".spec.policies", R"(["solver","verifier"])"},
+      {"string of an object", "string", ".spec.regions[1]", R"({"name":"eu-west","weight":1})"},
+      {"string of a number", "string", ".spec.regions[0].weight", "3"},
+      {"[*] over an empty list", "string", ".spec.none[*].name", nullptr},
+      {"missing field", "integer", ".status.replicas", nullptr},
+  };
+  const json object = json::parse(R"({"metadata": {"name": "rp"},
+      "spec": {"policies": ["solver", "verifier"], "none": [],
+               "regions": [{"name": "us-east", "weight": 3}, {"name": "eu-west", "weight": 1}]}})");
+  FakeClock clock;
+  for (const Case& c : cases) {
+    const std::vector<PrinterColumn> columns = {{"Name", "string", "name", "", "", 0},
+                                                {c.name, c.type, "", "", c.json_path, 0}};
+    Result<json> table = BuildTable(columns, {object}, clock.WallNow(), "1");
+    ASSERT_TRUE(table.ok()) << c.name << ": " << table.status().ToString();
+    EXPECT_EQ((*table)["rows"][0]["cells"][1], c.want) << c.name;
+  }
 }
 
 TEST(ApiserverTableTest, DefaultColumnsMissingValuesAndIncludeObject) {

@@ -69,6 +69,12 @@ TEST(ApiCrdsTest, EveryNodeHasADescription) {
     std::vector<std::string> missing;
     std::function<void(const json&, const std::string&)> walk = [&](const json& node,
                                                                     const std::string& path) {
+      // The root's metadata is the exception: kube-apiserver refuses a CRD whose schema says
+      // anything there but type and name/generateName ("metadata is implicitly specified").
+      if (path == "metadata") {
+        EXPECT_FALSE(node.contains("description")) << k.file;
+        return;
+      }
       if (!node.contains("description")) missing.push_back(path.empty() ? "<root>" : path);
       if (auto p = node.find("properties"); p != node.end()) {
         for (auto it = p->begin(); it != p->end(); ++it)
