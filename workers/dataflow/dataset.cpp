@@ -12,6 +12,7 @@
 #include <set>
 #include <string_view>
 #include <system_error>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -494,19 +495,35 @@ Result<Dataset> Dataset::Load(const DatasetSource& source) {
   std::vector<PromptRow>& rows = loaded.value();
   const size_t n = rows.size();
 
-  // Eval rows: the k ids ranking lowest under a seed-keyed hash (ties by position).
+  // Eval rows: the k rows ranking lowest under a seed-keyed hash of their prompt, then of their
+  // id. Ranking by prompt first holds out whole problems: every row of a held-out problem is
+  // either eval or (beyond k) a dropped duplicate, so both splits draw problems from the same
+  // distribution. Ranking rows by id alone picked frequent problems (those a generator repeats
+  // most, such as its few divisions) far more often than rare ones, which then left training
+  // with mostly the rare, harder problems and evaluation with the easy ones.
   size_t k = static_cast<size_t>(std::llround(source.eval_split * static_cast<double>(n)));
   if (source.eval_split > 0 && k == 0 && n >= 2) k = 1;
   k = std::min(k, n - 1);
   std::vector<bool> is_eval(n, false);
   if (k > 0) {
     const uint64_t key = SplitMix64(source.shuffle_seed ^ 0x5e1fe7a15eedULL);
-    std::vector<std::pair<uint64_t, size_t>> ranked;
+    struct Rank {
+      uint64_t prompt;
+      uint64_t id;
+      size_t index;
+      bool operator<(const Rank& o) const {
+        return std::tie(prompt, id, index) < std::tie(o.prompt, o.id, o.index);
+      }
+    };
+    std::vector<Rank> ranked;
     ranked.reserve(n);
-    for (size_t i = 0; i < n; ++i) ranked.emplace_back(SplitMix64(Fnv1a(rows[i].id) ^ key), i);
+    for (size_t i = 0; i < n; ++i) {
+      ranked.push_back(
+          {SplitMix64(Fnv1a(rows[i].prompt) ^ key), SplitMix64(Fnv1a(rows[i].id) ^ key), i});
+    }
     std::nth_element(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(k - 1),
                      ranked.end());
-    for (size_t i = 0; i < k; ++i) is_eval[ranked[i].second] = true;
+    for (size_t i = 0; i < k; ++i) is_eval[ranked[i].index] = true;
   }
 
   // A held-out problem must not be trained on under another id: train rows whose prompt equals

@@ -36,11 +36,13 @@
 // rows are checked and up to kMaxReportedRowErrors of them are listed in one Status.
 //
 // Eval split: round(evalSplit · rows) rows (at least 1 when evalSplit > 0 and there are 2 or
-// more rows; always leaving at least 1 train row) are held out: those whose ids rank lowest
-// under a hash keyed by shuffle_seed. Membership depends on ids, not on line order. Both splits
-// keep source order. No eval problem is trained on: a non-eval row whose prompt equals an eval
-// row's prompt is dropped from the train split (dropped_duplicates() counts them); when that
-// leaves no train row, Load fails naming spec.dataset.evalSplit.
+// more rows; always leaving at least 1 train row) are held out: those ranking lowest under a
+// hash keyed by shuffle_seed of their prompt, then of their id, so whole problems are held out
+// and both splits draw problems from the same distribution. Membership depends on prompts and
+// ids, not on line order. Both splits keep source order. No eval problem is trained on: a non-eval
+// row whose prompt equals an eval row's prompt is dropped from the train split
+// (dropped_duplicates() counts them); when that leaves no train row, Load fails naming
+// spec.dataset.evalSplit.
 //
 // Reproducibility: all randomness uses std::mt19937_64 (fully specified by the standard) with
 // Sluice's own bounded draws and shuffles, so results are identical across compilers and

@@ -44,7 +44,7 @@ using nlohmann::json;
 // The shortened run: small enough for CI on 2 cores, the same shape as the demo.
 constexpr int64_t kDatasetRows = 2000;   // Dataflow spec.dataset.builtin.count (demo: 20000).
 constexpr int64_t kEveryVersions = 10;   // Dataflow spec.evaluation.everyVersions.
-constexpr int64_t kEvalSamples = 40;     // spec.evaluation.samples: the whole eval split (2%).
+constexpr int64_t kEvalSamples = 40;     // spec.evaluation.samples: 40 of the eval split's rows.
 constexpr int64_t kWarmStartSteps = 5;   // TrainerJob spec.warmStart.steps.
 constexpr int64_t kPromptsPerStep = 32;  // TrainerJob spec.warmStart.promptsPerStep.
 constexpr int64_t kSteps = 25;           // TrainerJob spec.steps (RL steps).
