@@ -227,7 +227,7 @@ CommandSpec PlotSpec() {
   spec.usage = "sluice plot EXPERIMENT [flags]";
   spec.summary =
       "Draws <state-dir>/experiments/EXPERIMENT/progress.jsonl, recorded by `sluice run`, as four "
-      "panels over the seconds since the first sample: reward mean and eval accuracy; rollout "
+      "panels against the weight version: reward mean and eval accuracy; rollout "
       "and training tokens/s; replicas per region; staleness mean. PNG through gnuplot when "
       "`gnuplot` is in PATH, else SVG (drawn by sluice itself). Prints the path written.";
   spec.flags = {

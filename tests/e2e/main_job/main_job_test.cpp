@@ -303,8 +303,10 @@ TEST(MainJobTest, TheDemoManifestTrainsThroughTheOperatorAndAccountsForEveryTraj
 constexpr int64_t kLearningRlSteps = 300;  // TrainerJob spec.steps (demo: 600).
 constexpr int64_t kLearningWarmStart = 100;
 constexpr int64_t kLearningFinal = kLearningWarmStart + kLearningRlSteps;
-// Ten local runs (seeds 1-10) gained 3.7 to 12.0 points (median 8.8); the margin sits well
-// below the smallest so that run-to-run noise (about 2 points on 400 samples) does not fail CI.
+// Ten local runs (seeds 1-10, 2026-11-29, eval split held out by problem) gained 3.8 to 13.0
+// points (median 8.7); the margin sits well below the smallest so that run-to-run noise (about 2
+// points on 400 samples) does not fail CI. The program runs alone under ctest (RUN_SERIAL), as
+// those runs did.
 constexpr double kMinGainPoints = 1.5;
 
 TEST(MainJobTest, AShortRunOfTheDemoRaisesHeldOutAccuracy) {
