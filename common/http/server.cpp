@@ -18,6 +18,7 @@ using Clock = std::chrono::steady_clock;
 // that its hooks do not pass to each other (start time, matched route) travel in thread-locals.
 thread_local Clock::time_point t_request_start{};
 thread_local const std::string* t_route = nullptr;
+thread_local log::Fields t_log_fields;  // AddAccessLogField's, for this request's log line.
 
 const std::string kUnmatchedRoute = "unmatched";
 
@@ -152,10 +153,15 @@ void Server::RegisterBuiltinRoutes() {
   }
 }
 
+void Server::AddAccessLogField(std::string key, std::string value) {
+  t_log_fields.emplace_back(std::move(key), std::move(value));
+}
+
 httplib::Server::HandlerResponse Server::PreRoute(const httplib::Request& req,
                                                   httplib::Response& res) {
   t_request_start = Clock::now();
   t_route = nullptr;
+  t_log_fields.clear();
   if (!options_.auth || IsOpenPath(req.path, !options_.metrics_require_auth)) {
     return httplib::Server::HandlerResponse::Unhandled;
   }
@@ -165,10 +171,15 @@ httplib::Server::HandlerResponse Server::PreRoute(const httplib::Request& req,
   if (token && TokensEqual(*token, options_.auth->Get())) {
     return httplib::Server::HandlerResponse::Unhandled;
   }
+  if (options_.authenticate_other && options_.authenticate_other(req, res)) {
+    return httplib::Server::HandlerResponse::Unhandled;
+  }
   if (unauthorized_) unauthorized_->Inc();
-  ReplyError(res, Status::Unauthenticated(
-                      token ? "the bearer token is not valid"
-                            : "missing bearer token: send \"Authorization: Bearer <token>\""));
+  if (!options_.authenticate_other) {
+    ReplyError(res, Status::Unauthenticated(
+                        token ? "the bearer token is not valid"
+                              : "missing bearer token: send \"Authorization: Bearer <token>\""));
+  }
   res.set_header("WWW-Authenticate", "Bearer");
   // The body of a rejected request is never read, so the connection cannot carry another.
   res.set_header("Connection", "close");
@@ -183,6 +194,8 @@ void Server::LogAndCount(const httplib::Request& req, const httplib::Response& r
   const std::string& route = t_route ? *t_route : kUnmatchedRoute;
   t_request_start = {};
   t_route = nullptr;
+  log::Fields extra = std::move(t_log_fields);
+  t_log_fields.clear();
   if (requests_) {
     requests_->WithLabels({options_.name, req.method, route, std::to_string(res.status)}).Inc();
     durations_->WithLabels({options_.name, req.method, route}).Observe(seconds);
@@ -195,6 +208,7 @@ void Server::LogAndCount(const httplib::Request& req, const httplib::Response& r
                         {"duration_seconds", seconds},
                         {"remote", req.remote_addr},
                         {"request_bytes", req.body.size()}};
+  for (log::Field& f : extra) fields.push_back(std::move(f));
   // Probes and scrapes arrive every few seconds; keep them out of the info log.
   if (IsOpenPath(req.path, true)) {
     logger_.Debug("request", fields);
@@ -247,7 +261,12 @@ Status Server::Start() {
       [this](const httplib::Request& req, const httplib::Response& res) { LogAndCount(req, res); });
 
   server_->set_socket_options([this](socket_t sock) {
-    httplib::default_socket_options(sock);
+    // SO_REUSEADDR only: a restarted server rebinds its port while old connections sit in
+    // TIME_WAIT. Not httplib's default SO_REUSEPORT, with which a second server (a second local
+    // cluster on 6443) bound a port that was in use and the kernel split connections between the
+    // two, so clients failed TLS verification against the other one's certificate.
+    int yes = 1;
+    (void)::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     listen_fd_.store(static_cast<int>(sock));
   });
   if (options_.port == 0) {

@@ -2,13 +2,16 @@
 //
 // Built on cpp-httplib, it adds what every component needs and nothing component-specific:
 // - bearer-token authentication checked before the body is read (401 with a JSON error);
-//   /healthz and /readyz are always open, /metrics is open unless `metrics_require_auth`;
+//   /healthz and /readyz are always open, /metrics is open unless `metrics_require_auth`; a
+//   component with credentials of its own (the API server's service-account tokens) decides on
+//   the requests the token does not admit through `authenticate_other`;
 // - a request body cap (413), read/write/keep-alive timeouts, a bounded worker pool;
 // - JSON errors for everything it rejects itself (404 for unknown routes, 413, 401, 500 for a
 //   handler that throws), in the shape of json_body.h;
 // - access logs (one JSON line per request) and metrics per server, method, route pattern and
 //   code: sluice_http_requests_total, sluice_http_request_duration_seconds,
-//   sluice_http_requests_in_flight, sluice_http_unauthorized_requests_total;
+//   sluice_http_requests_in_flight, sluice_http_unauthorized_requests_total; handlers add fields
+//   of their own to the access log line (AddAccessLogField: the authenticated user, say);
 // - /healthz (the process is alive), /readyz (every readiness check passes and the server is
 //   not shutting down; `?verbose` lists each check), /metrics (Prometheus text format);
 // - graceful shutdown: stop accepting, mark not ready, cancel `shutdown_token()` so long polls
@@ -62,6 +65,13 @@ struct ServerOptions {
   int listen_backlog = 1024;
   std::chrono::milliseconds shutdown_grace{10000};
   std::shared_ptr<TokenSource> auth;  // Null: no authentication.
+  // Decides on the requests `auth` does not admit (no bearer token, or another token), before
+  // their body is read, on the worker thread that would then run the handler. Returns true to
+  // serve the request (a token the component accepts itself); false to refuse it with `res` as
+  // the hook filled it (a 401 in the component's own error format), after which the server counts
+  // it as unauthorized and closes the connection. Null: such requests get the standard 401. Only
+  // consulted when `auth` is set.
+  std::function<bool(const httplib::Request& req, httplib::Response& res)> authenticate_other;
   bool metrics_require_auth = true;
   std::optional<ServerTlsOptions> tls;
   bool access_log = true;
@@ -102,6 +112,12 @@ class Server {
 
   // Requests being handled right now (for tests and readiness).
   int in_flight() const { return in_flight_.load(); }
+
+  // Adds `key: value` to the access log line of the request the calling thread is serving (every
+  // server's: requests run start to finish on one worker thread); for handlers and
+  // `authenticate_other`. Fields added outside a request are dropped when the thread's next
+  // request starts.
+  static void AddAccessLogField(std::string key, std::string value);
 
  private:
   struct RouteMetrics;

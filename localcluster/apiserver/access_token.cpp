@@ -29,12 +29,14 @@ Result<std::string> ReadToken(const std::string& path) {
   return token;
 }
 
-Result<std::string> NewToken() {
+}  // namespace
+
+Result<std::string> NewRandomSecret() {
   unsigned char bytes[kTokenBytes];
   if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
     char reason[256];
     ERR_error_string_n(ERR_get_error(), reason, sizeof(reason));
-    return Status::Internal(std::string("cannot generate an access token: RAND_bytes: ") + reason);
+    return Status::Internal(std::string("cannot generate a random secret: RAND_bytes: ") + reason);
   }
   static constexpr char kHex[] = "0123456789abcdef";
   std::string token;
@@ -46,12 +48,10 @@ Result<std::string> NewToken() {
   return token;
 }
 
-}  // namespace
-
 Result<std::string> EnsureAccessToken(const std::string& path) {
   Result<std::string> existing = ReadToken(path);
   if (existing.ok() || existing.status().code() != StatusCode::kNotFound) return existing;
-  SLUICE_ASSIGN_OR_RETURN(const std::string token, NewToken());
+  SLUICE_ASSIGN_OR_RETURN(const std::string token, NewRandomSecret());
   SLUICE_ASSIGN_OR_RETURN(const bool created, WriteFileIfAbsent(path, token + "\n", 0600));
   if (!created) return ReadToken(path);  // Another process created it first; use theirs.
   return token;

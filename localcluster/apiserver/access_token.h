@@ -20,4 +20,7 @@ namespace sluice::apiserver {
 // (atomically) and returns them.
 Result<std::string> EnsureAccessToken(const std::string& path);
 
+// 32 random bytes (RAND_bytes) as 64 lowercase hex digits: a fresh token or signing key.
+Result<std::string> NewRandomSecret();
+
 }  // namespace sluice::apiserver

@@ -90,6 +90,11 @@ json ResourceJson(const ResourceInfo& r) {
                             {"responseKind", Gvk(r.group, r.version, r.kind)},
                             {"verbs", {"get"}}});
   }
+  if (r.has_token) {
+    subresources.push_back({{"subresource", "token"},
+                            {"responseKind", Gvk("authentication.k8s.io", "v1", "TokenRequest")},
+                            {"verbs", {"create"}}});
+  }
   if (!subresources.empty()) out["subresources"] = std::move(subresources);
   return out;
 }

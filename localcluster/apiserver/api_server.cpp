@@ -6,8 +6,10 @@
 #include "common/http/client.h"
 #include "common/http/json_body.h"
 #include "common/http/url.h"
+#include "localcluster/apiserver/access_token.h"
 #include "localcluster/apiserver/aggregated_discovery.h"
 #include "localcluster/apiserver/api_errors.h"
+#include "localcluster/apiserver/authenticator.h"
 #include "localcluster/apiserver/builtin_table.h"
 #include "localcluster/apiserver/crd_schema_checks.h"
 #include "localcluster/apiserver/custom_resources.h"
@@ -23,8 +25,10 @@
 #include "localcluster/apiserver/protobuf_objects.h"
 #include "localcluster/apiserver/rate_limiter.h"
 #include "localcluster/apiserver/request_info.h"
+#include "localcluster/apiserver/service_accounts.h"
 #include "localcluster/apiserver/strategic_merge_patch.h"
 #include "localcluster/apiserver/table.h"
+#include "localcluster/apiserver/token_request.h"
 
 namespace sluice::apiserver {
 namespace {
@@ -196,6 +200,7 @@ struct ApiServer::Request {
   const httplib::Request& http;
   RequestInfo info;
   ResourceInfo resource;
+  UserInfo user;            // Who sent it (authenticator.h): what authorization will decide on.
   std::optional<json> crd;  // The CRD of a custom resource.
   ObjectKey key;            // Named requests: the object's key.
   bool table = false;
@@ -225,6 +230,20 @@ ApiServer::ApiServer(ApiServerOptions options, std::unique_ptr<Storage> storage,
       logger_(logger),
       registry_(ResourceRegistry::WithBuiltins()) {
   options_.http.name = "apiserver";
+  authenticator_ = std::make_unique<Authenticator>(
+      options_.http.auth, options_.service_account_tokens, storage_.get(), clock_);
+  if (options_.http.auth) {
+    // The HTTP server admits the admin token itself and asks here about every other request, so
+    // service-account tokens get in and the rest get kube's 401, before any body is read.
+    options_.http.authenticate_other = [this](const httplib::Request& req, httplib::Response& res) {
+      Result<UserInfo> user = authenticator_->Authenticate(req.get_header_value("Authorization"));
+      if (user.ok()) return true;
+      http::Server::AddAccessLogField("auth_error", user.status().message());
+      res.status = 401;
+      res.set_content(UnauthorizedStatusJson().dump(), "application/json");
+      return false;
+    };
+  }
   http_ = std::make_unique<http::Server>(options_.http, registry, logger_);
   GarbageCollectorOptions gc_options;
   gc_options.period = options_.gc_period;
@@ -274,9 +293,16 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Create(ApiServerOptions options,
                                                      std::unique_ptr<Storage> storage, Clock* clock,
                                                      metrics::Registry* registry,
                                                      const log::Logger& logger) {
+  if (options.service_account_tokens.signing_key.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(options.service_account_tokens.signing_key, NewRandomSecret());
+  }
   std::unique_ptr<ApiServer> server(
       new ApiServer(std::move(options), std::move(storage), clock, registry, logger));
   SLUICE_RETURN_IF_ERROR(server->EnsureSystemNamespaces());
+  const ResourceInfo* accounts = server->registry_.Find("", "v1", "serviceaccounts");
+  SLUICE_CHECK(accounts != nullptr);
+  SLUICE_RETURN_IF_ERROR(
+      EnsureDefaultServiceAccounts(*server->storage_, *accounts, clock->WallNow()));
   SLUICE_RETURN_IF_ERROR(server->LoadCrds());
   return server;
 }
@@ -359,6 +385,15 @@ void ApiServer::ReplyObject(Request& r, const json& object, int code, httplib::R
 
 void ApiServer::Handle(const std::string& method, const httplib::Request& req,
                        httplib::Response& res) {
+  // Checked again here (the HTTP server's hook cannot hand its answer over) to learn the user.
+  Result<UserInfo> user = authenticator_->Authenticate(req.get_header_value("Authorization"));
+  if (!user.ok()) {  // Valid a moment ago in the hook: its ServiceAccount was deleted since.
+    http::Server::AddAccessLogField("auth_error", user.status().message());
+    res.status = 401;
+    res.set_content(UnauthorizedStatusJson().dump(), "application/json");
+    return;
+  }
+  http::Server::AddAccessLogField("user", user->name);
   if (limiter_) {
     std::string client = req.get_header_value("Authorization");
     if (client.empty()) client = req.remote_addr;
@@ -393,6 +428,7 @@ void ApiServer::Handle(const std::string& method, const httplib::Request& req,
     return;
   }
   Request r(req, std::move(*info), std::move(*resource));
+  r.user = std::move(*user);
   if (method == "POST" || method == "PUT" || (method == "DELETE" && !req.body.empty())) {
     const std::string type = req.get_header_value("Content-Type");
     if (type.rfind(kKubeProtobufContentType, 0) == 0) {
@@ -540,9 +576,10 @@ void ApiServer::HandleResource(Request& r, httplib::Response& res) {
     }
   }
   const std::string& sub = info.subresource;
+  const bool is_pods = resource.group.empty() && resource.plural == "pods";
   const bool known_sub = sub.empty() || (sub == "status" && resource.has_status) ||
                          (sub == "scale" && resource.scale) || (sub == "log" && resource.has_log) ||
-                         (sub == "binding" && resource.group.empty() && resource.plural == "pods");
+                         (sub == "binding" && is_pods) || (sub == "token" && resource.has_token);
   if (!known_sub) {
     ReplyStatus(Status::NotFound("the server could not find the requested resource"), &r, res);
     return;
@@ -598,6 +635,18 @@ void ApiServer::HandleResource(Request& r, httplib::Response& res) {
   }
   if (sub == "binding" && verb != "create") {
     ReplyStatus(Status::InvalidArgument("pods/binding supports create only"), &r, res);
+    return;
+  }
+  if (sub == "token") {
+    if (verb != "create") {
+      const json body = StatusJson(
+          405, "MethodNotAllowed",
+          "the server does not allow this method on the requested resource", r.Subject());
+      res.status = 405;
+      res.set_content(body.dump(), "application/json");
+      return;
+    }
+    CreateToken(r, res);
     return;
   }
   if (verb == "get") {
@@ -1069,6 +1118,12 @@ void ApiServer::Create(Request& r, httplib::Response& res) {
       return;
     }
   }
+  if (r.resource.group.empty() && r.resource.plural == "pods") {
+    if (Status s = AdmitPodServiceAccount(*storage_, *object, r.info.namespace_); !s.ok()) {
+      ReplyStatus(s, &r, res);
+      return;
+    }
+  }
   Status admit_error;
   if (!Admit(r, *object, nullptr, res, &admit_error)) return;
   if (r.dry_run) {
@@ -1093,6 +1148,9 @@ void ApiServer::Create(Request& r, httplib::Response& res) {
     }
   }
   if (crd_lock.owns_lock()) crd_lock.unlock();
+  if (r.resource.group.empty() && r.resource.plural == "namespaces") {
+    AddDefaultServiceAccount(r.info.name);
+  }
   ReplyObject(r, stored->object, 201, res);
 }
 
@@ -1274,6 +1332,9 @@ void ApiServer::Delete(Request& r, httplib::Response& res) {
   if (!options->dry_run) {
     gc_->Kick();
     if (outcome->finished && IsCrdResource(r.resource)) OnCrdDeleted(outcome->object);
+    if (IsServiceAccounts(r.resource) && r.info.name == kDefaultServiceAccount) {
+      AddDefaultServiceAccount(r.info.namespace_);
+    }
   }
   ReplyObject(r, outcome->object, DeleteHttpStatus(*options, *outcome), res);
 }
@@ -1324,6 +1385,9 @@ void ApiServer::DeleteCollection(Request& r, httplib::Response& res) {
     }
     if (outcome.ok() && outcome->finished && IsCrdResource(r.resource) && !options->dry_run) {
       OnCrdDeleted(outcome->object);
+    }
+    if (IsServiceAccounts(r.resource) && key.name == kDefaultServiceAccount && !options->dry_run) {
+      AddDefaultServiceAccount(key.ns);
     }
   }
   if (!options->dry_run) gc_->Kick();
@@ -1474,6 +1538,31 @@ void ApiServer::OnCrdDeleted(const json& crd) {
     }
     token = page->continue_token;
   } while (!token.empty());
+}
+
+// ---- serviceaccounts/token and the default ServiceAccount ---------------------------------------
+
+void ApiServer::CreateToken(Request& r, httplib::Response& res) {
+  Result<json> body = r.Body();
+  if (!body.ok()) {
+    ReplyStatus(body.status(), &r, res);
+    return;
+  }
+  const TokenRequestReply reply =
+      ServeTokenRequest(*storage_, authenticator_->settings(), r.info.namespace_, r.info.name,
+                        *body, clock_->WallNow());
+  res.status = reply.code;
+  res.set_content(reply.body.dump(), "application/json");
+}
+
+void ApiServer::AddDefaultServiceAccount(const std::string& namespace_) {
+  std::optional<ResourceInfo> accounts = FindResource("", "v1", "serviceaccounts");
+  if (!accounts) return;
+  const Status s = EnsureDefaultServiceAccount(*storage_, *accounts, namespace_, clock_->WallNow());
+  if (!s.ok()) {
+    logger_.Warn("cannot create the default ServiceAccount",
+                 {{"namespace", namespace_}, {"error", s.message()}});
+  }
 }
 
 // ---- pods/log --------------------------------------------------------------------------------

@@ -7,8 +7,11 @@
 // validation (schema and CEL), finalizers and garbage collection. docs/local-cluster.md lists
 // what it implements and every known difference from a real API server.
 //
-// Requests go through common/http/server.h (bearer token, body cap, timeouts, access logs,
-// /healthz, /readyz, /metrics); a per-client token bucket answers 429 with Retry-After.
+// Requests go through common/http/server.h (body cap, timeouts, access logs, /healthz, /readyz,
+// /metrics); the Authenticator (authenticator.h) accepts the admin token and service-account
+// tokens, answers anything else with kube's 401 and puts each request's user in the access log;
+// a per-client token bucket answers 429 with Retry-After. ServiceAccounts get kube's defaults
+// (service_accounts.h) and the TokenRequest subresource (token_request.h).
 //
 // Ownership: owns the storage, the registry of served resources and the garbage collector.
 // Thread safety: Start/Shutdown from the owning thread; handlers run concurrently on the HTTP
@@ -29,10 +32,12 @@
 #include "common/metrics/registry.h"
 #include "common/status.h"
 #include "localcluster/apiserver/resource_registry.h"
+#include "localcluster/apiserver/service_account_token.h"
 #include "localcluster/apiserver/storage.h"
 
 namespace sluice::apiserver {
 
+class Authenticator;
 class GarbageCollector;
 class ClientRateLimiter;
 struct ErrorSubject;
@@ -54,6 +59,10 @@ struct ApiServerOptions {
   // Pod logs are fetched from the node agent over plain HTTP at
   // http://<node InternalIP>:<status.daemonEndpoints.kubeletEndpoint.Port>/containerLogs/...
   std::chrono::seconds log_connect_timeout{5};
+  // Service-account tokens (service_account_token.h): the HS256 signing key (main keeps one in
+  // the state directory; empty: Create draws a random one, so tokens die with the server), the
+  // issuer and the audiences the server accepts.
+  TokenSettings service_account_tokens;
 };
 
 class ApiServer {
@@ -101,6 +110,10 @@ class ApiServer {
   void GetScale(Request& r, httplib::Response& res);
   void WriteScale(Request& r, httplib::Response& res);
   void PodLog(Request& r, httplib::Response& res);
+  void CreateToken(Request& r, httplib::Response& res);  // serviceaccounts/token.
+  // Creates the `default` ServiceAccount of `namespace_` when missing (kube's serviceaccounts
+  // controller, run inline after namespace creates and ServiceAccount deletes); errors are logged.
+  void AddDefaultServiceAccount(const std::string& namespace_);
 
   // The shared write path of update, patch and scale: `fn` maps the current object to the
   // body-to-apply; admission (PrepareUpdate, CR validation) and finalization follow.
@@ -128,6 +141,7 @@ class ApiServer {
   std::unique_ptr<Storage> storage_;
   Clock* clock_;
   log::Logger logger_;
+  std::unique_ptr<Authenticator> authenticator_;  // Made before http_, whose hook uses it.
   std::unique_ptr<http::Server> http_;
   std::unique_ptr<GarbageCollector> gc_;
   std::unique_ptr<ClientRateLimiter> limiter_;

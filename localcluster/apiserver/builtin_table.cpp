@@ -485,6 +485,12 @@ json SecretRow(const json& secret, Clock::WallTime now) {
   return {{"cells", {Name(secret), type, static_cast<int64_t>(keys.size()), Age(secret, now)}}};
 }
 
+json ServiceAccountRow(const json& account, Clock::WallTime now) {
+  const json& secrets = Get(account, {"secrets"});
+  const int64_t count = secrets.is_array() ? static_cast<int64_t>(secrets.size()) : 0;
+  return {{"cells", {Name(account), count, Age(account, now)}}};
+}
+
 // GetAccessModesAsString: "RWO,ROX,RWX,RWOP" in that order, each once.
 std::string AccessModes(const json& modes) {
   std::set<std::string> present;
@@ -684,6 +690,9 @@ const Printer& PrinterFor(const ResourceInfo& info) {
                           "data."),
                       Col("Data", "The number of keys in data."), AgeCol()},
                      SecretRow};
+    m["/serviceaccounts"] = {
+        {NameCol(), Col("Secrets", "The number of secrets listed in secrets (legacy)."), AgeCol()},
+        ServiceAccountRow};
     m["/persistentvolumeclaims"] = {
         {NameCol(), Col("Status", "The current phase of the claim."),
          Col("Volume", "The binding reference to the PersistentVolume backing this claim."),

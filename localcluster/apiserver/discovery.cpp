@@ -68,6 +68,15 @@ std::optional<json> ApiResourceList(const ResourceRegistry& registry, std::strin
     if (r->has_status) sub("status", r->kind, {"get", "patch", "update"});
     if (r->scale) sub("scale", "Scale", {"get", "patch", "update"});
     if (r->has_log) sub("log", "Pod", {"get"});
+    if (r->has_token) {
+      resources.push_back({{"name", r->plural + "/token"},
+                           {"singularName", ""},
+                           {"namespaced", r->namespaced},
+                           {"group", "authentication.k8s.io"},
+                           {"version", "v1"},
+                           {"kind", "TokenRequest"},
+                           {"verbs", {"create"}}});
+    }
   }
   if (resources.empty()) return std::nullopt;
   const std::string group_version =

@@ -4,7 +4,8 @@
 //   kubectl --kubeconfig ~/.sluice/cluster/kubeconfig get ns
 //
 // On first start it creates the state directory: the SQLite store, a self-signed CA and serving
-// certificate, a bearer token, and a kubeconfig for kubectl and the operator.
+// certificate, a bearer token, the key that signs service-account tokens, and a kubeconfig for
+// kubectl and the operator.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,6 +52,13 @@ int Main(int argc, char** argv) {
       .Add(config::Option::String("token-file", "",
                                   "Bearer token file; default <state-dir>/token, generated on "
                                   "first start."))
+      .Add(config::Option::String("service-account-signing-key-file", "",
+                                  "HMAC key that signs service-account tokens; default "
+                                  "<state-dir>/service-account.key, generated on first start. "
+                                  "Replacing it invalidates every token issued."))
+      .Add(config::Option::String("service-account-issuer", kDefaultTokenIssuer,
+                                  "The iss claim of service-account tokens; tokens with another "
+                                  "are refused."))
       .Add(config::Option::Bytes("max-body-bytes", 3u << 20, "Largest request body accepted."))
       .Add(config::Option::Double("rate-limit-qps", 200,
                                   "Requests per second allowed per client; 0 disables.")
@@ -111,6 +119,17 @@ int Main(int argc, char** argv) {
     return 1;
   }
 
+  const std::string key_file = cfg->IsSet("service-account-signing-key-file")
+                                   ? cfg->GetString("service-account-signing-key-file")
+                                   : state_dir + "/service-account.key";
+  // The key is a random secret kept like the access token (0600, made once, never rotated here).
+  Result<std::string> signing_key = EnsureAccessToken(key_file);
+  if (!signing_key.ok()) {
+    std::cerr << "sluice-apiserver: flag --service-account-signing-key-file: "
+              << signing_key.status().message() << "\n";
+    return 1;
+  }
+
   SqliteStorageOptions storage_options;
   storage_options.path = state_dir + "/objects.db";
   storage_options.synchronous_full = cfg->GetBool("synchronous-full");
@@ -133,6 +152,8 @@ int Main(int argc, char** argv) {
   // insecure mode serves without authentication, like kube-apiserver's old insecure port.
   if (!insecure) options.http.auth = http::TokenSource::FromValue(*token);
   options.http.shutdown_grace = std::chrono::seconds(5);
+  options.service_account_tokens.signing_key = *signing_key;
+  options.service_account_tokens.issuer = cfg->GetString("service-account-issuer");
   options.rate_limit_qps = cfg->GetDouble("rate-limit-qps");
   options.rate_limit_burst = cfg->GetDouble("rate-limit-burst");
 

@@ -297,6 +297,11 @@ std::vector<BuiltinField> BuiltinFields(std::string_view group, std::string_view
   if (kind == "Endpoints") {
     return {{"subsets", 'a', "Sets of addresses and ports that make up the service."}};
   }
+  if (kind == "ServiceAccount") {
+    return {{"secrets", 'a', "Secrets pods running as this ServiceAccount may use (legacy)."},
+            {"imagePullSecrets", 'a', "Secrets for pulling the images of its pods."},
+            {"automountServiceAccountToken", 'b', "Whether pods get its token mounted."}};
+  }
   if (kind == "Lease") return {{"spec", 'o', "Specification of the Lease."}};
   if (kind == "Event" && group.empty()) {
     return {{"involvedObject", 'o', "The object this event is about."},

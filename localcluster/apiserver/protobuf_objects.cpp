@@ -458,6 +458,24 @@ SLUICE_MESSAGE(kLease, "Lease", Obj(1, "metadata", kObjectMeta), Obj(2, "spec", 
 SLUICE_MESSAGE(kEviction, "Eviction", Obj(1, "metadata", kObjectMeta),
                ObjP(2, "deleteOptions", kDeleteOptions));
 
+// ServiceAccount (`kubectl create serviceaccount`) and authentication.k8s.io/v1 TokenRequest
+// (`kubectl create token`).
+SLUICE_MESSAGE(kServiceAccount, "ServiceAccount", Obj(1, "metadata", kObjectMeta),
+               Objs(2, "secrets", kObjectReference),
+               Objs(3, "imagePullSecrets", kLocalObjectReference),
+               BoolP(4, "automountServiceAccountToken"));
+SLUICE_MESSAGE(kBoundObjectReference, "BoundObjectReference", Str(1, "kind"), Str(2, "apiVersion"),
+               Str(3, "name"), Str(4, "uid"));
+SLUICE_MESSAGE(kTokenRequestSpec, "TokenRequestSpec",
+               FieldDef{1, "audiences", Type::kString, Shape::kList, Presence::kAlways, nullptr},
+               Scalar(4, "expirationSeconds", Type::kInt64, Presence::kNullable),
+               FieldDef{3, "boundObjectRef", Type::kMessage, Shape::kSingle, Presence::kNullable,
+                        &kBoundObjectReference});
+SLUICE_MESSAGE(kTokenRequestStatus, "TokenRequestStatus", StrA(1, "token"),
+               TimeA(2, "expirationTimestamp"));
+SLUICE_MESSAGE(kTokenRequest, "TokenRequest", Obj(1, "metadata", kObjectMeta),
+               Obj(2, "spec", kTokenRequestSpec), Obj(3, "status", kTokenRequestStatus));
+
 #undef SLUICE_MESSAGE
 
 struct KindDef {
@@ -476,6 +494,8 @@ constexpr KindDef kKinds[] = {
     {"coordination.k8s.io/v1", "Lease", &kLease},
     {"events.k8s.io/v1", "Event", &kEventsEvent},
     {"policy/v1", "Eviction", &kEviction},
+    {"v1", "ServiceAccount", &kServiceAccount},
+    {"authentication.k8s.io/v1", "TokenRequest", &kTokenRequest},
 };
 
 const MessageDef* FindKind(std::string_view api_version, std::string_view kind) {

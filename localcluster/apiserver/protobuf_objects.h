@@ -10,9 +10,10 @@
 // typeMeta names apiVersion and kind and whose raw bytes are the object. The object is decoded
 // with a hand-written schema table (field number -> JSON name, type, and how Go's encoding/json
 // prints it: omitempty, pointer or always). Covered: core/v1 Namespace, ConfigMap, Secret, Pod,
-// Service, Event; coordination.k8s.io/v1 Lease; events.k8s.io/v1 Event; policy/v1 Eviction;
-// DeleteOptions in any group version. Fields the table does not know are skipped; the parts of
-// PodStatus beyond phase, conditions and IPs are among them.
+// Service, Event, ServiceAccount; coordination.k8s.io/v1 Lease; events.k8s.io/v1 Event; policy/v1
+// Eviction; authentication.k8s.io/v1 TokenRequest; DeleteOptions in any group version. Fields the
+// table does not know are skipped; the parts of PodStatus beyond phase, conditions and IPs are
+// among them.
 //
 // The JSON follows kube's own encoding of the decoded Go object: zero scalars of omitempty fields
 // are left out, non-pointer structs are always present (`"status": {}`, `"resources": {}`), zero

@@ -61,6 +61,10 @@ ResourceRegistry ResourceRegistry::WithBuiltins() {
   r.Add(Builtin("", "v1", "Endpoints", "endpoints", true, {"ep"}));
   r.Add(Builtin("", "v1", "ConfigMap", "configmaps", true, {"cm"}));
   r.Add(Builtin("", "v1", "Secret", "secrets", true));
+  ResourceInfo service_accounts =
+      Builtin("", "v1", "ServiceAccount", "serviceaccounts", true, {"sa"});
+  service_accounts.has_token = true;
+  r.Add(std::move(service_accounts));
   r.Add(Builtin("", "v1", "Event", "events", true, {"ev"}));
   r.Add(Builtin("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", true, {"pvc"}, true));
   r.Add(Builtin("", "v1", "Node", "nodes", false, {"no"}, true));

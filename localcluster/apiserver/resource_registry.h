@@ -1,8 +1,9 @@
 // ResourceRegistry: the resources the local API server serves, built-in and CRD-defined.
 //
 // Built-in resources are the ones Sluice and kubectl use (namespaces, pods, services,
-// endpoints, configmaps, secrets, events in core/v1 and events.k8s.io/v1, persistentvolumeclaims,
-// nodes, coordination.k8s.io leases, apiextensions.k8s.io customresourcedefinitions). A CRD adds
+// endpoints, configmaps, secrets, serviceaccounts, events in core/v1 and events.k8s.io/v1,
+// persistentvolumeclaims, nodes, coordination.k8s.io leases, apiextensions.k8s.io
+// customresourcedefinitions). A CRD adds
 // one resource per served version when it is created and removes them when it is deleted. The
 // registry answers the questions every request needs (which resource is /apis/g/v/plural? is it
 // namespaced? which subresources exist?) and feeds discovery (discovery.h).
@@ -42,7 +43,8 @@ struct ResourceInfo {
                                    // deletecollection.
   bool has_status = false;         // A /status subresource.
   std::optional<ScaleSubresource> scale;
-  bool has_log = false;  // pods/log.
+  bool has_log = false;    // pods/log.
+  bool has_token = false;  // serviceaccounts/token (authentication.k8s.io/v1 TokenRequest).
   bool storage_version = true;
   // The CRD this resource comes from ("rolloutpools.sluice.dev"); empty for built-ins.
   std::string crd_name;

@@ -289,6 +289,8 @@ PatchMeta DefaultPatchMeta(std::string_view kind) {
     meta.set_lists.insert("spec.podCIDRs");
   } else if (kind == "PersistentVolumeClaim") {
     meta.merge_keys["status.conditions"] = "type";
+  } else if (kind == "ServiceAccount") {
+    meta.merge_keys["secrets"] = "name";
   }
   return meta;
 }

@@ -8,9 +8,11 @@
 // Exit status: 0 after a clean shutdown, 1 for a runtime failure, 2 for bad flags or config.
 #include <unistd.h>
 
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include "common/config/environment.h"
 #include "common/config/program_start.h"
@@ -170,6 +172,19 @@ int Main(int argc, char** argv) {
   if (Result<http::Url> url = http::ParseBaseUrl(rest_config->host); url.ok()) {
     options.base_env.emplace_back("KUBERNETES_SERVICE_HOST", url->host);
     options.base_env.emplace_back("KUBERNETES_SERVICE_PORT", std::to_string(url->port));
+  }
+  // ...and its CA, as every pod's service-account ca.crt.
+  options.api_ca_pem = rest_config->tls.ca_pem;
+  if (options.api_ca_pem.empty() && !rest_config->tls.ca_file.empty()) {
+    std::ifstream in(rest_config->tls.ca_file);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in) {
+      std::cerr << kProgram << ": --kubeconfig: cannot read the CA file "
+                << rest_config->tls.ca_file << "\n";
+      return 2;
+    }
+    options.api_ca_pem = text.str();
   }
   metrics::Registry registry;
   kube::RestClientOptions client_options;

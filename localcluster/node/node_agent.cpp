@@ -8,6 +8,7 @@
 #include "localcluster/node/resource_quantity.h"
 #include "localcluster/node/scheduling.h"
 #include "localcluster/node/scrape_targets.h"
+#include "localcluster/node/service_account_volume.h"
 #include "localcluster/node/service_records.h"
 #include "operator/kube/time_format.h"
 
@@ -23,6 +24,7 @@ const kube::GroupVersionResource kServices{"", "v1", "services", true};
 const kube::GroupVersionResource kEndpoints{"", "v1", "endpoints", true};
 const kube::GroupVersionResource kConfigMaps{"", "v1", "configmaps", true};
 const kube::GroupVersionResource kSecrets{"", "v1", "secrets", true};
+const kube::GroupVersionResource kServiceAccounts{"", "v1", "serviceaccounts", true};
 const kube::GroupVersionResource kLeases{"coordination.k8s.io", "v1", "leases", true};
 
 constexpr char kUnreachableTaint[] = "node.kubernetes.io/unreachable";
@@ -173,6 +175,18 @@ PodWorkerContext NodeAgent::MakeContext() {
   };
   ctx.event = [this](const json& pod, const std::string& type, const std::string& reason,
                      const std::string& message) { Event(pod, type, reason, message); };
+  ctx.service_account = [this](const std::string& ns, const std::string& name) -> Result<json> {
+    return client_.Resource(kServiceAccounts, ns).Get(name);
+  };
+  ctx.create_token = [this](const json& pod, const json& request) -> Result<json> {
+    kube::RestRequest post;
+    post.method = "POST";
+    post.path = kube::ResourcePath(kServiceAccounts, PodNamespace(pod), PodServiceAccountName(pod),
+                                   "token");
+    post.body = request.dump();
+    return rest_.DoJson(post);
+  };
+  ctx.api_ca_pem = options_.api_ca_pem;
   return ctx;
 }
 

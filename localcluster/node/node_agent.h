@@ -13,7 +13,7 @@
 //   SchedulePod picks; one that fits nowhere gets PodScheduled=False/Unschedulable with kube's
 //   message and a FailedScheduling event, and is retried on every pass.
 // - Kubelet: a PodWorker per pod bound to a live node here (pod IP from 127.1.0.0/16, GPU device
-//   indices per node).
+//   indices per node, the pod's service-account token from the TokenRequest API).
 // - Services: a ClusterIP for each ClusterIP Service without one, Endpoints for Services with a
 //   selector, and the hosts file (`<state>/hosts`) the pods resolve names with.
 // - Scrape targets (with `prometheus_targets_file`): the Prometheus file_sd targets of its pods
@@ -55,6 +55,8 @@ struct NodeAgentOptions {
   std::filesystem::path bin_dir;    // Where sluice/<name> images' binaries are.
   KubeletEndpoint endpoint;         // Published on the Nodes (log requests come here).
   std::vector<std::pair<std::string, std::string>> base_env;  // Every container's first vars.
+  // The API server's CA bundle (PEM), written as ca.crt beside each pod's service-account token.
+  std::string api_ca_pem;
   // Pod IPs are <prefix>.x.y; two agents on one machine need different prefixes.
   std::string pod_ip_prefix = "127.1";
   std::chrono::milliseconds heartbeat_interval{10000};

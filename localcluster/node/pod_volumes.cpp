@@ -261,55 +261,6 @@ Status AddDownwardPayload(const json& source, const json& pod, mode_t default_mo
   return Status::Ok();
 }
 
-// Replaces `target` with `data`/`mode` through a temporary file and rename; leaves an identical
-// file alone (no rename, so watchers see no event).
-Status WriteFileAtomic(const fs::path& target, const std::string& data, mode_t mode) {
-  struct stat st {};
-  if (::lstat(target.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) == mode &&
-      static_cast<size_t>(st.st_size) == data.size()) {
-    std::ifstream in(target, std::ios::binary);
-    std::ostringstream existing;
-    existing << in.rdbuf();
-    if (in && existing.str() == data) return Status::Ok();
-  }
-  std::string tmpl =
-      (target.parent_path() / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
-  int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) {
-    return Status::Internal("creating a temporary file for " + target.string() + ": " +
-                            std::strerror(errno));
-  }
-  auto fail = [&](const char* what) {
-    int err = errno;
-    ::close(fd);
-    ::unlink(tmpl.c_str());
-    return Status::Internal(std::string(what) + " " + target.string() + ": " + std::strerror(err));
-  };
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail("writing");
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fchmod(fd, mode) != 0) return fail("setting the mode of");
-  if (::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmpl.c_str());
-    return Status::Internal("writing " + target.string() + ": " + std::strerror(err));
-  }
-  std::error_code ec;
-  if (fs::is_directory(fs::symlink_status(target, ec))) fs::remove_all(target, ec);
-  if (::rename(tmpl.c_str(), target.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmpl.c_str());
-    return Status::Internal("renaming into " + target.string() + ": " + std::strerror(err));
-  }
-  return Status::Ok();
-}
-
 // Makes `dir` hold exactly `payload`.
 Status WritePayload(const fs::path& dir, const Payload& payload, const std::string& field) {
   // A path cannot be both a file and a directory.
@@ -528,6 +479,53 @@ std::string RemapList(std::string_view value, const std::vector<PathMapping>& mo
 }
 
 }  // namespace
+
+Status WriteFileAtomic(const fs::path& target, const std::string& data, mode_t mode) {
+  struct stat st {};
+  if (::lstat(target.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) == mode &&
+      static_cast<size_t>(st.st_size) == data.size()) {
+    std::ifstream in(target, std::ios::binary);
+    std::ostringstream existing;
+    existing << in.rdbuf();
+    if (in && existing.str() == data) return Status::Ok();
+  }
+  std::string tmpl =
+      (target.parent_path() / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
+  int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) {
+    return Status::Internal("creating a temporary file for " + target.string() + ": " +
+                            std::strerror(errno));
+  }
+  auto fail = [&](const char* what) {
+    int err = errno;
+    ::close(fd);
+    ::unlink(tmpl.c_str());
+    return Status::Internal(std::string(what) + " " + target.string() + ": " + std::strerror(err));
+  };
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail("writing");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fchmod(fd, mode) != 0) return fail("setting the mode of");
+  if (::close(fd) != 0) {
+    int err = errno;
+    ::unlink(tmpl.c_str());
+    return Status::Internal("writing " + target.string() + ": " + std::strerror(err));
+  }
+  std::error_code ec;
+  if (fs::is_directory(fs::symlink_status(target, ec))) fs::remove_all(target, ec);
+  if (::rename(tmpl.c_str(), target.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmpl.c_str());
+    return Status::Internal("renaming into " + target.string() + ": " + std::strerror(err));
+  }
+  return Status::Ok();
+}
 
 Result<VolumeDirs> MaterializeVolumes(const json& pod, const fs::path& pod_dir,
                                       const fs::path& claims_dir, const ObjectLookup& lookup) {

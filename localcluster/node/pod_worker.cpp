@@ -229,12 +229,13 @@ bool PodWorker::Setup() {
   const json pod = PodSnapshot();
   Result<VolumeDirs> dirs = MaterializeVolumes(pod, pod_dir_, ctx_.claims_dir,
                                                ctx_.lookups(Str(pod, "/metadata/namespace")));
-  if (!dirs.ok()) {
-    if (setup_error_ != dirs.status().message() && ctx_.event) {
-      ctx_.event(pod, "Warning", "FailedMount", dirs.status().message());
+  const Status mounted = dirs.ok() ? MountServiceAccountToken(pod) : dirs.status();
+  if (!mounted.ok()) {
+    if (setup_error_ != mounted.message() && ctx_.event) {
+      ctx_.event(pod, "Warning", "FailedMount", mounted.message());
     }
     setup_retry_at_ = Mono::now() + std::chrono::seconds(2);
-    setup_error_ = dirs.status().message();
+    setup_error_ = mounted.message();
     for (auto& c : containers_) {
       c->status.reason = "ContainerCreating";
       c->status.message = setup_error_;
@@ -247,6 +248,7 @@ bool PodWorker::Setup() {
 }
 
 void PodWorker::Step() {
+  RefreshServiceAccountToken();
   const Mono::time_point now = Mono::now();
   if (next_init_ < init_.size()) {
     Container& c = *init_[next_init_];
@@ -311,6 +313,7 @@ void PodWorker::StartContainer(Container& c) {
     wait_with("CreateContainerConfigError", mounts.status().message(), std::chrono::seconds(2));
     return;
   }
+  if (token_) AddServiceAccountMount(*mounts, ServiceAccountDir(pod_dir_));
   // The environment: the agent's base, then the pod's facts, then the container's own.
   std::vector<std::pair<std::string, std::string>> env = ctx_.base_env;
   auto set = [&](const std::string& k, const std::string& v) {
@@ -490,6 +493,58 @@ void PodWorker::RunProbes(Container& c) {
     c.process->StopGracefully(std::chrono::seconds(grace));
     CheckExit(c);
     c.status.last_state["terminated"]["reason"] = "Error";
+  }
+}
+
+Status PodWorker::MountServiceAccountToken(const json& pod) {
+  token_.reset();
+  if (ctx_.create_token) {
+    std::optional<json> account;
+    if (!PodDecidesAutomount(pod) && ctx_.service_account) {
+      Result<json> got = ctx_.service_account(PodNamespace(pod), PodServiceAccountName(pod));
+      if (got.ok()) {
+        account = std::move(*got);
+      } else if (got.status().code() != StatusCode::kNotFound) {
+        return Status(got.status().code(), "MountVolume.SetUp failed for volume \"" +
+                                               std::string(kServiceAccountVolume) +
+                                               "\" : " + got.status().message());
+      }
+    }
+    if (AutomountServiceAccountToken(pod, account)) return FetchServiceAccountToken(pod);
+  }
+  // No token for this pod: drop what an earlier setup (or agent) may have written.
+  std::error_code ec;
+  std::filesystem::remove_all(ServiceAccountDir(pod_dir_), ec);
+  return Status::Ok();
+}
+
+Status PodWorker::FetchServiceAccountToken(const json& pod) {
+  Result<json> reply = ctx_.create_token(pod, PodTokenRequest(pod));
+  Result<ServiceAccountToken> token =
+      reply.ok() ? TokenFromTokenRequest(*reply) : Result<ServiceAccountToken>(reply.status());
+  if (!token.ok()) {
+    // kubelet's words for a token it cannot get.
+    return Status(token.status().code(),
+                  "MountVolume.SetUp failed for volume \"" + std::string(kServiceAccountVolume) +
+                      "\" : failed to fetch token: " + token.status().message());
+  }
+  SLUICE_RETURN_IF_ERROR(WriteServiceAccountFiles(ServiceAccountDir(pod_dir_), token->token,
+                                                  ctx_.api_ca_pem, PodNamespace(pod)));
+  token_ = std::move(*token);
+  return Status::Ok();
+}
+
+void PodWorker::RefreshServiceAccountToken() {
+  if (!token_ || ctx_.clock->WallNow() < TokenRefreshTime(*token_) ||
+      ctx_.clock->Now() < token_retry_at_) {
+    return;
+  }
+  const json pod = PodSnapshot();
+  if (Status s = FetchServiceAccountToken(pod); !s.ok()) {
+    // The current token stays in place until it expires; kubelet retries the same way.
+    token_retry_at_ = ctx_.clock->Now() + std::chrono::seconds(10);
+    log_.Warn("refreshing the service-account token failed; will retry",
+              {{"pod", Str(pod, "/metadata/name")}, {"error", s.ToString()}});
   }
 }
 

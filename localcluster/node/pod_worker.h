@@ -5,10 +5,12 @@
 // (SIGTERM, the grace period, SIGKILL) and removes the pod from the API.
 //
 // The pod's directory, <pods_dir>/<namespace>_<name>_<uid>/, holds `volumes/` (emptyDir and
-// materialised configMap/secret/downwardAPI volumes), `logs/<container>/<restart>.log` (CRI
-// format; kubectl logs reads the newest, --previous the one before) and
-// `run/<container>.pid` (the process group, so a restarted agent can kill what a crashed one
-// left behind). PersistentVolumeClaims live under <claims_dir> and outlive the pod.
+// materialised configMap/secret/downwardAPI volumes), `var/run/secrets/kubernetes.io/
+// serviceaccount/` (the service-account token, ca.crt and namespace, refreshed before the token
+// expires; service_account_volume.h), `logs/<container>/<restart>.log` (CRI format; kubectl logs
+// reads the newest, --previous the one before) and `run/<container>.pid` (the process group, so
+// a restarted agent can kill what a crashed one left behind). PersistentVolumeClaims live under
+// <claims_dir> and outlive the pod.
 //
 // Ownership: the worker owns its thread and processes; the agent owns the worker and the
 // PodWorkerContext it points to, which must outlive it.
@@ -22,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +35,7 @@
 #include "localcluster/node/container_env.h"
 #include "localcluster/node/image_map.h"
 #include "localcluster/node/pod_volumes.h"
+#include "localcluster/node/service_account_volume.h"
 
 namespace sluice::node {
 
@@ -53,7 +57,17 @@ struct PodWorkerContext {
   std::function<void(const nlohmann::json& pod, const std::string& type, const std::string& reason,
                      const std::string& message)>
       event;
-  std::chrono::milliseconds tick{100};  // How often processes and probes are checked.
+  // Service-account tokens (service_account_volume.h). Reads a ServiceAccount (NotFound when
+  // absent), for its automountServiceAccountToken.
+  std::function<Result<nlohmann::json>(const std::string& namespace_, const std::string& name)>
+      service_account;
+  // Posts `request` (a TokenRequest) to the token subresource of the pod's ServiceAccount and
+  // returns the reply. Null: no pod gets a token.
+  std::function<Result<nlohmann::json>(const nlohmann::json& pod, const nlohmann::json& request)>
+      create_token;
+  std::string api_ca_pem;  // The API server's CA bundle (PEM): the ca.crt beside the token.
+  Clock* clock = &SystemClock::Instance();  // When tokens are due for refresh.
+  std::chrono::milliseconds tick{100};      // How often processes and probes are checked.
   // CrashLoopBackOff: restart n waits base * 2^(n-1), at most max (kube: 10 s, 300 s).
   std::chrono::milliseconds backoff_base{10000};
   std::chrono::milliseconds backoff_max{300000};
@@ -95,6 +109,11 @@ class PodWorker {
   // After an exit: CrashLoopBackOff bookkeeping, or never again per restartPolicy.
   void ScheduleRestart(Container& c, const nlohmann::json& pod, std::chrono::seconds ran);
   void RunProbes(Container& c);
+  // The service-account token: decided and written in Setup (errors fail the setup, as a failed
+  // mount does), refreshed from Step when due (a failure keeps the old token and retries).
+  Status MountServiceAccountToken(const nlohmann::json& pod);
+  Status FetchServiceAccountToken(const nlohmann::json& pod);
+  void RefreshServiceAccountToken();
   void Terminate();
   void ReportStatus(bool force);
   void StopAll(std::chrono::milliseconds grace);
@@ -119,6 +138,8 @@ class PodWorker {
   std::string setup_error_;  // The last volume error (an event is recorded when it changes).
   std::chrono::steady_clock::time_point setup_retry_at_{};
   VolumeDirs volumes_;
+  std::optional<ServiceAccountToken> token_;  // Set while the pod has its token mounted.
+  Clock::MonoTime token_retry_at_{};          // After a failed refresh.
   std::string start_time_;
   nlohmann::json last_status_;
   std::chrono::steady_clock::time_point last_report_{};

@@ -11,6 +11,9 @@
 //                                                       run until SIGTERM, then exit after N ms
 //   write  --file F --text T                            append T to F, print F's content, sleep
 //   env                                                 print the environment and cwd, sleep
+//   cat    FILE...                                      print "== FILE ==" and the content of
+//                                                       each file ("cannot read FILE" when it
+//                                                       cannot), then sleep
 //   worker --address A --port P [...]                   a stand-in rollout worker (also when
 //                                                       SLUICE_TESTPOD_MODE=worker, whatever the
 //                                                       args): /v1/status with in_flight from
@@ -264,7 +267,8 @@ int main(int argc, char** argv) {
     return Trainer(Flags(argc, argv, 1));
   }
   if (argc < 2) {
-    std::cerr << "usage: sluice-testpod serve|fetch|crash|sleep|write|env|worker [flags]\n";
+    std::cerr << "usage: sluice-testpod serve|fetch|crash|sleep|write|env|cat|worker|trainer "
+                 "[flags]\n";
     return 2;
   }
   const std::string mode = argv[1];
@@ -306,6 +310,20 @@ int main(int argc, char** argv) {
     std::stringstream content;
     content << in.rdbuf();
     Say("content of " + file + ":\n" + content.str());
+    WaitForTerm();
+    return 0;
+  }
+  if (mode == "cat") {
+    for (int i = 2; i < argc; ++i) {
+      std::ifstream in(argv[i], std::ios::binary);
+      if (!in) {
+        Say(std::string("cannot read ") + argv[i]);
+        continue;
+      }
+      std::stringstream content;
+      content << in.rdbuf();
+      Say(std::string("== ") + argv[i] + " ==\n" + content.str());
+    }
     WaitForTerm();
     return 0;
   }

@@ -704,6 +704,35 @@ TEST_F(HttpRoundTrip, ListenBacklogIsRaisedForBurstsOfConnections) {
   EXPECT_EQ(backlog, std::min(128, cap));
 }
 
+// A second server on a port that a live server holds fails to start, naming the address, and the
+// first keeps serving every request: httplib's default SO_REUSEPORT let the second bind it and
+// the kernel split connections between the two (a second local cluster on 6443 answered half of
+// the first one's requests with its own certificate).
+TEST_F(HttpRoundTrip, ASecondServerOnAPortInUseFailsToStart) {
+  StartServer(ServerOptions{});
+  const int port = server_->port();
+  ServerOptions second_options;
+  second_options.port = port;
+  metrics::Registry second_registry;
+  Server second(second_options, &second_registry, logs_.logger);
+  const Status started = second.Start();
+  ASSERT_FALSE(started.ok());
+  EXPECT_NE(started.message().find("cannot listen on 127.0.0.1:" + std::to_string(port)),
+            std::string::npos)
+      << started.ToString();
+  std::unique_ptr<Client> client = MakeClient(ClientOptions{});
+  for (int i = 0; i < 20; ++i) {
+    Result<Response> r = client->Get("/v1/echo?q=" + std::to_string(i));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, 200);
+  }
+  // The port is free again once the first server stops: SO_REUSEADDR still lets it be reused.
+  server_->Shutdown();
+  Server third(second_options, &second_registry, logs_.logger);
+  EXPECT_TRUE(third.Start().ok());
+  third.Shutdown();
+}
+
 // A client-only process (the `sluice` CLI) must survive a write into a connection the peer has
 // closed: creating a Client ignores SIGPIPE, so the write fails with EPIPE. Each case runs in a
 // re-executed child whose SIGPIPE starts at the default action.

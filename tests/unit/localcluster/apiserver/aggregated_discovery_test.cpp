@@ -91,6 +91,15 @@ TEST(AggregatedDiscoveryTest, CoreGroup) {
   ASSERT_NE(configmaps, nullptr);
   EXPECT_FALSE(configmaps->contains("subresources"));
   EXPECT_FALSE(configmaps->contains("categories"));
+
+  // serviceaccounts/token answers with another group's kind, as in kube.
+  const json* accounts = FindResource(v1, "serviceaccounts");
+  ASSERT_NE(accounts, nullptr);
+  EXPECT_EQ((*accounts)["shortNames"], json::array({"sa"}));
+  ASSERT_EQ((*accounts)["subresources"].size(), 1u);
+  EXPECT_EQ((*accounts)["subresources"][0], json::parse(R"({"subresource": "token",
+      "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"},
+      "verbs": ["create"]})"));
 }
 
 TEST(AggregatedDiscoveryTest, NamedGroupsWithCrds) {

@@ -455,14 +455,25 @@ TEST(BuiltinTableTest, NamespacesLeasesCrdsAndOthers) {
                   "creationTimestamp": "2025-12-31T19:00:00-05:00"}})")),
             json::array({"rolloutpools.sluice.dev", "2026-01-01T00:00:00Z"}));
 
-  ResourceInfo accounts;
-  accounts.version = "v1";
-  accounts.kind = "ServiceAccount";
-  accounts.plural = "serviceaccounts";
-  const json table = Table(accounts, {json::parse(R"({"metadata": {"name": "default",
+  // ServiceAccounts: kube's Secrets column counts the legacy secrets list.
+  const json table =
+      Table(Info("", "serviceaccounts"), {json::parse(R"({"metadata": {"name": "default",
+      "creationTimestamp": "2025-12-31T23:00:00Z"}})"),
+                                          json::parse(R"({"metadata": {"name": "robot",
+      "creationTimestamp": "2025-12-31T23:59:00Z"}, "secrets": [{"name": "a"}, {"name": "b"}]})")});
+  EXPECT_EQ(Names(table), (std::vector<std::string>{"Name", "Secrets", "Age"}));
+  EXPECT_EQ(table["rows"][0]["cells"], json::array({"default", 0, "60m"}));
+  EXPECT_EQ(table["rows"][1]["cells"], json::array({"robot", 2, "60s"}));
+
+  // A resource without a printer of its own gets Name and Age.
+  ResourceInfo widgets;
+  widgets.version = "v1";
+  widgets.kind = "Widget";
+  widgets.plural = "widgets";
+  const json fallback = Table(widgets, {json::parse(R"({"metadata": {"name": "w",
       "creationTimestamp": "2025-12-31T23:00:00Z"}})")});
-  EXPECT_EQ(Names(table), (std::vector<std::string>{"Name", "Age"}));
-  EXPECT_EQ(table["rows"][0]["cells"], json::array({"default", "60m"}));
+  EXPECT_EQ(Names(fallback), (std::vector<std::string>{"Name", "Age"}));
+  EXPECT_EQ(fallback["rows"][0]["cells"], json::array({"w", "60m"}));
 }
 
 TEST(BuiltinTableTest, EveryBuiltinRowHasOneCellPerColumn) {

@@ -184,6 +184,35 @@ TEST(ProtobufObjectsTest, DeleteOptionsAndEviction) {
   EXPECT_EQ(eviction.at("metadata").at("name"), "web");
 }
 
+// `kubectl create serviceaccount` and `kubectl create token` (typed clients) send these.
+TEST(ProtobufObjectsTest, ServiceAccountAndTokenRequest) {
+  const json account =
+      Decode(Envelope("v1", "ServiceAccount",
+                      Bytes(1, Meta("robot", "ml")) + Bytes(3, Bytes(1, "regcred")) + Num(4, 0)));
+  EXPECT_EQ(account, json::parse(R"({
+    "apiVersion": "v1", "kind": "ServiceAccount",
+    "metadata": {"name": "robot", "namespace": "ml", "creationTimestamp": null},
+    "imagePullSecrets": [{"name": "regcred"}], "automountServiceAccountToken": false})"));
+
+  // kubectl create token robot --duration 20m --audience vault --bound-object-kind Pod
+  // --bound-object-name web-0
+  const std::string bound = Bytes(1, "Pod") + Bytes(2, "v1") + Bytes(3, "web-0");
+  const std::string spec = Bytes(1, "vault") + Num(4, 1200) + Bytes(3, bound);
+  const json request = Decode(Envelope("authentication.k8s.io/v1", "TokenRequest",
+                                       Bytes(1, "") + Bytes(2, spec) + Bytes(3, "")));
+  EXPECT_EQ(request.at("apiVersion"), "authentication.k8s.io/v1");
+  EXPECT_EQ(request.at("kind"), "TokenRequest");
+  EXPECT_EQ(request.at("spec"), json::parse(R"({"audiences": ["vault"], "expirationSeconds": 1200,
+      "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "web-0"}})"));
+  EXPECT_EQ(request.at("status"), json::parse(R"({"token": "", "expirationTimestamp": null})"));
+
+  // Plain `kubectl create token robot`: Go's nil slice and nil pointers print as null.
+  const json plain = Decode(Envelope("authentication.k8s.io/v1", "TokenRequest",
+                                     Bytes(1, "") + Bytes(2, "") + Bytes(3, "")));
+  EXPECT_EQ(plain.at("spec"), json::parse(R"({"audiences": null, "expirationSeconds": null,
+      "boundObjectRef": null})"));
+}
+
 TEST(ProtobufObjectsTest, FullObjectMetaAndUnknownFieldsOfEveryWireType) {
   const std::string unknown = Num(99, 7) + Varint((98 << 3) | 1) + std::string(8, 'x') +
                               Varint((97 << 3) | 5) + std::string(4, 'y') +
