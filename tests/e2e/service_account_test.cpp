@@ -53,7 +53,7 @@ std::string FileLine(const std::string& log, const std::string& file) {
 }
 
 TEST(ServiceAccountE2eTest, TokensFromKubectlAndMountedInPodsAuthenticate) {
-  if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
+  ASSERT_TRUE(HaveKubectl()) << "kubectl is not in PATH";
   SluiceSession session;
   ASSERT_TRUE(session.Up()) << session.up().output;
 
