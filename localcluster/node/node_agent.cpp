@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "localcluster/node/node_liveness.h"
 #include "localcluster/node/resource_quantity.h"
 #include "localcluster/node/scheduling.h"
 #include "localcluster/node/scrape_targets.h"
@@ -313,6 +314,7 @@ void NodeAgent::HeartbeatLoop() {
   kube::ResourceClient leases = client_.Resource(kLeases, "kube-node-lease");
   kube::ResourceClient nodes = client_.Resource(kNodes);
   do {
+    const auto round_start = std::chrono::steady_clock::now();
     for (const NodeSpec& spec : options_.cluster.nodes) {
       kube::ObjectPtr node = nodes_->store().Get(spec.name);
       if (node && SimulatedFailure(*node)) continue;
@@ -346,6 +348,8 @@ void NodeAgent::HeartbeatLoop() {
       std::lock_guard<std::mutex> lock(mu_);
       nodes_state_[spec.name].last_heartbeat = std::chrono::steady_clock::now();
     }
+    std::lock_guard<std::mutex> lock(mu_);
+    heartbeat_round_start_ = round_start;
   } while (!token.WaitFor(options_.heartbeat_interval));
 }
 
@@ -392,7 +396,8 @@ void NodeAgent::MonitorNodes() {
         n.failed = false;
         log_.Info("simulated node failure ended", {{"node", spec.name}});
       }
-      const bool stale = now - n.last_heartbeat > options_.node_monitor_grace;
+      const bool stale = NodeHeartbeatLost(now, n.last_heartbeat, heartbeat_round_start_,
+                                           options_.node_monitor_grace);
       if (stale && !n.unreachable_since) {
         n.unreachable_since = now;
         became_unreachable = true;

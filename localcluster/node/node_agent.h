@@ -4,7 +4,8 @@
 // - Registration and heartbeats: each configured node is created (or its labels, capacity and
 //   addresses merged into the stored Node), and every `heartbeat_interval` its Lease in
 //   kube-node-lease is renewed and its status conditions refreshed.
-// - Node lifecycle: a node whose Lease is older than `node_monitor_grace` goes Ready=Unknown
+// - Node lifecycle: a node whose Lease is older than `node_monitor_grace`, and which a completed
+//   heartbeat round skipped (node_liveness.h: a slow agent loses no node), goes Ready=Unknown
 //   with the node.kubernetes.io/unreachable taints; `pod_eviction_timeout` later its pods are
 //   marked Failed (reason NodeLost), freeing their capacity. A node annotated
 //   sluice.dev/simulated-failure=true stops heartbeating and its processes are SIGKILLed, as if
@@ -129,8 +130,10 @@ class NodeAgent {
   std::atomic<bool> ready_{false};
 
   PodWorkerContext context_;
-  mutable std::mutex mu_;                                      // Guards the fields below.
-  std::map<std::string, NodeRuntime> nodes_state_;             // By node name.
+  mutable std::mutex mu_;                           // Guards the fields below.
+  std::map<std::string, NodeRuntime> nodes_state_;  // By node name.
+  // When the newest completed heartbeat round began (node_liveness.h); epoch before the first.
+  std::chrono::steady_clock::time_point heartbeat_round_start_{};
   std::map<std::string, std::unique_ptr<PodWorker>> workers_;  // By pod uid.
   std::map<std::string, std::string> worker_node_;             // uid -> node name.
   std::map<std::string, std::vector<int>> gpu_indices_;        // uid -> simulated GPU indices.

@@ -98,9 +98,10 @@ spec:
 )";
 
 // The node agent's fast failure detection (sluice-node flags through `sluice up`'s environment):
-// a failed node is Ready=Unknown after 6 s and its pods Failed 1 s later. The grace is twelve
-// heartbeats: one heartbeat round renews every node's Lease and status in turn, and on two busy
-// cores a round can take seconds, which with a shorter grace marked healthy nodes NotReady too.
+// a failed node is Ready=Unknown after 6 s and its pods Failed 1 s later. One heartbeat round
+// renews every node's Lease and status in turn and can take seconds on two busy cores; the agent
+// counts a node lost only when a completed round skipped it (node_liveness.h), and the grace of
+// twelve heartbeats keeps the detection well clear of a slow round.
 constexpr char kFastNodeEnv[] =
     "SLUICE_NODE_HEARTBEAT_INTERVAL=500ms SLUICE_NODE_NODE_MONITOR_GRACE_PERIOD=6s "
     "SLUICE_NODE_POD_EVICTION_TIMEOUT=1s SLUICE_OPERATOR_STATUS_PERIOD=500ms";
@@ -231,7 +232,7 @@ TEST(OperatorPlacementTest, ReplicasOfAFailedNodeAreRecreatedOnAnotherNodeOfTheR
         const json pool = cluster.Get("rolloutpool heal");
         return pool.is_object() && pool.value("/status/readyReplicas"_json_pointer, 0) == 2;
       },
-      std::chrono::seconds(60)))
+      std::chrono::seconds(120)))
       << diagnose();
 
   // Fail the node of the first replica, as `sluice node fail` does.
@@ -275,7 +276,7 @@ TEST(OperatorPlacementTest, ReplicasOfAFailedNodeAreRecreatedOnAnotherNodeOfTheR
                cluster.JsonPath("rolloutpool heal",
                                 "{.status.conditions[?(@.type==\"Available\")].status}") == "True";
       },
-      std::chrono::seconds(15)))
+      std::chrono::seconds(30)))
       << pool.dump() << diagnose();
   // The lost replica was reported before it was replaced; the node lost it.
   auto reported = [&] {
@@ -287,10 +288,10 @@ TEST(OperatorPlacementTest, ReplicasOfAFailedNodeAreRecreatedOnAnotherNodeOfTheR
     }
     return false;
   };
-  EXPECT_TRUE(WaitUntil(reported, std::chrono::seconds(15))) << diagnose();
+  EXPECT_TRUE(WaitUntil(reported, std::chrono::seconds(30))) << diagnose();
   EXPECT_TRUE(
       WaitUntil([&] { return !EventsWithReason(cluster, "heal-east-0", "NodeLost").empty(); },
-                std::chrono::seconds(15)))
+                std::chrono::seconds(30)))
       << diagnose();
 
   ASSERT_EQ(kubectl("annotate node " + failed + " sluice.dev/simulated-failure-").exit_code, 0);
