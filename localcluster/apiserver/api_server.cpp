@@ -24,6 +24,7 @@
 #include "localcluster/apiserver/openapi_docs.h"
 #include "localcluster/apiserver/protobuf_objects.h"
 #include "localcluster/apiserver/rate_limiter.h"
+#include "localcluster/apiserver/request_authorization.h"
 #include "localcluster/apiserver/request_info.h"
 #include "localcluster/apiserver/service_accounts.h"
 #include "localcluster/apiserver/strategic_merge_patch.h"
@@ -303,6 +304,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::Create(ApiServerOptions options,
   SLUICE_CHECK(accounts != nullptr);
   SLUICE_RETURN_IF_ERROR(
       EnsureDefaultServiceAccounts(*server->storage_, *accounts, clock->WallNow()));
+  SLUICE_RETURN_IF_ERROR(server->EnsureBootstrapRbac());
   SLUICE_RETURN_IF_ERROR(server->LoadCrds());
   return server;
 }
@@ -320,6 +322,25 @@ Status ApiServer::EnsureSystemNamespaces() {
     }
   }
   return Status::Ok();
+}
+
+Status ApiServer::EnsureBootstrapRbac() {
+  auto ensure = [&](const char* plural, const std::vector<json>& objects) -> Status {
+    const ResourceInfo* info = registry_.Find("rbac.authorization.k8s.io", "v1", plural);
+    SLUICE_CHECK(info != nullptr);
+    for (const json& object : objects) {
+      SLUICE_ASSIGN_OR_RETURN(json prepared, PrepareCreate(*info, object, "", clock_->WallNow()));
+      const std::string name = object["metadata"]["name"];
+      Result<Stored> created =
+          storage_->Create(ObjectKey{StorageKeyResource(*info), "", name}, prepared);
+      if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) {
+        return created.status();
+      }
+    }
+    return Status::Ok();
+  };
+  SLUICE_RETURN_IF_ERROR(ensure("clusterroles", BootstrapClusterRoles()));
+  return ensure("clusterrolebindings", BootstrapClusterRoleBindings());
 }
 
 Status ApiServer::LoadCrds() {
@@ -415,6 +436,21 @@ void ApiServer::Handle(const std::string& method, const httplib::Request& req,
     res.set_content(body.dump(), "application/json");
     return;
   }
+  ImpersonationHeaders impersonation{
+      req.get_header_value("Impersonate-User"), {}, req.get_header_value("Impersonate-Uid")};
+  for (size_t i = 0; i < req.get_header_value_count("Impersonate-Group"); ++i) {
+    impersonation.groups.push_back(req.get_header_value("Impersonate-Group", i));
+  }
+  // Decided from the path alone, before any lookup, as kube does: a forbidden user learns
+  // nothing of which resources or objects exist.
+  if (std::optional<json> denied = AuthorizeRequest(*storage_, &*user, *info, method,
+                                                    Param(req, "fieldSelector"), impersonation)) {
+    if (!impersonation.user.empty()) http::Server::AddAccessLogField("as", impersonation.user);
+    res.status = CodeOf(*denied);
+    res.set_content(denied->dump(), "application/json");
+    return;
+  }
+  if (!impersonation.user.empty()) http::Server::AddAccessLogField("as", user->name);
   if (!info->is_resource_request) {
     HandleNonResource(*info, req, res);
     return;
@@ -635,6 +671,10 @@ void ApiServer::HandleResource(Request& r, httplib::Response& res) {
   }
   if (sub == "binding" && verb != "create") {
     ReplyStatus(Status::InvalidArgument("pods/binding supports create only"), &r, res);
+    return;
+  }
+  if (IsReviewResource(resource.group, resource.plural)) {
+    CreateReview(r, res);  // The registry allows create only.
     return;
   }
   if (sub == "token") {
@@ -1553,6 +1593,36 @@ void ApiServer::CreateToken(Request& r, httplib::Response& res) {
                         *body, clock_->WallNow());
   res.status = reply.code;
   res.set_content(reply.body.dump(), "application/json");
+}
+
+void ApiServer::CreateReview(Request& r, httplib::Response& res) {
+  Result<json> body = r.Body();
+  if (!body.ok()) {
+    ReplyStatus(body.status(), &r, res);
+    return;
+  }
+  Result<RbacPolicy> policy = ReadRbacPolicy(*storage_);
+  if (!policy.ok()) {
+    ReplyStatus(policy.status(), &r, res);
+    return;
+  }
+  Result<json> answer =
+      AnswerReview(r.resource.plural, std::move(*body), r.user, r.info.namespace_, *policy);
+  if (!answer.ok() && answer.status().code() == StatusCode::kUnprocessable) {
+    const json invalid = InvalidStatusJson(r.QualifiedKind(), "", r.resource.group, r.resource.kind,
+                                           {{answer.status().field(), answer.status().message()}});
+    res.status = 422;
+    res.set_content(invalid.dump(), "application/json");
+    return;
+  }
+  if (!answer.ok()) {
+    ReplyStatus(answer.status(), &r, res);
+    return;
+  }
+  (*answer)["apiVersion"] = r.resource.ApiVersion();
+  (*answer)["kind"] = r.resource.kind;
+  res.status = 201;
+  res.set_content(answer->dump(), "application/json");
 }
 
 void ApiServer::AddDefaultServiceAccount(const std::string& namespace_) {

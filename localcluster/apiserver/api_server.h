@@ -10,8 +10,10 @@
 // Requests go through common/http/server.h (body cap, timeouts, access logs, /healthz, /readyz,
 // /metrics); the Authenticator (authenticator.h) accepts the admin token and service-account
 // tokens, answers anything else with kube's 401 and puts each request's user in the access log;
-// a per-client token bucket answers 429 with Retry-After. ServiceAccounts get kube's defaults
-// (service_accounts.h) and the TokenRequest subresource (token_request.h).
+// a per-client token bucket answers 429 with Retry-After. Impersonation headers (`kubectl --as`)
+// then RBAC (rbac_authorizer.h, request_authorization.h) decide every request's access, with
+// kube's 403. ServiceAccounts get kube's defaults (service_accounts.h) and the TokenRequest
+// subresource (token_request.h).
 //
 // Ownership: owns the storage, the registry of served resources and the garbage collector.
 // Thread safety: Start/Shutdown from the owning thread; handlers run concurrently on the HTTP
@@ -93,6 +95,8 @@ class ApiServer {
   // Creates default, kube-system, kube-public and kube-node-lease when missing, as a cluster
   // has them from the start.
   Status EnsureSystemNamespaces();
+  // Creates kube's default ClusterRoles and ClusterRoleBindings (rbac_authorizer.h) when missing.
+  Status EnsureBootstrapRbac();
 
   void Handle(const std::string& method, const httplib::Request& req, httplib::Response& res);
   void HandleNonResource(const RequestInfo& info, const httplib::Request& req,
@@ -111,6 +115,8 @@ class ApiServer {
   void WriteScale(Request& r, httplib::Response& res);
   void PodLog(Request& r, httplib::Response& res);
   void CreateToken(Request& r, httplib::Response& res);  // serviceaccounts/token.
+  // Access reviews (`kubectl auth can-i`, `kubectl auth whoami`): answered, not stored.
+  void CreateReview(Request& r, httplib::Response& res);
   // Creates the `default` ServiceAccount of `namespace_` when missing (kube's serviceaccounts
   // controller, run inline after namespace creates and ServiceAccount deletes); errors are logged.
   void AddDefaultServiceAccount(const std::string& namespace_);

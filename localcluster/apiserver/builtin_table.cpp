@@ -613,6 +613,22 @@ json CrdRow(const json& crd, Clock::WallTime /*now*/) {
   return {{"cells", {Name(crd), Rfc3339(Get(crd, {"metadata", "creationTimestamp"}))}}};
 }
 
+// Role, Age, then (wide) the users, groups and ServiceAccounts ("ns/name") it is granted to.
+json BindingRow(const json& binding, Clock::WallTime now) {
+  std::string kinds[3];  // User, Group, ServiceAccount.
+  for (const json& subject : binding.value("subjects", json::array())) {
+    const std::string kind = Str(Get(subject, {"kind"}));
+    std::string name = Str(Get(subject, {"name"}));
+    const int i = kind == "User" ? 0 : kind == "Group" ? 1 : kind == "ServiceAccount" ? 2 : -1;
+    if (i < 0) continue;
+    if (i == 2) name = Str(Get(subject, {"namespace"})) + "/" + name;
+    kinds[i] += (kinds[i].empty() ? "" : ", ") + name;
+  }
+  const std::string role =
+      Str(Get(binding, {"roleRef", "kind"})) + "/" + Str(Get(binding, {"roleRef", "name"}));
+  return {{"cells", {Name(binding), role, Age(binding, now), kinds[0], kinds[1], kinds[2]}}};
+}
+
 json DefaultRow(const json& obj, Clock::WallTime now) {
   return {{"cells", {Name(obj), Age(obj, now)}}};
 }
@@ -719,6 +735,17 @@ const Printer& PrinterFor(const ResourceInfo& info) {
     m["coordination.k8s.io/leases"] = {
         {NameCol(), Col("Holder", "The identity of the holder of a current lease."), AgeCol()},
         LeaseRow};
+    const Printer roles = {{NameCol(), Col("Created At", "When the role was created.", 0, "date")},
+                           CrdRow};
+    m["rbac.authorization.k8s.io/roles"] = roles;
+    m["rbac.authorization.k8s.io/clusterroles"] = roles;
+    const Printer bindings = {
+        {NameCol(), Col("Role", "The Role or ClusterRole granted."), AgeCol(),
+         Col("Users", "Users in the binding.", 1), Col("Groups", "Groups in the binding.", 1),
+         Col("ServiceAccounts", "ServiceAccounts in the binding.", 1)},
+        BindingRow};
+    m["rbac.authorization.k8s.io/rolebindings"] = bindings;
+    m["rbac.authorization.k8s.io/clusterrolebindings"] = bindings;
     m["apiextensions.k8s.io/customresourcedefinitions"] = {
         {NameCol(),
          Col("Created At",

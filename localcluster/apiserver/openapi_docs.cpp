@@ -303,6 +303,18 @@ std::vector<BuiltinField> BuiltinFields(std::string_view group, std::string_view
             {"automountServiceAccountToken", 'b', "Whether pods get its token mounted."}};
   }
   if (kind == "Lease") return {{"spec", 'o', "Specification of the Lease."}};
+  if (kind == "Role" || kind == "ClusterRole") {
+    std::vector<BuiltinField> fields = {
+        {"rules", 'a', "The PolicyRules of this " + std::string(kind) + "."}};
+    if (kind == "ClusterRole") {
+      fields.push_back({"aggregationRule", 'o', "How to build the rules of this ClusterRole."});
+    }
+    return fields;
+  }
+  if (kind == "RoleBinding" || kind == "ClusterRoleBinding") {
+    return {{"subjects", 'a', "The users, groups and ServiceAccounts the role is granted to."},
+            {"roleRef", 'o', "The Role or ClusterRole granted; it cannot be changed."}};
+  }
   if (kind == "Event" && group.empty()) {
     return {{"involvedObject", 'o', "The object this event is about."},
             {"reason", 's', "Short, machine-understandable reason for the transition."},

@@ -31,6 +31,8 @@ enum class Type : uint8_t {
   kQuantity,     // resource.Quantity {string = 1}: the string.
   kIntOrString,  // intstr.IntOrString {type = 1, intVal = 2, strVal = 3}: a number or a string.
   kFieldsV1,     // metav1.FieldsV1 {raw = 1}: the JSON document held in raw.
+  kStringList,   // A message {repeated string items = 1} that Go holds as a []string
+                 // (authorization's ExtraValue): a list, [] when it has no items.
 };
 
 enum class Shape : uint8_t {
@@ -97,6 +99,9 @@ constexpr FieldDef LongP(uint32_t n, std::string_view j) {
 constexpr FieldDef Bool(uint32_t n, std::string_view j) {
   return Scalar(n, j, Type::kBool, Presence::kOmitEmpty);
 }
+constexpr FieldDef BoolA(uint32_t n, std::string_view j) {
+  return Scalar(n, j, Type::kBool, Presence::kAlways);
+}
 constexpr FieldDef BoolP(uint32_t n, std::string_view j) {
   return Scalar(n, j, Type::kBool, Presence::kPointer);
 }
@@ -140,6 +145,10 @@ constexpr FieldDef Inline(uint32_t n, const MessageDef& m) {
 constexpr FieldDef Strs(uint32_t n, std::string_view j) {
   return {n, j, Type::kString, Shape::kList, Presence::kOmitEmpty, nullptr};
 }
+// No omitempty: null when not sent.
+constexpr FieldDef StrsA(uint32_t n, std::string_view j) {
+  return {n, j, Type::kString, Shape::kList, Presence::kAlways, nullptr};
+}
 constexpr FieldDef Longs(uint32_t n, std::string_view j) {
   return {n, j, Type::kInt64, Shape::kList, Presence::kOmitEmpty, nullptr};
 }
@@ -151,6 +160,9 @@ constexpr FieldDef BytesMap(uint32_t n, std::string_view j) {
 }
 constexpr FieldDef QtyMap(uint32_t n, std::string_view j) {
   return {n, j, Type::kQuantity, Shape::kMap, Presence::kOmitEmpty, nullptr};
+}
+constexpr FieldDef StrListMap(uint32_t n, std::string_view j) {
+  return {n, j, Type::kStringList, Shape::kMap, Presence::kOmitEmpty, nullptr};
 }
 
 // Field numbers, JSON names and Go pointer/omitempty shapes as in k8s.io/api and
@@ -172,6 +184,7 @@ SLUICE_MESSAGE(kObjectMeta, "ObjectMeta", Str(1, "name"), Str(2, "generateName")
                LongP(10, "deletionGracePeriodSeconds"), StrMap(11, "labels"),
                StrMap(12, "annotations"), Objs(13, "ownerReferences", kOwnerReference),
                Strs(14, "finalizers"), Objs(17, "managedFields", kManagedFieldsEntry));
+// LabelSelectorRequirement, and FieldSelectorRequirement, which has the same fields and numbers.
 SLUICE_MESSAGE(kLabelSelectorRequirement, "LabelSelectorRequirement", StrA(1, "key"),
                StrA(2, "operator"), Strs(3, "values"));
 SLUICE_MESSAGE(kLabelSelector, "LabelSelector", StrMap(1, "matchLabels"),
@@ -466,8 +479,7 @@ SLUICE_MESSAGE(kServiceAccount, "ServiceAccount", Obj(1, "metadata", kObjectMeta
                BoolP(4, "automountServiceAccountToken"));
 SLUICE_MESSAGE(kBoundObjectReference, "BoundObjectReference", Str(1, "kind"), Str(2, "apiVersion"),
                Str(3, "name"), Str(4, "uid"));
-SLUICE_MESSAGE(kTokenRequestSpec, "TokenRequestSpec",
-               FieldDef{1, "audiences", Type::kString, Shape::kList, Presence::kAlways, nullptr},
+SLUICE_MESSAGE(kTokenRequestSpec, "TokenRequestSpec", StrsA(1, "audiences"),
                Scalar(4, "expirationSeconds", Type::kInt64, Presence::kNullable),
                FieldDef{3, "boundObjectRef", Type::kMessage, Shape::kSingle, Presence::kNullable,
                         &kBoundObjectReference});
@@ -475,6 +487,65 @@ SLUICE_MESSAGE(kTokenRequestStatus, "TokenRequestStatus", StrA(1, "token"),
                TimeA(2, "expirationTimestamp"));
 SLUICE_MESSAGE(kTokenRequest, "TokenRequest", Obj(1, "metadata", kObjectMeta),
                Obj(2, "spec", kTokenRequestSpec), Obj(3, "status", kTokenRequestStatus));
+
+// rbac.authorization.k8s.io/v1 (`kubectl create role|clusterrole|rolebinding|clusterrolebinding`).
+SLUICE_MESSAGE(kPolicyRule, "PolicyRule", StrsA(1, "verbs"), Strs(2, "apiGroups"),
+               Strs(3, "resources"), Strs(4, "resourceNames"), Strs(5, "nonResourceURLs"));
+SLUICE_MESSAGE(kAggregationRule, "AggregationRule",
+               Objs(1, "clusterRoleSelectors", kLabelSelector));
+SLUICE_MESSAGE(kRole, "Role", Obj(1, "metadata", kObjectMeta), ObjsA(2, "rules", kPolicyRule));
+SLUICE_MESSAGE(kClusterRole, "ClusterRole", Obj(1, "metadata", kObjectMeta),
+               ObjsA(2, "rules", kPolicyRule), ObjP(3, "aggregationRule", kAggregationRule));
+SLUICE_MESSAGE(kSubject, "Subject", StrA(1, "kind"), Str(2, "apiGroup"), StrA(3, "name"),
+               Str(4, "namespace"));
+SLUICE_MESSAGE(kRoleRef, "RoleRef", StrA(1, "apiGroup"), StrA(2, "kind"), StrA(3, "name"));
+// RoleBinding and ClusterRoleBinding.
+SLUICE_MESSAGE(kRoleBinding, "RoleBinding", Obj(1, "metadata", kObjectMeta),
+               Objs(2, "subjects", kSubject), Obj(3, "roleRef", kRoleRef));
+
+// authorization.k8s.io/v1 (`kubectl auth can-i`, and the reviews other clients post).
+// LabelSelectorAttributes and FieldSelectorAttributes.
+SLUICE_MESSAGE(kSelectorAttributes, "SelectorAttributes", Str(1, "rawSelector"),
+               Objs(2, "requirements", kLabelSelectorRequirement));
+SLUICE_MESSAGE(kResourceAttributes, "ResourceAttributes", Str(1, "namespace"), Str(2, "verb"),
+               Str(3, "group"), Str(4, "version"), Str(5, "resource"), Str(6, "subresource"),
+               Str(7, "name"), ObjP(8, "fieldSelector", kSelectorAttributes),
+               ObjP(9, "labelSelector", kSelectorAttributes));
+SLUICE_MESSAGE(kNonResourceAttributes, "NonResourceAttributes", Str(1, "path"), Str(2, "verb"));
+SLUICE_MESSAGE(kSelfSubjectAccessReviewSpec, "SelfSubjectAccessReviewSpec",
+               ObjP(1, "resourceAttributes", kResourceAttributes),
+               ObjP(2, "nonResourceAttributes", kNonResourceAttributes));
+SLUICE_MESSAGE(kSubjectAccessReviewSpec, "SubjectAccessReviewSpec",
+               ObjP(1, "resourceAttributes", kResourceAttributes),
+               ObjP(2, "nonResourceAttributes", kNonResourceAttributes), Str(3, "user"),
+               Strs(4, "groups"), StrListMap(5, "extra"), Str(6, "uid"));
+SLUICE_MESSAGE(kSubjectAccessReviewStatus, "SubjectAccessReviewStatus", BoolA(1, "allowed"),
+               Bool(4, "denied"), Str(2, "reason"), Str(3, "evaluationError"));
+// SubjectAccessReview and LocalSubjectAccessReview.
+SLUICE_MESSAGE(kSubjectAccessReview, "SubjectAccessReview", Obj(1, "metadata", kObjectMeta),
+               Obj(2, "spec", kSubjectAccessReviewSpec),
+               Obj(3, "status", kSubjectAccessReviewStatus));
+SLUICE_MESSAGE(kSelfSubjectAccessReview, "SelfSubjectAccessReview", Obj(1, "metadata", kObjectMeta),
+               Obj(2, "spec", kSelfSubjectAccessReviewSpec),
+               Obj(3, "status", kSubjectAccessReviewStatus));
+SLUICE_MESSAGE(kSelfSubjectRulesReviewSpec, "SelfSubjectRulesReviewSpec", Str(1, "namespace"));
+SLUICE_MESSAGE(kResourceRule, "ResourceRule", StrsA(1, "verbs"), Strs(2, "apiGroups"),
+               Strs(3, "resources"), Strs(4, "resourceNames"));
+SLUICE_MESSAGE(kNonResourceRule, "NonResourceRule", StrsA(1, "verbs"), Strs(2, "nonResourceURLs"));
+SLUICE_MESSAGE(kSubjectRulesReviewStatus, "SubjectRulesReviewStatus",
+               ObjsA(1, "resourceRules", kResourceRule),
+               ObjsA(2, "nonResourceRules", kNonResourceRule), BoolA(3, "incomplete"),
+               Str(4, "evaluationError"));
+SLUICE_MESSAGE(kSelfSubjectRulesReview, "SelfSubjectRulesReview", Obj(1, "metadata", kObjectMeta),
+               Obj(2, "spec", kSelfSubjectRulesReviewSpec),
+               Obj(3, "status", kSubjectRulesReviewStatus));
+// authentication.k8s.io/v1 SelfSubjectReview (`kubectl auth whoami`): the client sends only
+// metadata; the status is the server's answer.
+SLUICE_MESSAGE(kUserInfo, "UserInfo", Str(1, "username"), Str(2, "uid"), Strs(3, "groups"),
+               StrListMap(4, "extra"));
+SLUICE_MESSAGE(kSelfSubjectReviewStatus, "SelfSubjectReviewStatus", Obj(1, "userInfo", kUserInfo));
+SLUICE_MESSAGE(kSelfSubjectReview, "SelfSubjectReview", Obj(1, "metadata", kObjectMeta),
+               Obj(2, "status", kSelfSubjectReviewStatus));
 
 #undef SLUICE_MESSAGE
 
@@ -496,6 +567,15 @@ constexpr KindDef kKinds[] = {
     {"policy/v1", "Eviction", &kEviction},
     {"v1", "ServiceAccount", &kServiceAccount},
     {"authentication.k8s.io/v1", "TokenRequest", &kTokenRequest},
+    {"rbac.authorization.k8s.io/v1", "Role", &kRole},
+    {"rbac.authorization.k8s.io/v1", "ClusterRole", &kClusterRole},
+    {"rbac.authorization.k8s.io/v1", "RoleBinding", &kRoleBinding},
+    {"rbac.authorization.k8s.io/v1", "ClusterRoleBinding", &kRoleBinding},
+    {"authorization.k8s.io/v1", "SelfSubjectAccessReview", &kSelfSubjectAccessReview},
+    {"authorization.k8s.io/v1", "SubjectAccessReview", &kSubjectAccessReview},
+    {"authorization.k8s.io/v1", "LocalSubjectAccessReview", &kSubjectAccessReview},
+    {"authorization.k8s.io/v1", "SelfSubjectRulesReview", &kSelfSubjectRulesReview},
+    {"authentication.k8s.io/v1", "SelfSubjectReview", &kSelfSubjectReview},
 };
 
 const MessageDef* FindKind(std::string_view api_version, std::string_view kind) {
@@ -846,6 +926,24 @@ Result<json> DecodeFieldsV1(std::string_view bytes) {
   return parsed;
 }
 
+// Go's ExtraValue: a fresh, non-nil []string, so [] when no item is sent.
+Result<json> DecodeStringList(std::string_view bytes) {
+  json items = json::array();
+  Reader reader(bytes);
+  while (!reader.AtEnd()) {
+    uint32_t number = 0, wire = 0;
+    SLUICE_RETURN_IF_ERROR(reader.Tag(&number, &wire));
+    if (number == 1 && wire == kLengthDelimited) {
+      std::string_view item;
+      SLUICE_RETURN_IF_ERROR(reader.LengthDelimited(&item));
+      items.push_back(ValidUtf8(item));
+    } else {
+      SLUICE_RETURN_IF_ERROR(reader.Skip(wire));
+    }
+  }
+  return items;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Messages.
 
@@ -942,6 +1040,7 @@ class Decoder {
       case Type::kTime:
       case Type::kMicroTime:
       case Type::kFieldsV1:
+      case Type::kStringList:
         return nullptr;
     }
     return nullptr;
@@ -985,6 +1084,8 @@ class Decoder {
         return DecodeIntOrString(bytes);
       case Type::kFieldsV1:
         return DecodeFieldsV1(bytes);
+      case Type::kStringList:
+        return DecodeStringList(bytes);
       default:
         return Malformed("unexpected length-delimited value");
     }

@@ -1,6 +1,7 @@
 #include "localcluster/apiserver/resource_registry.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace sluice::apiserver {
 namespace {
@@ -70,6 +71,23 @@ ResourceRegistry ResourceRegistry::WithBuiltins() {
   r.Add(Builtin("", "v1", "Node", "nodes", false, {"no"}, true));
   r.Add(Builtin("events.k8s.io", "v1", "Event", "events", true, {"ev"}));
   r.Add(Builtin("coordination.k8s.io", "v1", "Lease", "leases", true));
+  r.Add(Builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", true));
+  r.Add(Builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false));
+  r.Add(Builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true));
+  r.Add(Builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
+                false));
+  // Reviews are answered, not stored (request_authorization.h): create is their only verb.
+  for (auto [group, kind, plural, namespaced] :
+       {std::tuple{"authorization.k8s.io", "SelfSubjectAccessReview", "selfsubjectaccessreviews",
+                   false},
+        std::tuple{"authorization.k8s.io", "SubjectAccessReview", "subjectaccessreviews", false},
+        std::tuple{"authorization.k8s.io", "LocalSubjectAccessReview",
+                   "localsubjectaccessreviews", true},
+        std::tuple{"authentication.k8s.io", "SelfSubjectReview", "selfsubjectreviews", false}}) {
+    ResourceInfo review = Builtin(group, "v1", kind, plural, namespaced);
+    review.verbs = {"create"};
+    r.Add(std::move(review));
+  }
   r.Add(Builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition",
                 "customresourcedefinitions", false, {"crd", "crds"}, true));
   return r;

@@ -1,6 +1,7 @@
 // End-to-end: ServiceAccounts and their tokens on a cluster from `sluice up`, driven by the real
 // kubectl: `kubectl create serviceaccount` and `kubectl create token` (both sent as protobuf),
-// requests authenticated with the token (and a tampered token refused with 401), the admission
+// requests authenticated with the token (RBAC names its user; a tampered token is refused with
+// 401), the admission
 // of a pod whose ServiceAccount is missing, and a pod (sluice/testpod) that reads the token,
 // namespace and CA the node agent mounts at /var/run/secrets/kubernetes.io/serviceaccount.
 #include <gtest/gtest.h>
@@ -70,9 +71,12 @@ TEST(ServiceAccountE2eTest, TokensFromKubectlAndMountedInPodsAuthenticate) {
   EXPECT_EQ(claims.value("sub", ""), "system:serviceaccount:default:robot");
   EXPECT_EQ(claims.value("exp", int64_t{0}) - claims.value("iat", int64_t{0}), 900);
 
-  // The token authenticates (no RBAC yet, so it may do what the admin may) ...
+  // The token authenticates: RBAC refuses the robot by name (it has no binding; rbac_test.cpp
+  // grants it some) ...
   CommandResult as_robot = session.Kubectl("--token=" + token + " get pods");
-  EXPECT_EQ(as_robot.exit_code, 0) << as_robot.output;
+  EXPECT_NE(as_robot.output.find("User \"system:serviceaccount:default:robot\" cannot list"),
+            std::string::npos)
+      << as_robot.output;
   EXPECT_TRUE(WaitUntil(
       [&] {
         return session.Log("apiserver", 1 << 24)
@@ -123,8 +127,18 @@ TEST(ServiceAccountE2eTest, TokensFromKubectlAndMountedInPodsAuthenticate) {
   EXPECT_EQ(pod_claims.value("exp", int64_t{0}) - pod_claims.value("iat", int64_t{0}), 3607);
   EXPECT_EQ(pod_claims.value("/kubernetes.io/pod/uid"_json_pointer, ""),
             session.JsonPath("pod reader", "{.metadata.uid}"));
+  // The pod's token is its ServiceAccount's, with what RBAC grants that: here the view role.
+  ASSERT_EQ(session
+                .Kubectl("create rolebinding default-view --clusterrole=view "
+                         "--serviceaccount=default:default")
+                .exit_code,
+            0);
   CommandResult as_pod = session.Kubectl("--token=" + pod_token + " get pod reader");
   EXPECT_EQ(as_pod.exit_code, 0) << as_pod.output;
+  CommandResult deleting = session.Kubectl("--token=" + pod_token + " delete pod reader");
+  EXPECT_NE(deleting.output.find("User \"system:serviceaccount:default:default\" cannot delete"),
+            std::string::npos)
+      << deleting.output;
 }
 
 }  // namespace

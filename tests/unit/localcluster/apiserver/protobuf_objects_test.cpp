@@ -213,6 +213,144 @@ TEST(ProtobufObjectsTest, ServiceAccountAndTokenRequest) {
       "boundObjectRef": null})"));
 }
 
+// `kubectl create role|clusterrole` (typed clients) send these.
+TEST(ProtobufObjectsTest, RoleAndClusterRole) {
+  // kubectl create role pod-reader -n ml --verb=get,list --resource=pods --resource-name=web-0,
+  // plus a second rule for deployments in apps.
+  const std::string pods =
+      Bytes(1, "get") + Bytes(1, "list") + Bytes(2, "") + Bytes(3, "pods") + Bytes(4, "web-0");
+  const std::string deployments =
+      Bytes(1, "get") + Bytes(2, "apps") + Bytes(3, "deployments") + Bytes(3, "deployments/scale");
+  EXPECT_EQ(
+      Decode(Envelope("rbac.authorization.k8s.io/v1", "Role",
+                      Bytes(1, Meta("pod-reader", "ml")) + Bytes(2, pods) + Bytes(2, deployments))),
+      json::parse(R"({
+    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+    "metadata": {"name": "pod-reader", "namespace": "ml", "creationTimestamp": null},
+    "rules": [{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"],
+               "resourceNames": ["web-0"]},
+              {"verbs": ["get"], "apiGroups": ["apps"],
+               "resources": ["deployments", "deployments/scale"]}]})"));
+
+  // kubectl create clusterrole metrics-reader --verb=get --non-resource-url=/metrics
+  // --non-resource-url=/healthz/*
+  const std::string urls = Bytes(1, "get") + Bytes(5, "/metrics") + Bytes(5, "/healthz/*");
+  EXPECT_EQ(Decode(Envelope("rbac.authorization.k8s.io/v1", "ClusterRole",
+                            Bytes(1, Meta("metrics-reader", "")) + Bytes(2, urls))),
+            json::parse(R"({
+    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+    "metadata": {"name": "metrics-reader", "creationTimestamp": null},
+    "rules": [{"verbs": ["get"], "nonResourceURLs": ["/metrics", "/healthz/*"]}]})"));
+
+  // kubectl create clusterrole view-all --aggregation-rule=sluice.dev/aggregate-to-view=true:
+  // no rules, which Go prints as null (rules has no omitempty).
+  const std::string selector = Bytes(1, Entry("sluice.dev/aggregate-to-view", "true"));
+  EXPECT_EQ(Decode(Envelope("rbac.authorization.k8s.io/v1", "ClusterRole",
+                            Bytes(1, Meta("view-all", "")) + Bytes(3, Bytes(1, selector)))),
+            json::parse(R"({
+    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+    "metadata": {"name": "view-all", "creationTimestamp": null}, "rules": null,
+    "aggregationRule": {"clusterRoleSelectors": [
+        {"matchLabels": {"sluice.dev/aggregate-to-view": "true"}}]}})"));
+}
+
+// `kubectl create rolebinding|clusterrolebinding`.
+TEST(ProtobufObjectsTest, RoleBindingAndClusterRoleBinding) {
+  // kubectl create rolebinding robot-reads -n ml --role=pod-reader --serviceaccount=ml:robot
+  // --user=alice
+  const std::string robot =
+      Bytes(1, "ServiceAccount") + Bytes(2, "") + Bytes(3, "robot") + Bytes(4, "ml");
+  const std::string alice =
+      Bytes(1, "User") + Bytes(2, "rbac.authorization.k8s.io") + Bytes(3, "alice") + Bytes(4, "");
+  const std::string role_ref =
+      Bytes(1, "rbac.authorization.k8s.io") + Bytes(2, "Role") + Bytes(3, "pod-reader");
+  EXPECT_EQ(Decode(Envelope("rbac.authorization.k8s.io/v1", "RoleBinding",
+                            Bytes(1, Meta("robot-reads", "ml")) + Bytes(2, robot) +
+                                Bytes(2, alice) + Bytes(3, role_ref))),
+            json::parse(R"({
+    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+    "metadata": {"name": "robot-reads", "namespace": "ml", "creationTimestamp": null},
+    "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": "ml"},
+                 {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}],
+    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                "name": "pod-reader"}})"));
+
+  // No subjects (omitempty) and no roleRef (a struct, printed with its zero fields).
+  EXPECT_EQ(Decode(Envelope("rbac.authorization.k8s.io/v1", "ClusterRoleBinding",
+                            Bytes(1, Meta("empty", "")))),
+            json::parse(R"({
+    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+    "metadata": {"name": "empty", "creationTimestamp": null},
+    "roleRef": {"apiGroup": "", "kind": "", "name": ""}})"));
+}
+
+// `kubectl auth can-i`.
+TEST(ProtobufObjectsTest, SelfSubjectAccessReview) {
+  // kubectl auth can-i create deployments.apps --subresource=scale -n ml; kubectl's writer sends
+  // every string and the zero status.
+  const std::string attributes = Bytes(1, "ml") + Bytes(2, "create") + Bytes(3, "apps") +
+                                 Bytes(4, "") + Bytes(5, "deployments") + Bytes(6, "scale") +
+                                 Bytes(7, "");
+  const std::string status = Num(1, 0) + Bytes(2, "") + Bytes(3, "") + Num(4, 0);
+  EXPECT_EQ(
+      Decode(Envelope("authorization.k8s.io/v1", "SelfSubjectAccessReview",
+                      Bytes(1, Bytes(8, "")) + Bytes(2, Bytes(1, attributes)) + Bytes(3, status))),
+      json::parse(R"({
+    "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+    "metadata": {"creationTimestamp": null},
+    "spec": {"resourceAttributes": {"namespace": "ml", "verb": "create", "group": "apps",
+                                    "resource": "deployments", "subresource": "scale"}},
+    "status": {"allowed": false}})"));
+
+  // kubectl auth can-i get /logs; no status sent: allowed (no omitempty) is still printed.
+  EXPECT_EQ(
+      Decode(Envelope("authorization.k8s.io/v1", "SelfSubjectAccessReview",
+                      Bytes(1, "") + Bytes(2, Bytes(2, Bytes(1, "/logs") + Bytes(2, "get"))))),
+      json::parse(R"({
+    "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+    "metadata": {"creationTimestamp": null},
+    "spec": {"nonResourceAttributes": {"path": "/logs", "verb": "get"}},
+    "status": {"allowed": false}})"));
+}
+
+TEST(ProtobufObjectsTest, SubjectAccessReviewsAndRulesReview) {
+  // Extra values are lists; one sent without items is [] (Go's ExtraValue{}), not null.
+  const std::string selector =
+      Bytes(1, "app=web") + Bytes(2, Bytes(1, "tier") + Bytes(2, "In") + Bytes(3, "a"));
+  const std::string spec = Bytes(1, Bytes(2, "list") + Bytes(5, "pods") + Bytes(9, selector)) +
+                           Bytes(3, "alice") + Bytes(4, "dev") + Bytes(4, "system:authenticated") +
+                           Bytes(5, Entry("scopes", Bytes(1, "a") + Bytes(1, "b"))) +
+                           Bytes(5, Bytes(1, "none")) + Bytes(6, "uid-7");
+  const std::string status = Num(1, 1) + Bytes(2, "bound by a role");
+  EXPECT_EQ(Decode(Envelope("authorization.k8s.io/v1", "SubjectAccessReview",
+                            Bytes(1, "") + Bytes(2, spec) + Bytes(3, status))),
+            json::parse(R"({
+    "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+    "metadata": {"creationTimestamp": null},
+    "spec": {"resourceAttributes": {"verb": "list", "resource": "pods",
+                                    "labelSelector": {"rawSelector": "app=web",
+                                        "requirements": [{"key": "tier", "operator": "In",
+                                                          "values": ["a"]}]}},
+             "user": "alice", "groups": ["dev", "system:authenticated"],
+             "extra": {"scopes": ["a", "b"], "none": []}, "uid": "uid-7"},
+    "status": {"allowed": true, "reason": "bound by a role"}})"));
+
+  EXPECT_EQ(Decode(Envelope("authorization.k8s.io/v1", "LocalSubjectAccessReview",
+                            Bytes(1, Meta("", "ml")) + Bytes(2, Bytes(3, "bob")))),
+            json::parse(R"({
+    "apiVersion": "authorization.k8s.io/v1", "kind": "LocalSubjectAccessReview",
+    "metadata": {"namespace": "ml", "creationTimestamp": null}, "spec": {"user": "bob"},
+    "status": {"allowed": false}})"));
+
+  // kubectl auth can-i --list -n ml
+  EXPECT_EQ(Decode(Envelope("authorization.k8s.io/v1", "SelfSubjectRulesReview",
+                            Bytes(1, "") + Bytes(2, Bytes(1, "ml")) + Bytes(3, ""))),
+            json::parse(R"({
+    "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+    "metadata": {"creationTimestamp": null}, "spec": {"namespace": "ml"},
+    "status": {"resourceRules": null, "nonResourceRules": null, "incomplete": false}})"));
+}
+
 TEST(ProtobufObjectsTest, FullObjectMetaAndUnknownFieldsOfEveryWireType) {
   const std::string unknown = Num(99, 7) + Varint((98 << 3) | 1) + std::string(8, 'x') +
                               Varint((97 << 3) | 5) + std::string(4, 'y') +

@@ -1,38 +1,22 @@
 // ServiceAccounts through the local API server's HTTP API (api_server.h): the default
 // ServiceAccount of every namespace, the TokenRequest subresource, requests authenticated with
 // the tokens it issues (and refused with kube's 401 once they are not valid), the user in the
-// access log, and the ServiceAccount admission of pods. An ApiServer runs in-process on a free port
-// over MemoryStorage; clients are sluice::http::Client, as in api_server_test.cpp.
+// access log, and the ServiceAccount admission of pods, on an in-process server
+// (in_process_api_server.h).
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <iostream>
-#include <memory>
-#include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
-#include <vector>
 
-#include "common/clock.h"
-#include "common/http/bearer_token.h"
-#include "common/http/client.h"
-#include "common/logging/logger.h"
-#include "common/metrics/registry.h"
-#include "localcluster/apiserver/api_server.h"
-#include "localcluster/apiserver/memory_storage.h"
+#include "tests/unit/localcluster/apiserver/in_process_api_server.h"
 
 namespace sluice::apiserver {
 namespace {
 
 using nlohmann::json;
-using std::chrono::milliseconds;
-using std::chrono::seconds;
 
-constexpr char kAdminToken[] = "service-account-api-test-token";
 constexpr char kAccounts[] = "/api/v1/namespaces/default/serviceaccounts";
 constexpr char kPods[] = "/api/v1/namespaces/default/pods";
-
-json Body(const http::Response& r) { return json::parse(r.body, nullptr, false); }
 
 json Pod(const std::string& name, const std::string& account = "") {
   json pod = {{"apiVersion", "v1"},
@@ -43,73 +27,26 @@ json Pod(const std::string& name, const std::string& account = "") {
   return pod;
 }
 
-class ServiceAccountApiTest : public ::testing::Test {
+class ServiceAccountApiTest : public InProcessApiServerTest {
  protected:
   void SetUp() override {
-    ApiServerOptions options;
-    options.http.port = 0;
-    options.http.auth = http::TokenSource::FromValue(kAdminToken);
-    options.http.shutdown_grace = milliseconds(500);
-    options.gc_period = milliseconds(50);
-    options.service_account_tokens.signing_key = "service-account-api-test-key";
-    log::Logger logger("apiserver-test", clock_, [this](std::string_view line) {
-      std::lock_guard<std::mutex> lock(log_mu_);
-      log_lines_.emplace_back(line);
-    });
-    Result<std::unique_ptr<ApiServer>> server = ApiServer::Create(
-        std::move(options), std::make_unique<MemoryStorage>(), &clock_, &metrics_, logger);
-    ASSERT_TRUE(server.ok()) << server.status().message();
-    server_ = std::move(*server);
-    ASSERT_TRUE(server_->Start().ok());
-    admin_ = Client(kAdminToken);
-    ASSERT_NE(admin_, nullptr);
+    InProcessApiServerTest::SetUp();
+    if (HasFatalFailure()) return;
+    // These tests are about authentication: RBAC lets every ServiceAccount read
+    // (rbac_api_test.cpp tests authorization).
+    const http::Response bound = Post(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+         {"kind", "ClusterRoleBinding"},
+         {"metadata", {{"name", "service-accounts-view"}}},
+         {"roleRef",
+          {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "view"}}},
+         {"subjects",
+          {{{"apiGroup", "rbac.authorization.k8s.io"},
+            {"kind", "Group"},
+            {"name", "system:serviceaccounts"}}}}});
+    ASSERT_EQ(bound.status, 201) << bound.body;
   }
-  void TearDown() override {
-    admin_.reset();
-    if (server_) server_->Shutdown();
-    server_.reset();  // Before the log lines it writes to go.
-    if (HasFailure()) {
-      std::lock_guard<std::mutex> lock(log_mu_);
-      for (const std::string& line : log_lines_) std::cerr << line << "\n";
-    }
-  }
-
-  // A client sending `token` (none when empty).
-  std::unique_ptr<http::Client> Client(const std::string& token) {
-    http::ClientOptions options;
-    options.base_url = server_->BaseUrl();
-    if (!token.empty()) options.token = http::TokenSource::FromValue(token);
-    options.max_attempts = 1;
-    options.read_timeout = seconds(10);
-    Result<std::unique_ptr<http::Client>> client = http::Client::Create(options);
-    if (!client.ok()) {
-      ADD_FAILURE() << client.status().message();
-      return nullptr;
-    }
-    return std::move(*client);
-  }
-
-  static http::Response Send(http::Client& client, const std::string& method,
-                             const std::string& path, const json& body = nullptr) {
-    http::Request request;
-    request.method = method;
-    request.path = path;
-    if (!body.is_null()) {
-      request.body = body.dump();
-      request.content_type = "application/json";
-    }
-    Result<http::Response> reply = client.Send(std::move(request));
-    if (!reply.ok()) {
-      ADD_FAILURE() << method << " " << path << ": " << reply.status().message();
-      return http::Response{};
-    }
-    return std::move(*reply);
-  }
-  http::Response Get(const std::string& path) { return Send(*admin_, "GET", path); }
-  http::Response Post(const std::string& path, const json& body) {
-    return Send(*admin_, "POST", path, body);
-  }
-  http::Response Delete(const std::string& path) { return Send(*admin_, "DELETE", path); }
 
   // A token for ServiceAccount default/<account> from the TokenRequest API.
   std::string CreateToken(const std::string& account, const json& request = json::object()) {
@@ -118,36 +55,12 @@ class ServiceAccountApiTest : public ::testing::Test {
     return Body(r).value("/status/token"_json_pointer, "");
   }
 
-  // Whether a log line has every fragment, waiting up to 5 s (access logs follow the reply).
-  bool Logged(const std::vector<std::string>& fragments) {
-    const auto deadline = std::chrono::steady_clock::now() + seconds(5);
-    while (true) {
-      {
-        std::lock_guard<std::mutex> lock(log_mu_);
-        for (const std::string& line : log_lines_) {
-          bool all = true;
-          for (const std::string& f : fragments) all = all && line.find(f) != std::string::npos;
-          if (all) return true;
-        }
-      }
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-  }
-
   static void ExpectUnauthorized(const http::Response& r) {
     EXPECT_EQ(r.status, 401) << r.body;
     EXPECT_EQ(Body(r), json::parse(R"({"kind": "Status", "apiVersion": "v1", "metadata": {},
         "status": "Failure", "message": "Unauthorized", "reason": "Unauthorized", "code": 401})"))
         << r.body;
   }
-
-  SystemClock clock_;
-  metrics::Registry metrics_;
-  std::unique_ptr<ApiServer> server_;
-  std::unique_ptr<http::Client> admin_;
-  std::mutex log_mu_;
-  std::vector<std::string> log_lines_;
 };
 
 TEST_F(ServiceAccountApiTest, EveryNamespaceHasADefaultServiceAccount) {
