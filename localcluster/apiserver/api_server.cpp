@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <set>
 
 #include "common/http/client.h"
 #include "common/http/json_body.h"
@@ -22,6 +23,7 @@
 #include "localcluster/apiserver/merge_patch.h"
 #include "localcluster/apiserver/object_rules.h"
 #include "localcluster/apiserver/openapi_docs.h"
+#include "localcluster/apiserver/pod_security.h"
 #include "localcluster/apiserver/protobuf_objects.h"
 #include "localcluster/apiserver/rate_limiter.h"
 #include "localcluster/apiserver/request_authorization.h"
@@ -30,6 +32,7 @@
 #include "localcluster/apiserver/strategic_merge_patch.h"
 #include "localcluster/apiserver/table.h"
 #include "localcluster/apiserver/token_request.h"
+#include "localcluster/apiserver/workload_admission.h"
 
 namespace sluice::apiserver {
 namespace {
@@ -399,7 +402,10 @@ void ApiServer::ReplyStatus(const Status& status, const Request* r, httplib::Res
 }
 
 void ApiServer::ReplyObject(Request& r, const json& object, int code, httplib::Response& res) {
-  for (const std::string& w : r.warnings) res.set_header("Warning", WarningHeader(w));
+  std::set<std::string> sent;  // Admission may run again after a conflict and repeat one.
+  for (const std::string& w : r.warnings) {
+    if (sent.insert(w).second) res.set_header("Warning", WarningHeader(w));
+  }
   res.status = code;
   res.set_content(ForOutput(r.resource, object).dump(), "application/json");
 }
@@ -1060,6 +1066,16 @@ bool ApiServer::Admit(Request& r, json& object, const json* old_object, httplib:
     openapi::FieldErrors name_errors = ValidateName(r.resource, object);
     if (!name_errors.empty()) return fail_invalid(name_errors);
   }
+  if (r.resource.group == "apps") {  // Kube's defaulting, then validation (workload_admission.h).
+    const bool deployments = r.resource.plural == "deployments";
+    deployments ? DefaultDeployment(object) : DefaultReplicaSet(object);
+    openapi::FieldErrors errors =
+        old_object == nullptr
+            ? (deployments ? ValidateDeployment(object) : ValidateReplicaSet(object))
+            : (deployments ? ValidateDeploymentUpdate(*old_object, object)
+                           : ValidateReplicaSetUpdate(*old_object, object));
+    if (!errors.empty()) return fail_invalid(errors);
+  }
   if (r.crd) {
     CustomResourceCheck check =
         CheckCustomResource(*r.crd, r.resource.version, object, old_object, r.field_validation);
@@ -1085,6 +1101,63 @@ bool ApiServer::Admit(Request& r, json& object, const json* old_object, httplib:
         old_object != nullptr ? old_object->value("status", json::object()) : json::object(),
         clock_->WallNow());
   }
+  return AdmitPodSecurityOf(r, object, old_object, res, admit_error);
+}
+
+bool ApiServer::AdmitPodSecurityOf(Request& r, const json& object, const json* old_object,
+                                   httplib::Response& res, Status* admit_error) {
+  const bool core = r.resource.group.empty();
+  if (core && r.resource.plural == "namespaces") {
+    openapi::FieldErrors errors = NamespacePodSecurityLabelErrors(object, old_object);
+    if (!errors.empty()) {
+      const json body = InvalidStatusJson(
+          "Namespace", object.value("/metadata/name"_json_pointer, ""), "", "Namespace", errors);
+      res.status = 422;
+      res.set_content(body.dump(), "application/json");
+      *admit_error = Status::Unprocessable(body.value("message", "invalid"));
+      return false;
+    }
+    if (old_object != nullptr) {
+      const std::string name = object.value("/metadata/name"_json_pointer, "");
+      std::vector<json> pods;
+      Result<ListResult> listed = storage_->List("core/pods", name, 0, "");
+      if (listed.ok()) {
+        for (Stored& p : listed->items) pods.push_back(std::move(p.object));
+      }
+      for (std::string& w :
+           NamespaceEnforceWarnings(name, ReadNamespacePodSecurity(*old_object).policy,
+                                    ReadNamespacePodSecurity(object).policy, pods)) {
+        r.warnings.push_back(std::move(w));
+      }
+    }
+    return true;
+  }
+  const bool pods = core && r.resource.plural == "pods";
+  if (!r.info.subresource.empty() && (!pods || PodSecurityIgnoresSubresource(r.info.subresource))) {
+    return true;
+  }
+  if (!pods && PodTemplateSpecOf(r.resource.group, r.resource.plural, object) == nullptr) {
+    return true;
+  }
+  if (pods && old_object != nullptr && !PodSecurityUpdateMatters(object, *old_object)) return true;
+  Result<Stored> ns = storage_->Get(ObjectKey{"core/namespaces", "", r.info.namespace_});
+  if (!ns.ok()) return true;  // The create path reports a missing namespace itself.
+  const NamespacePodSecurity policy = ReadNamespacePodSecurity(ns->object).policy;
+  std::vector<std::string> warnings;
+  if (pods) {
+    PodSecurityDecision decision = AdmitPodSecurity(policy, object);
+    if (!decision.status.ok()) {
+      const json body = StatusJson(decision.status, r.Subject());
+      res.status = CodeOf(body);
+      res.set_content(body.dump(), "application/json");
+      *admit_error = decision.status;
+      return false;
+    }
+    warnings = std::move(decision.warnings);
+  } else {
+    warnings = WorkloadPodSecurityWarnings(policy, r.resource.group, r.resource.plural, object);
+  }
+  for (std::string& w : warnings) r.warnings.push_back(std::move(w));
   return true;
 }
 

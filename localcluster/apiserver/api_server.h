@@ -12,7 +12,8 @@
 // tokens, answers anything else with kube's 401 and puts each request's user in the access log;
 // a per-client token bucket answers 429 with Retry-After. Impersonation headers (`kubectl --as`)
 // then RBAC (rbac_authorizer.h, request_authorization.h) decide every request's access, with
-// kube's 403. ServiceAccounts get kube's defaults (service_accounts.h) and the TokenRequest
+// kube's 403; Pod Security admission (pod_security.h) checks pods against their namespace's
+// labels. ServiceAccounts get kube's defaults (service_accounts.h) and the TokenRequest
 // subresource (token_request.h).
 //
 // Ownership: owns the storage, the registry of served resources and the garbage collector.
@@ -128,6 +129,10 @@ class ApiServer {
   // Admission of a new or updated object; errors are written to `res` (returns false).
   bool Admit(Request& r, nlohmann::json& object, const nlohmann::json* old_object,
              httplib::Response& res, Status* admit_error);
+  // Pod Security admission (pod_security.h): namespace labels, pods, workload templates.
+  bool AdmitPodSecurityOf(Request& r, const nlohmann::json& object,
+                          const nlohmann::json* old_object, httplib::Response& res,
+                          Status* admit_error);
   // Logs each CEL rule of `crd` the evaluator could not run, once per process.
   void LogSkippedRules(const std::string& crd, const std::vector<std::string>& rules);
 

@@ -10,6 +10,8 @@
 #include <set>
 #include <string>
 
+#include "localcluster/apiserver/workload_table.h"
+
 namespace sluice::apiserver {
 namespace {
 
@@ -746,6 +748,7 @@ const Printer& PrinterFor(const ResourceInfo& info) {
         BindingRow};
     m["rbac.authorization.k8s.io/rolebindings"] = bindings;
     m["rbac.authorization.k8s.io/clusterrolebindings"] = bindings;
+    for (const auto& [key, p] : WorkloadPrinters()) m[key] = {p.columns, p.row};
     m["apiextensions.k8s.io/customresourcedefinitions"] = {
         {NameCol(),
          Col("Created At",

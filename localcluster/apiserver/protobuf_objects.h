@@ -1,6 +1,6 @@
 // Decoding Kubernetes protobuf request bodies into the JSON objects the server stores.
 //
-// kubectl's typed clients (`kubectl create namespace|configmap|secret|service|role|rolebinding
+// kubectl's typed clients (`kubectl create namespace|configmap|secret|service|deployment|role
 // ...`, `kubectl debug` creating a pod, `kubectl auth can-i`) send built-in objects as
 // `Content-Type: application/vnd.kubernetes.protobuf` and do not fall back to JSON when refused, so
 // the server, which stores and serves JSON only, turns such a body into the JSON object a JSON
@@ -9,14 +9,15 @@
 // The body is kube's envelope: the magic bytes "k8s\0", then a runtime.Unknown message whose
 // typeMeta names apiVersion and kind and whose raw bytes are the object. The object is decoded
 // with a hand-written schema table (field number -> JSON name, type, and how Go's encoding/json
-// prints it: omitempty, pointer or always). Covered: core/v1 Namespace, ConfigMap, Secret, Pod,
-// Service, Event, ServiceAccount; coordination.k8s.io/v1 Lease; events.k8s.io/v1 Event; policy/v1
-// Eviction; authentication.k8s.io/v1 TokenRequest; rbac.authorization.k8s.io/v1 Role,
+// prints it: omitempty, pointer or always; protobuf_schema.h and the protobuf_*_kinds.cpp files).
+// Covered: core/v1 Namespace, ConfigMap, Secret, Pod, Service, Event, ServiceAccount;
+// coordination.k8s.io/v1 Lease; events.k8s.io/v1 Event; policy/v1 Eviction;
+// authentication.k8s.io/v1 TokenRequest, SelfSubjectReview; rbac.authorization.k8s.io/v1 Role,
 // ClusterRole, RoleBinding, ClusterRoleBinding; authorization.k8s.io/v1 SelfSubjectAccessReview,
-// SubjectAccessReview, LocalSubjectAccessReview, SelfSubjectRulesReview; authentication.k8s.io/v1
-// SelfSubjectReview; DeleteOptions in any group
-// version. Fields the table does not know are skipped; the parts of PodStatus beyond phase,
-// conditions and IPs are among them.
+// SubjectAccessReview, LocalSubjectAccessReview, SelfSubjectRulesReview; apps/v1 Deployment,
+// ReplicaSet; DeleteOptions in any group version. Fields the table does not know are skipped; the
+// parts of PodStatus beyond phase, conditions and IPs are among them. (autoscaling/v1 Scale is not
+// covered: `kubectl scale` sends a JSON merge patch, or a JSON Scale with preconditions.)
 //
 // The JSON follows kube's own encoding of the decoded Go object: zero scalars of omitempty fields
 // are left out, non-pointer structs are always present (`"status": {}`, `"resources": {}`), zero

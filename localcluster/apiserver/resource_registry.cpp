@@ -71,6 +71,14 @@ ResourceRegistry ResourceRegistry::WithBuiltins() {
   r.Add(Builtin("", "v1", "Node", "nodes", false, {"no"}, true));
   r.Add(Builtin("events.k8s.io", "v1", "Event", "events", true, {"ev"}));
   r.Add(Builtin("coordination.k8s.io", "v1", "Lease", "leases", true));
+  // Workloads: run by the local cluster's controllers (localcluster/node/workload_controller.h).
+  for (auto [kind, plural, short_name] : {std::tuple{"Deployment", "deployments", "deploy"},
+                                          std::tuple{"ReplicaSet", "replicasets", "rs"}}) {
+    ResourceInfo workload = Builtin("apps", "v1", kind, plural, true, {short_name}, true);
+    workload.categories = {"all"};
+    workload.scale = ScaleSubresource{".spec.replicas", ".status.replicas", ""};
+    r.Add(std::move(workload));
+  }
   r.Add(Builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", true));
   r.Add(Builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false));
   r.Add(Builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true));
@@ -81,8 +89,8 @@ ResourceRegistry ResourceRegistry::WithBuiltins() {
        {std::tuple{"authorization.k8s.io", "SelfSubjectAccessReview", "selfsubjectaccessreviews",
                    false},
         std::tuple{"authorization.k8s.io", "SubjectAccessReview", "subjectaccessreviews", false},
-        std::tuple{"authorization.k8s.io", "LocalSubjectAccessReview",
-                   "localsubjectaccessreviews", true},
+        std::tuple{"authorization.k8s.io", "LocalSubjectAccessReview", "localsubjectaccessreviews",
+                   true},
         std::tuple{"authentication.k8s.io", "SelfSubjectReview", "selfsubjectreviews", false}}) {
     ResourceInfo review = Builtin(group, "v1", kind, plural, namespaced);
     review.verbs = {"create"};

@@ -257,26 +257,39 @@ class Merger {
 
 }  // namespace
 
+namespace {
+
+// A PodSpec's merge keys, under `spec` ("spec" for a Pod, "spec.template.spec" for workloads).
+void AddPodSpecMergeKeys(PatchMeta& meta, const std::string& spec) {
+  for (const char* list : {".containers", ".initContainers", ".ephemeralContainers"}) {
+    const std::string p = spec + list;
+    meta.merge_keys[p] = "name";
+    meta.merge_keys[p + ".env"] = "name";
+    meta.merge_keys[p + ".ports"] = "containerPort";
+    meta.merge_keys[p + ".volumeMounts"] = "mountPath";
+    meta.merge_keys[p + ".volumeDevices"] = "devicePath";
+    meta.merge_keys[p + ".resizePolicy"] = "resourceName";
+  }
+  meta.merge_keys[spec + ".volumes"] = "name";
+  meta.merge_keys[spec + ".imagePullSecrets"] = "name";
+  meta.merge_keys[spec + ".hostAliases"] = "ip";
+  meta.merge_keys[spec + ".schedulingGates"] = "name";
+  meta.merge_keys[spec + ".topologySpreadConstraints"] = "topologyKey";
+}
+
+}  // namespace
+
 PatchMeta DefaultPatchMeta(std::string_view kind) {
   PatchMeta meta;
   meta.merge_keys["metadata.ownerReferences"] = "uid";
   meta.set_lists.insert("metadata.finalizers");
-  if (kind == "Pod") {
-    for (const char* list :
-         {"spec.containers", "spec.initContainers", "spec.ephemeralContainers"}) {
-      std::string p(list);
-      meta.merge_keys[p] = "name";
-      meta.merge_keys[p + ".env"] = "name";
-      meta.merge_keys[p + ".ports"] = "containerPort";
-      meta.merge_keys[p + ".volumeMounts"] = "mountPath";
-      meta.merge_keys[p + ".volumeDevices"] = "devicePath";
-      meta.merge_keys[p + ".resizePolicy"] = "resourceName";
-    }
-    meta.merge_keys["spec.volumes"] = "name";
-    meta.merge_keys["spec.imagePullSecrets"] = "name";
-    meta.merge_keys["spec.hostAliases"] = "ip";
-    meta.merge_keys["spec.schedulingGates"] = "name";
-    meta.merge_keys["spec.topologySpreadConstraints"] = "topologyKey";
+  if (kind == "Deployment" || kind == "ReplicaSet") {
+    // `kubectl set image` patches one container of the template by name.
+    AddPodSpecMergeKeys(meta, "spec.template.spec");
+    meta.merge_keys["spec.template.metadata.ownerReferences"] = "uid";
+    meta.merge_keys["status.conditions"] = "type";
+  } else if (kind == "Pod") {
+    AddPodSpecMergeKeys(meta, "spec");
     meta.merge_keys["status.conditions"] = "type";
     meta.merge_keys["status.podIPs"] = "ip";
     meta.merge_keys["status.hostIPs"] = "ip";

@@ -46,9 +46,10 @@ struct PatchMeta {
   std::set<std::string> set_lists;
 };
 
-// The list strategies of a built-in kind ("Pod", "Service", "Node", "PersistentVolumeClaim",
-// "ServiceAccount"; every kind gets metadata.ownerReferences by uid and metadata.finalizers as a
-// set, which is all an unknown kind gets).
+// The list strategies of a built-in kind ("Pod", "Deployment" and "ReplicaSet" (their pod
+// template's), "Service", "Node", "PersistentVolumeClaim", "ServiceAccount"; every kind gets
+// metadata.ownerReferences by uid and metadata.finalizers as a set, which is all an unknown kind
+// gets).
 PatchMeta DefaultPatchMeta(std::string_view kind);
 
 // Applies a strategic merge patch to `target` (both JSON objects) and returns the result.

@@ -101,6 +101,10 @@ NodeAgent::NodeAgent(kube::RestClient& rest, NodeAgentOptions options)
   endpoints_ = make(kEndpoints);
   config_maps_ = make(kConfigMaps);
   secrets_ = make(kSecrets);
+  WorkloadControllerOptions workload_options;
+  workload_options.pods = pods_.get();
+  workloads_ = std::make_unique<WorkloadController>(rest_, workload_options);
+  for (kube::Informer* informer : workloads_->informers()) informers_.push_back(informer);
   context_ = MakeContext();
   if (options_.registry != nullptr) {
     metrics::Registry& r = *options_.registry;
@@ -357,6 +361,7 @@ void NodeAgent::SyncLoop() {
   CancellationToken token = stop_.Token();
   do {
     MonitorNodes();
+    workloads_->Sync();  // Before scheduling, so its new pods are placed in this pass.
     Schedule();
     SyncWorkers();
     SyncServices();

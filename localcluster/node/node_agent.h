@@ -15,6 +15,7 @@
 //   message and a FailedScheduling event, and is retried on every pass.
 // - Kubelet: a PodWorker per pod bound to a live node here (pod IP from 127.1.0.0/16, GPU device
 //   indices per node, the pod's service-account token from the TokenRequest API).
+// - Workloads: the Deployment and ReplicaSet controllers (workload_controller.h).
 // - Services: a ClusterIP for each ClusterIP Service without one, Endpoints for Services with a
 //   selector, and the hosts file (`<state>/hosts`) the pods resolve names with.
 // - Scrape targets (with `prometheus_targets_file`): the Prometheus file_sd targets of its pods
@@ -42,6 +43,7 @@
 #include "localcluster/node/cluster_config.h"
 #include "localcluster/node/image_map.h"
 #include "localcluster/node/pod_worker.h"
+#include "localcluster/node/workload_controller.h"
 #include "operator/kube/dynamic_client.h"
 #include "operator/kube/event_recorder.h"
 #include "operator/kube/informer.h"
@@ -124,6 +126,7 @@ class NodeAgent {
   bool targets_write_failed_ = false;
 
   std::unique_ptr<kube::Informer> pods_, nodes_, services_, endpoints_, config_maps_, secrets_;
+  std::unique_ptr<WorkloadController> workloads_;  // Deployments and ReplicaSets.
   std::vector<kube::Informer*> informers_;
   CancellationSource stop_;
   std::vector<std::thread> threads_;

@@ -502,3 +502,25 @@ TEST(ApiserverStrategicMergePatchTest, SetElementOrderKeepsUnnamedItemsInPlace) 
 
 }  // namespace
 }  // namespace sluice::apiserver
+
+namespace sluice::apiserver {
+namespace {
+
+TEST(ApiserverStrategicMergePatchTest, WorkloadTemplatesMergeContainersByName) {
+  // What `kubectl set image deployment/web main=v2` sends: the other fields of the container,
+  // and the other container, stay.
+  const json deployment = json::parse(R"({"kind":"Deployment","spec":{"template":{"spec":{
+      "containers":[{"name":"main","image":"v1","command":["run"]},{"name":"log","image":"l"}]}}}})");
+  const json patch = json::parse(
+      R"({"spec":{"template":{"spec":{"containers":[{"name":"main","image":"v2"}]}}}})");
+  for (const char* kind : {"Deployment", "ReplicaSet"}) {
+    auto got = ApplyStrategicMergePatch(deployment, patch, DefaultPatchMeta(kind));
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ((*got)["spec"]["template"]["spec"]["containers"], json::parse(R"([
+        {"name":"main","image":"v2","command":["run"]},{"name":"log","image":"l"}])"))
+        << kind;
+  }
+}
+
+}  // namespace
+}  // namespace sluice::apiserver

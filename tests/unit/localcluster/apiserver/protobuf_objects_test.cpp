@@ -351,6 +351,142 @@ TEST(ProtobufObjectsTest, SubjectAccessReviewsAndRulesReview) {
     "status": {"resourceRules": null, "nonResourceRules": null, "incomplete": false}})"));
 }
 
+// ObjectMeta as Go's generated marshaller writes it: every string and the generation even when
+// empty, the zero creationTimestamp as an empty message.
+std::string FullMeta(std::string_view name, std::string_view ns, std::string_view labels) {
+  return Bytes(1, name) + Bytes(2, "") + Bytes(3, ns) + Bytes(4, "") + Bytes(5, "") + Bytes(6, "") +
+         Num(7, 0) + Bytes(8, "") + std::string(labels);
+}
+
+// A PodTemplateSpec with one container, zero fields written as Go's marshaller writes them.
+std::string NginxTemplate(std::string_view labels) {
+  const std::string container = Bytes(1, "nginx") + Bytes(2, "nginx") + Bytes(5, "") +
+                                Bytes(8, "") + Bytes(13, "") + Bytes(14, "") + Num(16, 0) +
+                                Num(17, 0) + Num(18, 0) + Bytes(20, "");
+  const std::string pod_spec = Bytes(2, container) + Bytes(3, "") + Bytes(6, "") + Bytes(8, "") +
+                               Bytes(9, "") + Bytes(10, "") + Num(11, 0) + Num(12, 0) + Num(13, 0) +
+                               Bytes(16, "") + Bytes(17, "") + Bytes(19, "") + Bytes(24, "");
+  return Bytes(1, FullMeta("", "", labels)) + Bytes(2, pod_spec);
+}
+
+// `kubectl create deployment web --image=nginx --replicas=3` (typed client), written by hand as
+// Go's marshaller encodes it.
+TEST(ProtobufObjectsTest, DeploymentFromKubectlCreateDeployment) {
+  const std::string labels = Bytes(11, Entry("app", "web"));
+  const std::string spec = Num(1, 3) + Bytes(2, Bytes(1, Entry("app", "web"))) +
+                           Bytes(3, NginxTemplate(labels)) + Bytes(4, Bytes(1, "")) + Num(5, 0) +
+                           Num(7, 0);
+  const std::string status = Num(1, 0) + Num(2, 0) + Num(3, 0) + Num(4, 0) + Num(5, 0) + Num(7, 0);
+  EXPECT_EQ(
+      Decode(Envelope("apps/v1", "Deployment",
+                      Bytes(1, FullMeta("web", "", labels)) + Bytes(2, spec) + Bytes(3, status))),
+      json::parse(R"({
+    "kind": "Deployment", "apiVersion": "apps/v1",
+    "metadata": {"name": "web", "creationTimestamp": null, "labels": {"app": "web"}},
+    "spec": {
+      "replicas": 3,
+      "selector": {"matchLabels": {"app": "web"}},
+      "template": {
+        "metadata": {"creationTimestamp": null, "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "nginx", "image": "nginx", "resources": {}}]}},
+      "strategy": {}},
+    "status": {}})"));
+
+  // Nothing but a name: the nil selector is null (no omitempty), template and strategy are
+  // structs, printed with their zero fields.
+  EXPECT_EQ(Decode(Envelope("apps/v1", "Deployment", Bytes(1, Meta("bare", "ml")))),
+            json::parse(R"({
+    "kind": "Deployment", "apiVersion": "apps/v1",
+    "metadata": {"name": "bare", "namespace": "ml", "creationTimestamp": null},
+    "spec": {"selector": null,
+             "template": {"metadata": {"creationTimestamp": null},
+                          "spec": {"containers": null}},
+             "strategy": {}},
+    "status": {}})"));
+}
+
+TEST(ProtobufObjectsTest, DeploymentStrategyPointersAndStatus) {
+  // Pointers sent as zero are printed; int-or-string is a number or a string.
+  const std::string rolling =
+      Bytes(1, Num(1, 0) + Num(2, 0)) + Bytes(2, Num(1, 1) + Bytes(3, "25%"));
+  const std::string spec = Num(1, 0) + Bytes(2, Bytes(1, Entry("app", "web"))) +
+                           Bytes(3, NginxTemplate(Bytes(11, Entry("app", "web")))) +
+                           Bytes(4, Bytes(1, "RollingUpdate") + Bytes(2, rolling)) + Num(5, 5) +
+                           Num(6, 0) + Num(7, 1) + Num(9, 600);
+  const std::string condition = Bytes(1, "Available") + Bytes(2, "True") +
+                                Bytes(6, Timestamp(1700000000)) + Bytes(7, "") +
+                                Bytes(4, "MinimumReplicasAvailable") + Bytes(5, "");
+  const std::string status = Num(1, 2) + Num(2, 3) + Num(3, 3) + Num(7, 3) + Num(4, 3) + Num(5, 0) +
+                             Bytes(6, condition) + Num(8, 0);
+  const json deployment =
+      Decode(Envelope("apps/v1", "Deployment",
+                      Bytes(1, Meta("web", "default")) + Bytes(2, spec) + Bytes(3, status)));
+  const json expected_spec = json::parse(R"({
+    "replicas": 0, "selector": {"matchLabels": {"app": "web"}},
+    "strategy": {"type": "RollingUpdate",
+                 "rollingUpdate": {"maxUnavailable": 0, "maxSurge": "25%"}},
+    "minReadySeconds": 5, "revisionHistoryLimit": 0, "paused": true,
+    "progressDeadlineSeconds": 600})");
+  json spec_without_template = deployment.at("spec");
+  spec_without_template.erase("template");
+  EXPECT_EQ(spec_without_template, expected_spec);
+  EXPECT_EQ(deployment.at("status"), json::parse(R"({
+    "observedGeneration": 2, "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3,
+    "availableReplicas": 3,
+    "conditions": [{"type": "Available", "status": "True",
+                    "lastUpdateTime": "2023-11-14T22:13:20Z", "lastTransitionTime": null,
+                    "reason": "MinimumReplicasAvailable"}],
+    "collisionCount": 0})"));
+}
+
+// A ReplicaSet as the deployment controller creates it.
+TEST(ProtobufObjectsTest, ReplicaSet) {
+  const std::string labels =
+      Bytes(11, Entry("app", "web")) + Bytes(11, Entry("pod-template-hash", "5d4f8"));
+  const std::string owner = Bytes(1, "Deployment") + Bytes(3, "web") + Bytes(4, "uid-1") +
+                            Bytes(5, "apps/v1") + Num(6, 1) + Num(7, 1);
+  const std::string selector =
+      Bytes(1, Entry("app", "web")) + Bytes(1, Entry("pod-template-hash", "5d4f8"));
+  const std::string spec =
+      Num(1, 3) + Bytes(2, selector) + Bytes(3, NginxTemplate(labels)) + Num(4, 0);
+  const std::string status = Num(1, 0) + Num(2, 0) + Num(3, 0) + Num(4, 0) + Num(5, 0);
+  EXPECT_EQ(Decode(Envelope("apps/v1", "ReplicaSet",
+                            Bytes(1, FullMeta("web-5d4f8", "default", labels + Bytes(13, owner))) +
+                                Bytes(2, spec) + Bytes(3, status))),
+            json::parse(R"({
+    "kind": "ReplicaSet", "apiVersion": "apps/v1",
+    "metadata": {"name": "web-5d4f8", "namespace": "default", "creationTimestamp": null,
+                 "labels": {"app": "web", "pod-template-hash": "5d4f8"},
+                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                      "name": "web", "uid": "uid-1", "controller": true,
+                                      "blockOwnerDeletion": true}]},
+    "spec": {
+      "replicas": 3,
+      "selector": {"matchLabels": {"app": "web", "pod-template-hash": "5d4f8"}},
+      "template": {
+        "metadata": {"creationTimestamp": null,
+                     "labels": {"app": "web", "pod-template-hash": "5d4f8"}},
+        "spec": {"containers": [{"name": "nginx", "image": "nginx", "resources": {}}]}}},
+    "status": {"replicas": 0}})"));
+
+  // status.replicas has no omitempty; the conditions' times are structs (null when zero).
+  const std::string condition = Bytes(1, "ReplicaFailure") + Bytes(2, "True") + Bytes(3, "") +
+                                Bytes(4, "FailedCreate") + Bytes(5, "quota");
+  EXPECT_EQ(Decode(Envelope("apps/v1", "ReplicaSet",
+                            Bytes(1, Meta("rs", "default")) +
+                                Bytes(3, Num(2, 1) + Num(3, 4) + Bytes(6, condition)))),
+            json::parse(R"({
+    "kind": "ReplicaSet", "apiVersion": "apps/v1",
+    "metadata": {"name": "rs", "namespace": "default", "creationTimestamp": null},
+    "spec": {"selector": null,
+             "template": {"metadata": {"creationTimestamp": null},
+                          "spec": {"containers": null}}},
+    "status": {"replicas": 0, "fullyLabeledReplicas": 1, "observedGeneration": 4,
+               "conditions": [{"type": "ReplicaFailure", "status": "True",
+                               "lastTransitionTime": null, "reason": "FailedCreate",
+                               "message": "quota"}]}})"));
+}
+
 TEST(ProtobufObjectsTest, FullObjectMetaAndUnknownFieldsOfEveryWireType) {
   const std::string unknown = Num(99, 7) + Varint((98 << 3) | 1) + std::string(8, 'x') +
                               Varint((97 << 3) | 5) + std::string(4, 'y') +
@@ -411,10 +547,9 @@ TEST(ProtobufObjectsTest, SecretBytesPackedIntsAndInvalidUtf8) {
 // Refusals and malformed input.
 
 TEST(ProtobufObjectsTest, UnsupportedKindsAreNamed) {
-  const Status status = DecodeError(Envelope("apps/v1", "Deployment", Bytes(1, Meta("d", ""))));
+  const Status status = DecodeError(Envelope("batch/v1", "Job", Bytes(1, Meta("j", ""))));
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(status.message().find("apps/v1, Kind=Deployment"), std::string::npos)
-      << status.message();
+  EXPECT_NE(status.message().find("batch/v1, Kind=Job"), std::string::npos) << status.message();
   EXPECT_NE(DecodeError(std::string(kKubeProtobufMagic)).message().find("no kind"),
             std::string::npos);
   std::string encoded = std::string(kKubeProtobufMagic) +
