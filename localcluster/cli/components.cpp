@@ -1,6 +1,7 @@
 #include "localcluster/cli/components.h"
 
 #include "localcluster/cli/prometheus_config.h"
+#include "operator/api/operator_rbac.h"
 
 namespace sluice::cli {
 namespace {
@@ -92,7 +93,9 @@ ComponentSpec OperatorComponent(const ClusterPlan& plan) {
   // Loopback addresses: pods bind their own 127.x addresses and ports, so a wildcard bind here
   // would take the port from them.
   c.args = {"--kubeconfig",
-            plan.layout.Kubeconfig(),
+            plan.layout.OperatorKubeconfig(),
+            "--leader-election-namespace",
+            api::kOperatorNamespace,
             "--metrics-bind-address",
             "127.0.0.1:" + std::to_string(plan.operator_port),
             "--health-probe-bind-address",

@@ -31,6 +31,8 @@ class StateLayout {
   std::string ApiServerToken() const { return root_ + "/apiserver/token"; }
   std::string ApiServerCa() const { return root_ + "/apiserver/pki/ca.crt"; }
   std::string Kubeconfig() const { return root_ + "/kubeconfig"; }
+  // The operator's: its ServiceAccount's token (operator_identity.h).
+  std::string OperatorKubeconfig() const { return root_ + "/operator/kubeconfig"; }
   std::string NodeDir() const { return root_ + "/node"; }
   std::string LogsDir() const { return root_ + "/logs"; }
   std::string RunDir() const { return root_ + "/run"; }

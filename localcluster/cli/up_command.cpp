@@ -8,6 +8,7 @@
 #include "localcluster/cli/ensure_component.h"
 #include "localcluster/cli/install_paths.h"
 #include "localcluster/cli/log_file.h"
+#include "localcluster/cli/operator_identity.h"
 #include "localcluster/cli/stop_component.h"
 
 namespace sluice::cli {
@@ -105,6 +106,13 @@ int RunUp(const UpOptions& options, std::ostream& out, std::ostream& err) {
   };
 
   for (const ComponentSpec& c : components) {
+    if (c.name == "operator") {
+      // Least privilege: the operator runs as its ServiceAccount, with only its RBAC table.
+      Result<std::unique_ptr<kube::RestClient>> client = ClusterClient(plan.layout.Kubeconfig());
+      Status identity =
+          client.ok() ? EnsureOperatorIdentity(**client, plan.layout) : client.status();
+      if (!identity.ok()) return fail(c, identity.WithContext("the operator's ServiceAccount"));
+    }
     Result<EnsureResult> result = EnsureComponent(c, plan.layout, timeout, out);
     if (!result.ok()) return fail(c, result.status());
     if (result->outcome == EnsureOutcome::kStarted) started.push_back(&c);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "operator/controllers/labels.h"
+#include "operator/controllers/pod_hardening.h"
 
 namespace sluice::controllers {
 
@@ -191,17 +192,15 @@ json DesiredDataflowPod(const json& df, const WorkerImages& images) {
   json meta = Meta(df, DataflowPodName(name), true);
   meta["annotations"] = ScrapeAnnotations(kDataflowPort);
   meta["annotations"][kConfigHashAnnotation] = JsonHash(DesiredDataflowConfigMap(df)["data"]);
-  return {{"apiVersion", "v1"},
-          {"kind", "Pod"},
-          {"metadata", meta},
-          {"spec",
-           {{"containers", json::array({container})},
-            {"volumes", volumes},
-            {"restartPolicy", "Always"},
-            // Service links would put SLUICE_DATAFLOW_PORT=tcp://... into the environment, which
-            // the config loader reads as a flag value.
-            {"enableServiceLinks", false},
-            {"terminationGracePeriodSeconds", 30}}}};
+  json spec = {{"containers", json::array({container})},
+               {"volumes", volumes},
+               {"restartPolicy", "Always"},
+               // Service links would put SLUICE_DATAFLOW_PORT=tcp://... into the environment,
+               // which the config loader reads as a flag value.
+               {"enableServiceLinks", false},
+               {"terminationGracePeriodSeconds", 30}};
+  HardenPodSpec(spec);
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}};
 }
 
 json DataflowStatusFromWorker(const json& df, const json& worker, const json& previous,

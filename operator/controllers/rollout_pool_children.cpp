@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "operator/controllers/labels.h"
+#include "operator/controllers/pod_hardening.h"
 #include "operator/controllers/policy_model_volumes.h"
 
 namespace sluice::controllers {
@@ -220,6 +221,7 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
   if (!selector.empty()) spec["nodeSelector"] = selector;
   if (tmpl.contains("tolerations")) spec["tolerations"] = tmpl["tolerations"];
   if (tmpl.contains("serviceAccountName")) spec["serviceAccountName"] = tmpl["serviceAccountName"];
+  HardenPodSpec(spec);
 
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "operator/controllers/labels.h"
+#include "operator/controllers/pod_hardening.h"
 #include "operator/controllers/policy_model_volumes.h"
 
 namespace sluice::controllers {
@@ -232,6 +233,7 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
   }
   if (tmpl.contains("tolerations")) spec["tolerations"] = tmpl["tolerations"];
   if (tmpl.contains("serviceAccountName")) spec["serviceAccountName"] = tmpl["serviceAccountName"];
+  HardenPodSpec(spec);
 
   const json labels = Labels(job, {{kDataflowLabel, DataflowName(job)},
                                    {kRankLabel, rank_str},

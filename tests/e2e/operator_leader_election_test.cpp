@@ -72,15 +72,16 @@ TEST(OperatorLeaderElectionTest, OnlyTheLeaderReconcilesAndAStandbyTakesOver) {
     FILE* out = std::freopen(log.c_str(), "a", stderr);
     (void)out;
     const std::string bin = BinDir() + "/sluice-operator";
-    const std::string kubeconfig = state + "/kubeconfig";
+    // As `sluice up` runs the first: its ServiceAccount, its Lease in sluice-system.
+    const std::string kubeconfig = state + "/operator/kubeconfig";
     const std::string metrics = "127.0.0.1:" + std::to_string(second_port);
     const std::string health = "127.0.0.1:" + std::to_string(NodeProcess::FreePort());
     setenv("SLUICE_OPERATOR_LEADER_ELECTION_LEASE_DURATION", "4s", 1);
     setenv("SLUICE_OPERATOR_LEADER_ELECTION_RENEW_DEADLINE", "3s", 1);
     setenv("SLUICE_OPERATOR_LEADER_ELECTION_RETRY_PERIOD", "500ms", 1);
-    execl(bin.c_str(), bin.c_str(), "--kubeconfig", kubeconfig.c_str(), "--metrics-bind-address",
-          metrics.c_str(), "--health-probe-bind-address", health.c_str(),
-          static_cast<char*>(nullptr));
+    execl(bin.c_str(), bin.c_str(), "--kubeconfig", kubeconfig.c_str(),
+          "--leader-election-namespace", "sluice-system", "--metrics-bind-address", metrics.c_str(),
+          "--health-probe-bind-address", health.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   ASSERT_TRUE(WaitUntil([&] { return Reconciles(second_port) >= 0; }));

@@ -204,6 +204,10 @@ TEST(OperatorPlacementTest, PriorityPoolSpillsUnschedulableReplicasToTheNextRegi
     EXPECT_EQ(e.value("type", ""), "Normal");
   }
   EXPECT_EQ(named.size(), 2u) << "expected both surplus west replicas to be reported";
+  // The operator did all this as its own ServiceAccount (Down() checks RBAC refused it nothing).
+  EXPECT_NE(cluster.Log("apiserver", size_t{1} << 26)
+                .find("\"user\":\"system:serviceaccount:sluice-system:sluice-operator\""),
+            std::string::npos);
   // They had been refused by the scheduler first.
   for (const std::string& replica : named) {
     const std::string pod = replica.substr(replica.find(' ') + 1);

@@ -4,6 +4,7 @@
 // SLUICE_OPERATOR_TRAINER_IMAGE=...), which inherit the environment of `sluice up`.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -77,10 +78,33 @@ class SluiceSession {
     running_ = up_.exit_code == 0;
     return running_;
   }
+  // Stops the cluster. Every test that ran the operator checks here that RBAC refused it
+  // nothing: the operator runs as its ServiceAccount with only its table of rules
+  // (operator/api/operator_rbac.h), so a call the table lacks is a 403 in the access log.
   CommandResult Down() {
     if (!running_) return {0, ""};
     running_ = false;
+    const std::string refused = OperatorForbiddenRequests();
+    if (!refused.empty()) {
+      ADD_FAILURE()
+          << "RBAC refused the operator (add the rule to operator/api/operator_rbac.cpp):\n"
+          << refused;
+    }
     return RunShell(BinDir() + "/sluice down --state-dir " + state_);
+  }
+  // The API server's access-log lines of requests by the operator's ServiceAccount refused
+  // with 403.
+  std::string OperatorForbiddenRequests() const {
+    std::ifstream in(state_ + "/logs/apiserver.log");
+    std::string line, out;
+    while (std::getline(in, line)) {
+      if (line.find("\"user\":\"system:serviceaccount:sluice-system:sluice-operator\"") !=
+              std::string::npos &&
+          line.find("\"status\":403") != std::string::npos) {
+        out += line + "\n";
+      }
+    }
+    return out;
   }
 
   CommandResult Kubectl(const std::string& args) const {

@@ -145,6 +145,13 @@ TEST(MainJobTest, TheDemoManifestTrainsThroughTheOperatorAndAccountsForEveryTraj
   // The operator reads the workers' status every second (default 5 s), so the Dataflow shows each
   // evaluation round soon after it completes, the warm start's included, before the next one.
   ASSERT_TRUE(cluster.Up("SLUICE_OPERATOR_STATUS_PERIOD=1s")) << cluster.up().output;
+  // As a hardened cluster would run it: the operator as its least-privilege ServiceAccount
+  // (`sluice up` does that; Down() fails the test on any RBAC refusal) and the experiment in a
+  // namespace enforcing the restricted Pod Security profile, so every pod the operator makes
+  // must pass it.
+  const CommandResult restricted =
+      cluster.Kubectl("label namespace default pod-security.kubernetes.io/enforce=restricted");
+  ASSERT_EQ(restricted.exit_code, 0) << restricted.output;
   const std::string manifest_file = cluster.dir() + "/arithmetic-grpo.yaml";
   std::ofstream(manifest_file) << manifest;
 

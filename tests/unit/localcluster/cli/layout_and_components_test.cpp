@@ -71,10 +71,12 @@ TEST(ComponentsTest, PlanInOrderWithFlags) {
 
   EXPECT_EQ(c[2].name, "operator");
   EXPECT_EQ(c[2].binary, "/b/sluice-operator");
-  // Loopback binds: pods own their 127.x addresses' ports.
+  // Its own ServiceAccount's kubeconfig (operator_identity.h), its Lease in its namespace;
+  // loopback binds: pods own their 127.x addresses' ports.
   EXPECT_EQ(c[2].args, (std::vector<std::string>{
-                           "--kubeconfig", "/s/kubeconfig", "--metrics-bind-address",
-                           "127.0.0.1:18080", "--health-probe-bind-address", "127.0.0.1:18081"}));
+                           "--kubeconfig", "/s/operator/kubeconfig", "--leader-election-namespace",
+                           "sluice-system", "--metrics-bind-address", "127.0.0.1:18080",
+                           "--health-probe-bind-address", "127.0.0.1:18081"}));
   EXPECT_EQ(c[2].health.kind, HealthKind::kHttpGet);
   EXPECT_EQ(c[2].health.base_url + c[2].health.path, "http://127.0.0.1:18081/readyz");
   EXPECT_TRUE(c[2].optional);
