@@ -26,6 +26,7 @@
 #include "localcluster/apiserver/pod_security.h"
 #include "localcluster/apiserver/protobuf_objects.h"
 #include "localcluster/apiserver/rate_limiter.h"
+#include "localcluster/apiserver/rbac_escalation.h"
 #include "localcluster/apiserver/request_authorization.h"
 #include "localcluster/apiserver/request_info.h"
 #include "localcluster/apiserver/service_accounts.h"
@@ -1056,6 +1057,18 @@ bool ApiServer::Admit(Request& r, json& object, const json* old_object, httplib:
     *admit_error = decode_error;
     return false;
   };
+  // RBAC escalation prevention (rbac_escalation.h), first as in kube's RBAC storage.
+  const RbacWrite rbac_write{r.resource.group, r.resource.plural, r.info.namespace_,
+                             old_object != nullptr ? r.info.name : std::string()};
+  if (Status s = AdmitRbacWrite(r.user, rbac_write, object, old_object,
+                                [this] { return ReadRbacPolicy(*storage_); });
+      !s.ok()) {
+    const json body = StatusJson(s, r.Subject());
+    res.status = CodeOf(body);
+    res.set_content(body.dump(), "application/json");
+    *admit_error = s;
+    return false;
+  }
   if (IsCrdResource(r.resource)) {
     // As in kube, decoding comes first: fields of the schemas 1.30 does not know.
     CrdDecodeCheck decoded = DecodeCrdSchemas(object, r.field_validation);

@@ -1,7 +1,7 @@
 // RBAC through the local API server's HTTP API (api_server.h, request_authorization.h): kube's
 // 403 for what no binding grants, decided before any lookup; Roles and bindings granting access
-// from the next request on; impersonation; the access reviews; kube's default cluster roles. On
-// an in-process server (in_process_api_server.h).
+// from the next request on; escalation prevention (rbac_escalation.h); impersonation; the access
+// reviews; kube's default cluster roles. On an in-process server (in_process_api_server.h).
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -202,6 +202,92 @@ TEST_F(RbacApiTest, AccessReviewsAnswerForTheCallerOrTheNamedSubject) {
   EXPECT_EQ(
       info.value("groups", json::array()),
       json({"system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"}));
+}
+
+TEST_F(RbacApiTest, GrantingNeedsTheGrantedRightsOrTheEscalateAndBindVerbs) {
+  const std::string roles = std::string(kRbac) + "/namespaces/default/roles";
+  const std::string bindings = std::string(kRbac) + "/namespaces/default/rolebindings";
+  auto role = [](const std::string& name, const std::string& resource) {
+    return json{{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                {"kind", "Role"},
+                {"metadata", {{"name", name}}},
+                {"rules", {{{"apiGroups", {""}}, {"resources", {resource}}, {"verbs", {"get"}}}}}};
+  };
+  auto binding = [](const std::string& name, const std::string& role_name) {
+    return json{
+        {"apiVersion", "rbac.authorization.k8s.io/v1"},
+        {"kind", "RoleBinding"},
+        {"metadata", {{"name", name}}},
+        {"roleRef",
+         {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", role_name}}},
+        {"subjects", {{{"kind", "ServiceAccount"}, {"name", "robot"}}}}};
+  };
+  // The robot may write Roles and RoleBindings in default, and read pods there.
+  GrantRobot("rbac-writer",
+             {{"apiGroups", {"rbac.authorization.k8s.io"}},
+              {"resources", {"roles", "rolebindings"}},
+              {"verbs", {"create", "update"}}},
+             false);
+  GrantRobot("pod-reader", {{"apiGroups", {""}}, {"resources", {"pods"}}, {"verbs", {"get"}}},
+             false);
+  const std::string robot_is =
+      "user \"system:serviceaccount:default:robot\" (groups=[\"system:serviceaccounts\" "
+      "\"system:serviceaccounts:default\" \"system:authenticated\"]) is attempting to grant RBAC "
+      "permissions not currently held:\n";
+
+  // It may grant what it holds, not more: kube's 403 naming what is missing.
+  http::Response r = Send(*robot_, "POST", roles, role("secret-reader", "secrets"));
+  ASSERT_EQ(r.status, 403) << r.body;
+  EXPECT_EQ(Body(r).value("reason", ""), "Forbidden");
+  EXPECT_EQ(
+      Body(r).value("details", json()),
+      json({{"group", "rbac.authorization.k8s.io"}, {"kind", "roles"}, {"name", "secret-reader"}}));
+  EXPECT_EQ(Body(r).value("message", ""),
+            "roles.rbac.authorization.k8s.io \"secret-reader\" is forbidden: " + robot_is +
+                "{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\"]}");
+  EXPECT_EQ(Send(*robot_, "POST", roles, role("pod-getter", "pods")).status, 201);
+  EXPECT_EQ(Send(*robot_, "POST", bindings, binding("robot-pod-getter", "pod-getter")).status, 201);
+  // Updates are checked too.
+  json widened = Body(Get(roles + "/pod-getter"));
+  widened["rules"].push_back({{"apiGroups", {""}}, {"resources", {"secrets"}}, {"verbs", {"get"}}});
+  r = Send(*robot_, "PUT", roles + "/pod-getter", widened);
+  EXPECT_EQ(r.status, 403) << r.body;
+  EXPECT_NE(Body(r)
+                .value("message", "")
+                .find("roles.rbac.authorization.k8s.io \"pod-getter\" is "
+                      "forbidden"),
+            std::string::npos)
+      << r.body;
+
+  // escalate on roles lifts the check for Roles.
+  GrantRobot("escalator",
+             {{"apiGroups", {"rbac.authorization.k8s.io"}},
+              {"resources", {"roles"}},
+              {"verbs", {"escalate"}}},
+             false);
+  r = Send(*robot_, "POST", roles, role("secret-reader", "secrets"));
+  EXPECT_EQ(r.status, 201) << r.body;
+
+  // Binding a Role whose rules the robot lacks needs bind on it.
+  r = Send(*robot_, "POST", bindings, binding("robot-secret-reader", "secret-reader"));
+  ASSERT_EQ(r.status, 403) << r.body;
+  EXPECT_EQ(Body(r).value("message", ""),
+            "rolebindings.rbac.authorization.k8s.io \"robot-secret-reader\" is forbidden: " +
+                robot_is + "{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\"]}");
+  GrantRobot("binder",
+             {{"apiGroups", {"rbac.authorization.k8s.io"}},
+              {"resources", {"roles"}},
+              {"verbs", {"bind"}},
+              {"resourceNames", {"secret-reader"}}},
+             false);
+  r = Send(*robot_, "POST", bindings, binding("robot-secret-reader", "secret-reader"));
+  EXPECT_EQ(r.status, 201) << r.body;
+  // The binding works: a missing secret is now a 404, not a 403.
+  EXPECT_EQ(Send(*robot_, "GET", "/api/v1/namespaces/default/secrets/none").status, 404);
+  // Without bind on it, a binding to a missing Role is kube's 404 for the Role.
+  r = Send(*robot_, "POST", bindings, binding("robot-ghost", "ghost"));
+  EXPECT_EQ(r.status, 404) << r.body;
+  EXPECT_EQ(Body(r).value("message", ""), "roles.rbac.authorization.k8s.io \"ghost\" not found");
 }
 
 TEST_F(RbacApiTest, KubesDefaultClusterRolesAndBindingsExist) {
