@@ -184,9 +184,9 @@ std::optional<json> AuthorizeRequest(Storage& storage, UserInfo* user, const Req
     }
     const AuthorizationDecision decision = Authorize(who, a, *policy);
     if (decision.allowed) return std::nullopt;
-    return StatusJson(403, "Forbidden", ForbiddenMessage(who, a, decision.reason),
-                      a.resource_request ? ErrorSubject{a.group, a.resource, a.name}
-                                         : ErrorSubject{});
+    return StatusJson(
+        403, "Forbidden", ForbiddenMessage(who, a, decision.reason),
+        a.resource_request ? ErrorSubject{a.group, a.resource, a.name} : ErrorSubject{});
   };
   if (acting->has_value()) {
     for (const AuthorizationAttributes& check : (*acting)->checks) {
