@@ -30,7 +30,8 @@ build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 test: deps build
-	$(TEST_ENV) ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+	$(TEST_ENV) ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) || \
+	  { bash scripts/failed-test-output.sh $(BUILD_DIR); exit 1; }
 
 demo: deps build
 	@bash scripts/demo.sh $(BUILD_DIR)

@@ -59,7 +59,8 @@ TEST(ServiceAccountE2eTest, TokensFromKubectlAndMountedInPodsAuthenticate) {
   ASSERT_TRUE(session.Up()) << session.up().output;
 
   // Every namespace has its default ServiceAccount.
-  EXPECT_EQ(session.Kubectl("get serviceaccount default").exit_code, 0);
+  CommandResult default_account = session.Kubectl("get serviceaccount default");
+  EXPECT_EQ(default_account.exit_code, 0) << default_account.output;
 
   CommandResult created = session.Kubectl("create serviceaccount robot");
   ASSERT_EQ(created.exit_code, 0) << created.output;
@@ -82,7 +83,8 @@ TEST(ServiceAccountE2eTest, TokensFromKubectlAndMountedInPodsAuthenticate) {
         return session.Log("apiserver", 1 << 24)
                    .find("\"user\":\"system:serviceaccount:default:robot\"") != std::string::npos;
       },
-      std::chrono::seconds(5)));
+      std::chrono::seconds(30)))
+      << session.Log("apiserver");
   // ... and a tampered one is refused with kube's 401.
   CommandResult tampered = session.Kubectl("--token=" + token + "x get pods");
   EXPECT_NE(tampered.exit_code, 0);
@@ -128,11 +130,9 @@ TEST(ServiceAccountE2eTest, TokensFromKubectlAndMountedInPodsAuthenticate) {
   EXPECT_EQ(pod_claims.value("/kubernetes.io/pod/uid"_json_pointer, ""),
             session.JsonPath("pod reader", "{.metadata.uid}"));
   // The pod's token is its ServiceAccount's, with what RBAC grants that: here the view role.
-  ASSERT_EQ(session
-                .Kubectl("create rolebinding default-view --clusterrole=view "
-                         "--serviceaccount=default:default")
-                .exit_code,
-            0);
+  CommandResult bound = session.Kubectl(
+      "create rolebinding default-view --clusterrole=view --serviceaccount=default:default");
+  ASSERT_EQ(bound.exit_code, 0) << bound.output;
   CommandResult as_pod = session.Kubectl("--token=" + pod_token + " get pod reader");
   EXPECT_EQ(as_pod.exit_code, 0) << as_pod.output;
   CommandResult deleting = session.Kubectl("--token=" + pod_token + " delete pod reader");
