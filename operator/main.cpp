@@ -30,6 +30,7 @@
 #include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/rollout_pool_controller.h"
 #include "operator/controllers/trainer_job_controller.h"
+#include "operator/kube/core_resources.h"
 #include "operator/kube/event_recorder.h"
 #include "operator/kube/in_cluster.h"
 #include "operator/kube/informer.h"
@@ -255,9 +256,10 @@ int Main(int argc, char** argv) {
   auto config_maps = informer({"", "v1", "configmaps", true}, true);
   auto secrets = informer({"", "v1", "secrets", true}, true);
   auto claims = informer({"", "v1", "persistentvolumeclaims", true}, true);
-  std::vector<kube::Informer*> all = {dataflows.get(),   pools.get(),   jobs.get(),
-                                      policies.get(),    pods.get(),    services.get(),
-                                      config_maps.get(), secrets.get(), claims.get()};
+  auto network_policies = informer(kube::kNetworkPolicies, true);
+  std::vector<kube::Informer*> all = {
+      dataflows.get(), pools.get(),       jobs.get(),    policies.get(), pods.get(),
+      services.get(),  config_maps.get(), secrets.get(), claims.get(),   network_policies.get()};
 
   kube::EventRecorderOptions event_options;
   event_options.component = "sluice-operator";
@@ -271,7 +273,8 @@ int Main(int argc, char** argv) {
       std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("status-period"));
   controllers::DataflowController dataflow_logic(
       client,
-      {dataflows.get(), pods.get(), services.get(), config_maps.get(), secrets.get(), claims.get()},
+      {dataflows.get(), pods.get(), services.get(), config_maps.get(), secrets.get(), claims.get(),
+       network_policies.get()},
       events, df_options);
 
   controllers::RolloutPoolControllerOptions pool_options;
@@ -307,7 +310,8 @@ int Main(int argc, char** argv) {
     options.registry = &registry;
     controllers::Controller dataflow_controller(
         options, *dataflows, [&](const std::string& key) { return dataflow_logic.Reconcile(key); });
-    for (kube::Informer* owned : {pods.get(), services.get(), config_maps.get(), secrets.get()}) {
+    for (kube::Informer* owned :
+         {pods.get(), services.get(), config_maps.get(), secrets.get(), network_policies.get()}) {
       dataflow_controller.WatchOwned(*owned, "Dataflow");
     }
     options.name = "rolloutpool";

@@ -11,6 +11,7 @@
 #include "localcluster/apiserver/aggregated_discovery.h"
 #include "localcluster/apiserver/api_errors.h"
 #include "localcluster/apiserver/authenticator.h"
+#include "localcluster/apiserver/builtin_admission.h"
 #include "localcluster/apiserver/builtin_table.h"
 #include "localcluster/apiserver/crd_schema_checks.h"
 #include "localcluster/apiserver/custom_resources.h"
@@ -33,7 +34,6 @@
 #include "localcluster/apiserver/strategic_merge_patch.h"
 #include "localcluster/apiserver/table.h"
 #include "localcluster/apiserver/token_request.h"
-#include "localcluster/apiserver/workload_admission.h"
 
 namespace sluice::apiserver {
 namespace {
@@ -1079,15 +1079,10 @@ bool ApiServer::Admit(Request& r, json& object, const json* old_object, httplib:
     openapi::FieldErrors name_errors = ValidateName(r.resource, object);
     if (!name_errors.empty()) return fail_invalid(name_errors);
   }
-  if (r.resource.group == "apps") {  // Kube's defaulting, then validation (workload_admission.h).
-    const bool deployments = r.resource.plural == "deployments";
-    deployments ? DefaultDeployment(object) : DefaultReplicaSet(object);
-    openapi::FieldErrors errors =
-        old_object == nullptr
-            ? (deployments ? ValidateDeployment(object) : ValidateReplicaSet(object))
-            : (deployments ? ValidateDeploymentUpdate(*old_object, object)
-                           : ValidateReplicaSetUpdate(*old_object, object));
-    if (!errors.empty()) return fail_invalid(errors);
+  // Kube's defaulting, then validation, of built-in kinds with rules (builtin_admission.h).
+  if (openapi::FieldErrors errors = DefaultAndValidateBuiltin(r.resource, object, old_object);
+      !errors.empty()) {
+    return fail_invalid(errors);
   }
   if (r.crd) {
     CustomResourceCheck check =

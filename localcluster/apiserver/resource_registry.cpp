@@ -79,6 +79,8 @@ ResourceRegistry ResourceRegistry::WithBuiltins() {
     workload.scale = ScaleSubresource{".spec.replicas", ".status.replicas", ""};
     r.Add(std::move(workload));
   }
+  // Stored and validated (network_policy_admission.h), never enforced: pods are host processes.
+  r.Add(Builtin("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", true, {"netpol"}));
   r.Add(Builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", true));
   r.Add(Builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false));
   r.Add(Builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true));

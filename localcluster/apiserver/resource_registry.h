@@ -3,7 +3,8 @@
 // Built-in resources are the ones Sluice and kubectl use (namespaces, pods, services,
 // endpoints, configmaps, secrets, serviceaccounts, events in core/v1 and events.k8s.io/v1,
 // persistentvolumeclaims, nodes, coordination.k8s.io leases, apiextensions.k8s.io
-// customresourcedefinitions, apps deployments and replicasets, rbac.authorization.k8s.io roles,
+// customresourcedefinitions, apps deployments and replicasets, networking.k8s.io networkpolicies
+// (stored and validated, not enforced), rbac.authorization.k8s.io roles,
 // clusterroles, rolebindings and clusterrolebindings, and the create-only access reviews of
 // authorization.k8s.io and authentication.k8s.io selfsubjectreviews). A CRD adds one resource per
 // served version when it is created and removes them when it is deleted. The registry answers the

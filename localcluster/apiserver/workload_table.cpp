@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "localcluster/apiserver/deletion.h"
+#include "localcluster/apiserver/network_policy_table.h"
 
 namespace sluice::apiserver {
 namespace {
@@ -107,6 +108,7 @@ const std::map<std::string, WorkloadPrinter>& WorkloadPrinters() {
                             Column("Current", "integer", "Number of actually running pods."),
                             Column("Ready", "integer", "Number of ready pods.")}),
         ReplicaSetRow}},
+      {"networking.k8s.io/networkpolicies", NetworkPolicyPrinter()},
   };
   return kPrinters;
 }

@@ -2,7 +2,9 @@
 //   deployments: Name, Ready ("ready/desired"), Up-to-date, Available, Age; wide: Containers,
 //                Images, Selector;
 //   replicasets: Name, Desired, Current, Ready, Age; wide: Containers, Images, Selector.
-// builtin_table.cpp serves them with the other built-in printers.
+// builtin_table.cpp serves them with the other built-in printers. WorkloadPrinters() also carries
+// the printers of other kinds kept in files of their own (NetworkPolicies: network_policy_table.h),
+// so builtin_table.cpp has one hook for all of them.
 //
 // Thread safety: pure functions; `now` is passed in.
 #pragma once
@@ -22,7 +24,8 @@ struct WorkloadPrinter {
   nlohmann::json (*row)(const nlohmann::json& object, Clock::WallTime now);  // {"cells": [...]}.
 };
 
-// By "<group>/<plural>": "apps/deployments", "apps/replicasets".
+// By "<group>/<plural>": "apps/deployments", "apps/replicasets",
+// "networking.k8s.io/networkpolicies".
 const std::map<std::string, WorkloadPrinter>& WorkloadPrinters();
 
 // A metav1.LabelSelector as kubectl prints it: "app=web,tier in (a,b),!x"; "<none>" when empty.

@@ -65,6 +65,12 @@ const std::vector<OperatorRbacRule>& OperatorRbacRules() {
        {"get", "list", "watch", "create", "update", "patch", "delete"},
        false,
        "the workers, their Services, config, credentials and claims"},
+      {{"networking.k8s.io"},
+       {"networkpolicies"},
+       {"list", "watch", "create", "update", "delete"},
+       false,
+       "the per-experiment NetworkPolicies of the Dataflow controller (its informer; switched off: "
+       "deleted)"},
       {{""}, {"events"}, {"create", "patch"}, false, "events on the Sluice objects"},
       {{"coordination.k8s.io"}, {"leases"}, {"get", "create", "update"}, true, "leader election"},
   };

@@ -4,6 +4,7 @@
 
 #include "operator/controllers/labels.h"
 #include "operator/controllers/pod_hardening.h"
+#include "operator/controllers/worker_scratch.h"
 
 namespace sluice::controllers {
 
@@ -87,11 +88,14 @@ std::string DataflowEndpoint(const json& df) {
 
 json DesiredDataflowConfigMap(const json& df) {
   // Only what sluice-dataflow reads: identity and spec (status and bookkeeping would change the
-  // hash, and so replace the pod, on every status write).
+  // hash, and so replace the pod, on every status write). spec.networkPolicy is the operator's
+  // alone (network_policies.h): switching the policies must not replace the pod.
+  json spec = df.value("spec", json::object());
+  if (spec.is_object()) spec.erase("networkPolicy");
   const json manifest = {{"apiVersion", df.value("apiVersion", "sluice.dev/v1alpha1")},
                          {"kind", "Dataflow"},
                          {"metadata", {{"name", Name(df)}, {"namespace", Namespace(df)}}},
-                         {"spec", df.value("spec", json::object())}};
+                         {"spec", spec}};
   return {{"apiVersion", "v1"},
           {"kind", "ConfigMap"},
           {"metadata", Meta(df, DataflowConfigMapName(Name(df)), true)},
@@ -157,6 +161,13 @@ json DesiredDataflowPod(const json& df, const WorkerImages& images) {
           {{"claimName", df.at("/spec/dataset/pvc/claimName"_json_pointer)}, {"readOnly", true}}}});
     mounts.push_back({{"name", "dataset-pvc"}, {"mountPath", kDatasetPvcDir}, {"readOnly", true}});
   }
+  // The root file system is read-only; the WAL has its claim, and /tmp is the only other place
+  // the worker may write (worker_scratch.h).
+  volumes.push_back(EmptyDirVolume(kScratchVolume));
+  mounts.push_back(WritableMount(kScratchVolume, kScratchDir));
+  json env = json::array(
+      {{{"name", "POD_IP"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}}});
+  for (const json& e : ScratchEnv(/*cuda=*/false)) env.push_back(e);
   const json args = json::array({
       std::string("--dataflow-manifest=") + kConfigDir + "/dataflow.json",
       "--dataflow-name=" + name,
@@ -174,8 +185,7 @@ json DesiredDataflowPod(const json& df, const WorkerImages& images) {
       {"image", images.dataflow},
       {"imagePullPolicy", images.pull_policy},
       {"args", args},
-      {"env", json::array({{{"name", "POD_IP"},
-                            {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}}})},
+      {"env", env},
       {"ports",
        json::array({{{"name", "http"}, {"containerPort", kDataflowPort}, {"protocol", "TCP"}}})},
       {"readinessProbe",

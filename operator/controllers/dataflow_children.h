@@ -8,7 +8,9 @@
 //   Service    <df>          port 8080 "http" -> the dataflow pod (<df>.<ns>.svc:8080)
 //   Pod        <df>-dataflow sluice-dataflow, restartPolicy Always, readiness /readyz,
 //                            liveness /healthz; annotated with the config hash so a spec change
-//                            replaces it, and for Prometheus (ScrapeAnnotations)
+//                            replaces it, and for Prometheus (ScrapeAnnotations); hardened
+//                            (pod_hardening.h, read-only root file system) with an emptyDir
+//                            "tmp" at /tmp and TMPDIR=/tmp (worker_scratch.h)
 //
 // Every child carries StandardLabels plus sluice.dev/dataflow=<df>; all but the PVC are
 // controlled by the Dataflow (ownerReferences), so kube's garbage collector deletes them with it.

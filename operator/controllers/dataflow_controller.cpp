@@ -1,6 +1,7 @@
 #include "operator/controllers/dataflow_controller.h"
 
 #include <random>
+#include <set>
 
 #include "common/http/bearer_token.h"
 #include "common/http/client.h"
@@ -8,6 +9,8 @@
 #include "operator/api/meta.h"
 #include "operator/api/validation.h"
 #include "operator/controllers/data_exhaustion.h"
+#include "operator/controllers/network_policies.h"
+#include "operator/kube/core_resources.h"
 #include "operator/kube/kubeconfig.h"
 
 namespace sluice::controllers {
@@ -62,6 +65,14 @@ std::string PodProblem(const json& pod) {
   return "phase " + Str(pod, "/status/phase", "Pending") + (msg.empty() ? "" : ": " + msg);
 }
 
+// Whether `object`'s controller (ownerReferences entry with controller: true) has uid `uid`.
+bool ControlledBy(const json& object, const std::string& uid) {
+  for (const json& ref : object.value("/metadata/ownerReferences"_json_pointer, json::array())) {
+    if (ref.value("controller", false) && ref.value("uid", "") == uid) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 DataflowController::DataflowController(kube::DynamicClient& client, DataflowInformers informers,
@@ -109,6 +120,8 @@ Status DataflowController::EnsureChildren(const json& df, std::string* pod_state
     Result<json> r = client_.Resource(kServices, ns).Update(updated);
     if (!r.ok()) return r.status();
   }
+  // Before the pod, so that with policies switched on the worker never starts without them.
+  SLUICE_RETURN_IF_ERROR(EnsureNetworkPolicies(df));
   const json pod = DesiredDataflowPod(df, options_.images);
   kube::ObjectPtr current = cached(informers_.pods, DataflowPodName(name));
   if (!current) {
@@ -135,6 +148,51 @@ Status DataflowController::EnsureChildren(const json& df, std::string* pod_state
     return Status::Ok();
   }
   *pod_state = PodReady(*current) ? "Ready" : PodProblem(*current);
+  return Status::Ok();
+}
+
+Status DataflowController::EnsureNetworkPolicies(const json& df) {
+  if (informers_.network_policies == nullptr) return Status::Ok();
+  const std::string ns = Str(df, "/metadata/namespace", "default");
+  const std::string name = Str(df, "/metadata/name");
+  kube::ResourceClient policies = client_.Resource(kube::kNetworkPolicies, ns);
+  std::set<std::string> wanted;
+  for (const json& desired : DesiredNetworkPolicies(df)) {
+    const std::string child = desired["metadata"]["name"];
+    wanted.insert(child);
+    kube::ObjectPtr current = informers_.network_policies->store().Get(ns + "/" + child);
+    Status written;
+    if (!current) {
+      Result<json> r = policies.Create(desired);
+      if (!r.ok() && r.status().code() != StatusCode::kAlreadyExists) written = r.status();
+    } else if (current->value("spec", json()) != desired["spec"]) {
+      // The spec is the operator's; labels and annotations others added are kept.
+      json updated = *current;
+      updated["spec"] = desired["spec"];
+      Result<json> r = policies.Update(updated);
+      if (!r.ok()) written = r.status();
+    }
+    if (!written.ok()) {
+      // A conflict is a stale cache: the retry re-reads. Anything else (an API server refusing
+      // a spec.networkPolicy.prometheus selector, say) is for the user to see.
+      if (written.code() != StatusCode::kConflict) {
+        (void)events_.Record(df, kube::kEventWarning, "NetworkPolicyFailed",
+                             "NetworkPolicy " + child + ": " + written.message());
+      }
+      return written;
+    }
+  }
+  // Switched off: delete what this Dataflow made, never a policy of the same name it does not
+  // control.
+  for (const std::string& child : NetworkPolicyNames(name)) {
+    if (wanted.count(child) > 0) continue;
+    kube::ObjectPtr current = informers_.network_policies->store().Get(ns + "/" + child);
+    if (!current || !ControlledBy(*current, Str(df, "/metadata/uid"))) continue;
+    kube::DeleteOptions options;
+    options.precondition_uid = Str(*current, "/metadata/uid");
+    Result<json> r = policies.Delete(child, options);
+    if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
+  }
   return Status::Ok();
 }
 

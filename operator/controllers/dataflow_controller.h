@@ -4,12 +4,14 @@
 // One reconcile: read the Dataflow from the cache; validate its spec (InvalidSpec: Ready=False
 // with the field messages, a Warning event, children untouched); create what is missing (the
 // token Secret once, the WAL claim once, never updated), update the ConfigMap and Service when
-// they differ, replace the pod when its config hash is stale or it ended; then ask the ready pod's
-// GET /v1/status (at its pod IP, with the experiment's token) and write status: the worker's
-// counters, `endpoint`, and conditions Ready (the pod serves), Backpressure (admission full),
-// Degraded (the worker reports failed tasks or cannot be asked) and Exhausted (the data ran out;
-// events DatasetExhausted, then DataflowDrained per drained policy: data_exhaustion.h). It
-// re-runs every `status_period` to keep the counters fresh.
+// they differ, create or update the experiment's NetworkPolicies (network_policies.h; deleted
+// when spec.networkPolicy.enabled is false, a failure is a NetworkPolicyFailed Warning event),
+// replace the pod when its config hash is stale or it ended; then ask the ready pod's GET
+// /v1/status (at its pod IP, with the experiment's token) and write status: the worker's counters,
+// `endpoint`, and conditions Ready (the pod serves), Backpressure (admission full), Degraded (the
+// worker reports failed tasks or cannot be asked) and Exhausted (the data ran out; events
+// DatasetExhausted, then DataflowDrained per drained policy: data_exhaustion.h). It re-runs every
+// `status_period` to keep the counters fresh.
 //
 // Ownership: borrows the client, informers and recorder, which must outlive it.
 // Thread safety: Reconcile may run concurrently for different keys (the runner never runs one
@@ -44,6 +46,8 @@ struct DataflowInformers {
   kube::Informer* config_maps = nullptr;
   kube::Informer* secrets = nullptr;
   kube::Informer* claims = nullptr;
+  // The operator's NetworkPolicies; null: the controller leaves NetworkPolicies alone.
+  kube::Informer* network_policies = nullptr;
 };
 
 class DataflowController {
@@ -55,6 +59,7 @@ class DataflowController {
 
  private:
   Status EnsureChildren(const nlohmann::json& df, std::string* pod_state);
+  Status EnsureNetworkPolicies(const nlohmann::json& df);
   nlohmann::json CurrentStatus(const nlohmann::json& df, const std::string& pod_state);
   Status WriteStatus(const nlohmann::json& df, nlohmann::json status);
 

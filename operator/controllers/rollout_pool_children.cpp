@@ -8,6 +8,8 @@
 #include "operator/controllers/labels.h"
 #include "operator/controllers/pod_hardening.h"
 #include "operator/controllers/policy_model_volumes.h"
+#include "operator/controllers/worker_resources.h"
+#include "operator/controllers/worker_scratch.h"
 
 namespace sluice::controllers {
 
@@ -41,9 +43,6 @@ std::string Join(const std::vector<std::string>& items, const char* sep) {
   return out;
 }
 
-// A Kubernetes quantity as the string form the API server returns.
-json Quantity(const json& value) { return value.is_string() ? value : json(value.dump()); }
-
 // The node labels the replica must match: the template's, overridden by the region's.
 json NodeSelector(const json& pool, const json* region) {
   json selector = pool.value("/spec/template/nodeSelector"_json_pointer, json::object());
@@ -51,19 +50,6 @@ json NodeSelector(const json& pool, const json* region) {
     for (const auto& [k, v] : (*region)["nodeSelector"].items()) selector[k] = v;
   }
   return selector;
-}
-
-json Resources(const json& pool) {
-  const json res = pool.value("/spec/template/resources"_json_pointer, json::object());
-  json amounts = json::object();
-  if (res.contains("cpu")) amounts["cpu"] = Quantity(res["cpu"]);
-  if (res.contains("memory")) amounts["memory"] = Quantity(res["memory"]);
-  const int64_t gpus = res.value("gpus", int64_t{0});
-  if (gpus > 0) {
-    amounts[res.value("gpuResourceName", std::string("nvidia.com/gpu"))] = std::to_string(gpus);
-  }
-  if (amounts.empty()) return json::object();
-  return {{"requests", amounts}, {"limits", amounts}};
 }
 
 // The Policies of `policies` that `pool` hosts (named in spec.policies).
@@ -174,6 +160,8 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
       {{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
       {{"name", "SLUICE_REGION"}, {"value", region_name}},
   });
+  // Before the template's env, so that a template's own TMPDIR wins.
+  for (const json& e : ScratchEnv(/*cuda=*/true)) env.push_back(e);
   for (const json& e : tmpl.value("env", json::array())) env.push_back(e);
 
   const std::string image =
@@ -188,6 +176,14 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
        {{"name", "config"}, {"configMap", {{"name", RolloutConfigMapName(pool_name)}}}}});
   for (const json& m : models.mounts) mounts.push_back(m);
   for (const json& v : models.volumes) volumes.push_back(v);
+  // The root file system is read-only: the worker's scratch files go to an emptyDir, and with an
+  // external engine so do the weight versions it hands the server (worker_scratch.h).
+  volumes.push_back(EmptyDirVolume(kScratchVolume));
+  mounts.push_back(WritableMount(kScratchVolume, kScratchDir));
+  if (engine.value("type", std::string("builtin")) != "builtin") {
+    volumes.push_back(EmptyDirVolume(kExternalWeightsVolume));
+    mounts.push_back(WritableMount(kExternalWeightsVolume, kExternalWeightsDir));
+  }
 
   const json container = {
       {"name", "rollout"},
@@ -205,7 +201,8 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
        {{"httpGet", {{"path", "/healthz"}, {"port", "http"}}},
         {"periodSeconds", 10},
         {"failureThreshold", 6}}},
-      {"resources", Resources(pool)},
+      {"resources",
+       WorkerResources(tmpl.value("resources", json::object()), kRolloutDefaultRequests)},
       {"volumeMounts", mounts}};
 
   json spec = {
@@ -221,6 +218,7 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
   if (!selector.empty()) spec["nodeSelector"] = selector;
   if (tmpl.contains("tolerations")) spec["tolerations"] = tmpl["tolerations"];
   if (tmpl.contains("serviceAccountName")) spec["serviceAccountName"] = tmpl["serviceAccountName"];
+  ApplyTemplateSecurityContexts(tmpl, spec);
   HardenPodSpec(spec);
 
   return {{"apiVersion", "v1"},

@@ -14,7 +14,15 @@
 // Prometheus ones (ScrapeAnnotations(8080), dataflow_children.h).
 //
 // Each hosted Policy whose spec.model.source is pvc has its claim mounted read-only at
-// /var/lib/sluice/model/<policy> (policy_model_volumes.h).
+// /var/lib/sluice/model/<policy> (policy_model_volumes.h). After those come the writable
+// emptyDirs (worker_scratch.h): "tmp" at /tmp always, and "weights" at /var/lib/sluice/weights
+// with engine vllm or sglang.
+//
+// Replicas are hardened (pod_hardening.h: restricted securityContext, read-only root file
+// system), with spec.template.securityContext and containerSecurityContext winning field by
+// field. Resources: WorkerResources(spec.template.resources, kRolloutDefaultRequests)
+// (worker_resources.h): what the template sets is requested and the limit; an unset cpu or
+// memory is requested at 1 / 2Gi without a limit.
 //
 // The template hash (PoolTemplateHash) covers spec.engine, spec.template, spec.policies (as a
 // set), spec.dataflowRef and the hosted Policies' model mounts (claim and directory, only when
@@ -44,7 +52,8 @@
 //     --replica=$(POD_NAME)                         the Pod's name
 //     --policy-config=/etc/sluice/config/rollout.json  the pool's ConfigMap <pool>-rollout-config
 //                                                   (DesiredRolloutConfigMap), mounted read-only
-//   env: POD_IP, POD_NAME (downward API), SLUICE_REGION, then spec.template.env verbatim.
+//   env: POD_IP, POD_NAME (downward API), SLUICE_REGION, TMPDIR=/tmp,
+//        CUDA_CACHE_PATH=/tmp/cuda-cache (ScratchEnv), then spec.template.env verbatim.
 //   HTTP on port 8080 ("http"):
 //     GET  /healthz    200 while the process is alive, including while the model loads (the
 //                      liveness probe restarts the container after 60 s without an answer).
@@ -76,6 +85,10 @@ inline constexpr int kRolloutPort = 8080;
 inline constexpr char kRolloutTokenDir[] = "/var/run/sluice/token";
 // Where the pool's ConfigMap (rollout.json) is mounted in a replica.
 inline constexpr char kRolloutConfigDir[] = "/etc/sluice/config";
+// With engine vllm or sglang: the emptyDir the worker writes the weight versions it hands the
+// inference server to, at sluice-rollout's default --weights-volume.
+inline constexpr char kExternalWeightsVolume[] = "weights";
+inline constexpr char kExternalWeightsDir[] = "/var/lib/sluice/weights";
 // The grace a replica gets on top of spec.drain.gracePeriodSeconds once its Pod is deleted.
 inline constexpr int kRolloutTerminationSlackSeconds = 30;
 

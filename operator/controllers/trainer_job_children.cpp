@@ -5,6 +5,8 @@
 #include "operator/controllers/labels.h"
 #include "operator/controllers/pod_hardening.h"
 #include "operator/controllers/policy_model_volumes.h"
+#include "operator/controllers/worker_resources.h"
+#include "operator/controllers/worker_scratch.h"
 
 namespace sluice::controllers {
 
@@ -23,9 +25,6 @@ std::string DataflowName(const json& job) {
   return job.value("/spec/dataflowRef/name"_json_pointer, "");
 }
 int64_t Replicas(const json& job) { return job.value("/spec/replicas"_json_pointer, int64_t{1}); }
-
-// A Kubernetes quantity as the string form the API server returns.
-json Quantity(const json& value) { return value.is_string() ? value : json(value.dump()); }
 
 json Labels(const json& job, std::map<std::string, std::string> extra = {}) {
   extra[kTrainerJobLabel] = Name(job);
@@ -89,19 +88,6 @@ std::string WeightsUrl(const json& job, int64_t version) {
          std::to_string(version);
 }
 
-json WorkerResources(const json& res) {
-  if (!res.is_object()) return json::object();
-  json amounts = json::object();
-  if (res.contains("cpu")) amounts["cpu"] = Quantity(res["cpu"]);
-  if (res.contains("memory")) amounts["memory"] = Quantity(res["memory"]);
-  const int64_t gpus = res.value("gpus", int64_t{0});
-  if (gpus > 0) {
-    amounts[res.value("gpuResourceName", std::string("nvidia.com/gpu"))] = std::to_string(gpus);
-  }
-  if (amounts.empty()) return json::object();
-  return {{"requests", amounts}, {"limits", amounts}};
-}
-
 std::string TrainerTemplateHash(const json& job, const json& policy) {
   json spec = job.value("spec", json::object());
   spec.erase("runPolicy");
@@ -162,6 +148,8 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
       ValueEnv("NODE_RANK", rank_str),
       ValueEnv("SLUICE_ATTEMPT", std::to_string(attempt)),
   });
+  // Before the template's env, so that a template's own TMPDIR wins.
+  for (const json& e : ScratchEnv(/*cuda=*/true)) env.push_back(e);
   for (const json& e : tmpl.value("env", json::array())) env.push_back(e);
 
   json args = json::array({
@@ -197,6 +185,9 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
   const PolicyModelVolumes models = PolicyModelVolumesFor({policy});
   for (const json& v : models.volumes) volumes.push_back(v);
   for (const json& m : models.mounts) mounts.push_back(m);
+  // The root file system is read-only: the trainer's scratch files go here (worker_scratch.h).
+  volumes.push_back(EmptyDirVolume(kScratchVolume));
+  mounts.push_back(WritableMount(kScratchVolume, kScratchDir));
 
   const json container = {
       {"name", "trainer"},
@@ -216,7 +207,8 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
        {{"httpGet", {{"path", "/healthz"}, {"port", "http"}}},
         {"periodSeconds", 10},
         {"failureThreshold", 6}}},
-      {"resources", WorkerResources(tmpl.value("resources", json::object()))},
+      {"resources",
+       WorkerResources(tmpl.value("resources", json::object()), kTrainerDefaultRequests)},
       {"volumeMounts", mounts}};
 
   json spec = {{"hostname", RankPodName(name, rank)},
@@ -233,6 +225,7 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
   }
   if (tmpl.contains("tolerations")) spec["tolerations"] = tmpl["tolerations"];
   if (tmpl.contains("serviceAccountName")) spec["serviceAccountName"] = tmpl["serviceAccountName"];
+  ApplyTemplateSecurityContexts(tmpl, spec);
   HardenPodSpec(spec);
 
   const json labels = Labels(job, {{kDataflowLabel, DataflowName(job)},

@@ -27,6 +27,13 @@
 // /var/lib/sluice/model/<policy> (policy_model_volumes.h); the critic and the reference model
 // load from the same Policy.
 //
+// Rank Pods are hardened (pod_hardening.h: restricted securityContext, read-only root file
+// system), with spec.template.securityContext and containerSecurityContext winning field by
+// field; an emptyDir "tmp" is mounted at /tmp for the trainer's scratch files (worker_scratch.h).
+// Resources: WorkerResources(spec.template.resources, kTrainerDefaultRequests)
+// (worker_resources.h): what the template sets is requested and the limit; an unset cpu or
+// memory is requested at 2 / 4Gi without a limit.
+//
 // The template hash (TrainerTemplateHash) covers the TrainerJob's spec without spec.runPolicy and
 // the Policy's spec: suspending, resuming or changing the backoff limit or deadlines never makes a
 // rank stale; any other spec change, or a change of the Policy's spec, does. It leaves out the
@@ -57,7 +64,8 @@
 //   env, in this order, then spec.template.env verbatim:
 //     POD_IP, POD_NAME (downward API), MASTER_ADDR, MASTER_PORT, WORLD_SIZE (spec.replicas),
 //     RANK, LOCAL_RANK ("0": one rank per Pod), NNODES (spec.replicas), NODE_RANK (= RANK),
-//     SLUICE_ATTEMPT (the gang attempt, 0 first; the worker may log it or seed with it).
+//     SLUICE_ATTEMPT (the gang attempt, 0 first; the worker may log it or seed with it),
+//     TMPDIR=/tmp, CUDA_CACHE_PATH=/tmp/cuda-cache (ScratchEnv, worker_scratch.h).
 //   ports: 8080 "http", 29500 "rendezvous" (torch.distributed-style TCP store on rank 0).
 //   HTTP on port 8080 ("http"):
 //     GET /healthz         200 while the process is alive, including during rendezvous and model
@@ -116,11 +124,6 @@ std::string MasterAddress(const nlohmann::json& job);
 // "http://<job>-0.<job>.<ns>.svc:8080/v1/weights/<version>": where rollout workers download
 // weight version `version` (the Policy's status.weightsURL).
 std::string WeightsUrl(const nlohmann::json& job, int64_t version);
-
-// {"requests": r, "limits": r} with r = cpu, memory (Kubernetes quantities, integers written as
-// strings) and "<gpuResourceName>": "<gpus>" when gpus > 0, from a spec.template.resources
-// object; {} when it requests nothing.
-nlohmann::json WorkerResources(const nlohmann::json& resources);
 
 // JsonHash of {"spec": job spec without runPolicy, "policy": policy spec}: the value of the
 // sluice.dev/template-hash label of the job's current rank Pods.

@@ -19,6 +19,8 @@ inline const GroupVersionResource kPersistentVolumeClaims{"", "v1", "persistentv
 inline const GroupVersionResource kEvents{"", "v1", "events", true};
 inline const GroupVersionResource kNamespaces{"", "v1", "namespaces", false};
 inline const GroupVersionResource kLeases{"coordination.k8s.io", "v1", "leases", true};
+inline const GroupVersionResource kNetworkPolicies{"networking.k8s.io", "v1", "networkpolicies",
+                                                   true};
 
 inline ResourceClient Pods(DynamicClient& c, const std::string& ns) {
   return c.Resource(kPods, ns);

@@ -1,11 +1,14 @@
 // End-to-end: the operator on the local cluster. `sluice up` starts apiserver, node agent and
 // sluice-operator; a Dataflow applied with kubectl becomes a running sluice-dataflow pod behind a
-// Service, its status fills from the worker, and deleting it removes the owned children while
-// the write-ahead-log claim stays.
+// Service, its status fills from the worker, its experiment's NetworkPolicies are made (stored,
+// not enforced, here) and removed again by spec.networkPolicy.enabled: false without replacing
+// the pod, and deleting it removes the owned children while the write-ahead-log claim stays.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "common/http/client.h"
 #include "tests/e2e/sluice_session.h"
@@ -42,6 +45,56 @@ TEST(OperatorDataflowTest, DataflowBecomesARunningPodWithLiveStatus) {
   EXPECT_EQ(cluster.Kubectl("get svc arith").exit_code, 0);
   EXPECT_EQ(cluster.Kubectl("get pvc arith-wal").exit_code, 0);
   EXPECT_EQ(cluster.JsonPath("secret arith-token", "{.data.token}").size(), 88u);
+
+  // The experiment's NetworkPolicies, one per role, owned by the Dataflow
+  // (operator/controllers/network_policies.h).
+  for (const std::string role : {"dataflow", "rollout", "trainer"}) {
+    const json policy = cluster.Get("networkpolicy arith-" + role + "-ingress");
+    ASSERT_TRUE(policy.is_object())
+        << role << "\n"
+        << cluster.Kubectl("get networkpolicies").output << cluster.Log("operator");
+    EXPECT_EQ(policy.value("/metadata/ownerReferences/0/kind"_json_pointer, ""), "Dataflow");
+    EXPECT_EQ(
+        policy.value("/spec/podSelector/matchLabels/app.kubernetes.io~1component"_json_pointer, ""),
+        role);
+    EXPECT_EQ(policy.value("/spec/podSelector/matchLabels/sluice.dev~1dataflow"_json_pointer, ""),
+              "arith");
+    EXPECT_EQ(policy.value("/spec/policyTypes"_json_pointer, json()), json::array({"Ingress"}));
+  }
+  // The dataflow pod, which the policy of its role selects, admits the experiment's rollouts
+  // and trainers on its port.
+  EXPECT_EQ(pod.value("/metadata/labels/app.kubernetes.io~1component"_json_pointer, ""),
+            "dataflow");
+  EXPECT_EQ(pod.value("/metadata/labels/sluice.dev~1dataflow"_json_pointer, ""), "arith");
+  EXPECT_EQ(
+      cluster.JsonPath("networkpolicy arith-dataflow-ingress", "{.spec.ingress[0].ports[0].port}"),
+      "8080");
+  // kubectl prints them as kube does.
+  const CommandResult listed = cluster.Kubectl("get netpol");
+  EXPECT_NE(listed.output.find("POD-SELECTOR"), std::string::npos) << listed.output;
+  EXPECT_NE(listed.output.find("app.kubernetes.io/component=rollout,sluice.dev/dataflow=arith"),
+            std::string::npos)
+      << listed.output;
+
+  // Switched off: the operator deletes them, and the dataflow pod stays (the switch is not part
+  // of the worker's config).
+  const std::string pod_uid = cluster.JsonPath("pod arith-dataflow", "{.metadata.uid}");
+  ASSERT_FALSE(pod_uid.empty());
+  ASSERT_EQ(cluster
+                .Kubectl("patch dataflow arith --type=merge -p "
+                         "'{\"spec\":{\"networkPolicy\":{\"enabled\":false}}}'")
+                .exit_code,
+            0);
+  EXPECT_TRUE(WaitUntil([&] {
+    for (const char* name :
+         {"arith-dataflow-ingress", "arith-rollout-ingress", "arith-trainer-ingress"}) {
+      if (cluster.Kubectl(std::string("get networkpolicy ") + name).exit_code == 0) return false;
+    }
+    return true;
+  })) << cluster.Kubectl("get networkpolicies").output
+      << cluster.Log("operator");
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // A later reconcile would replace it.
+  EXPECT_EQ(cluster.JsonPath("pod arith-dataflow", "{.metadata.uid}"), pod_uid);
 
   // The operator's metrics carry controller-runtime's names.
   http::ClientOptions options;

@@ -68,7 +68,8 @@ Status ResolveDataset(const api::DataflowSpecDataset& in, const DataflowMounts& 
                                   in.builtin->max_operand,
                                   static_cast<uint64_t>(in.builtin->seed),
                                   "",
-                                  in.builtin->prompt_style};
+                                  in.builtin->prompt_style,
+                                  in.builtin->length.value_or(4)};
     for (const std::string& op : in.builtin->operations) {
       if (op.size() != 1)
         return Bad("unknown operation '" + op + "'", "spec.dataset.builtin.operations");

@@ -25,6 +25,7 @@ namespace {
 constexpr int64_t kMaxBuiltinCount = 10'000'000;
 constexpr int64_t kMaxBuiltinOperand = 1'000'000'000;
 constexpr int64_t kMaxEpochs = 100'000;
+constexpr int64_t kMaxReverseLength = 18;
 // Largest divisor tried when an arithmetic-chain step divides the running value.
 constexpr int64_t kMaxChainDivisor = 1000;
 
@@ -83,6 +84,25 @@ PromptRow MakeRow(const std::string& dataset, uint64_t index, std::string prompt
                          {"answer", r.answer},
                          {"expression", expr.text},
                          {"steps", steps}};
+  return r;
+}
+
+// A row of the reverse generator: `length` digits, each uniform in 1..9, and the same digits
+// backwards. No 0, so the answer has no leading zero for digit-match's integer form to drop.
+PromptRow ReverseRow(const std::string& dataset, uint64_t index, std::mt19937_64& rng,
+                     int64_t length, bool equation) {
+  std::string digits;
+  for (int64_t d = 0; d < length; ++d) {
+    digits += static_cast<char>('1' + UniformBelow(rng, 9));
+  }
+  PromptRow r;
+  r.id = NumberedId(dataset, index);
+  r.prompt = equation ? "rev " + digits + " ="
+                      : "Reverse the digits of " + digits + ". Answer with the digits only.";
+  r.answer = std::string(digits.rbegin(), digits.rend());
+  r.dataset = dataset;
+  r.row =
+      nlohmann::json{{"id", r.id}, {"prompt", r.prompt}, {"answer", r.answer}, {"digits", digits}};
   return r;
 }
 
@@ -360,10 +380,16 @@ struct FileCloser {
 Result<std::vector<PromptRow>> GenerateBuiltinRows(const BuiltinDataset& builtin,
                                                    const std::string& dataset_name) {
   const bool chain = builtin.generator == "arithmetic-chain";
-  if (!chain && builtin.generator != "arithmetic") {
-    return Status::InvalidArgument(
-        "unknown generator " + Quoted(builtin.generator) + " (want arithmetic or arithmetic-chain)",
-        "spec.dataset.builtin.generator");
+  const bool reverse = builtin.generator == "reverse";
+  if (!chain && !reverse && builtin.generator != "arithmetic") {
+    return Status::InvalidArgument("unknown generator " + Quoted(builtin.generator) +
+                                       " (want arithmetic, arithmetic-chain or reverse)",
+                                   "spec.dataset.builtin.generator");
+  }
+  if (builtin.length < 1 || builtin.length > kMaxReverseLength) {
+    return Status::InvalidArgument("length " + std::to_string(builtin.length) + " is outside [1, " +
+                                       std::to_string(kMaxReverseLength) + "]",
+                                   "spec.dataset.builtin.length");
   }
   if (builtin.count < 1 || builtin.count > kMaxBuiltinCount) {
     return Status::InvalidArgument("count " + std::to_string(builtin.count) + " is outside [1, " +
@@ -401,7 +427,9 @@ Result<std::vector<PromptRow>> GenerateBuiltinRows(const BuiltinDataset& builtin
   for (int64_t i = 0; i < builtin.count; ++i) {
     // Row i depends on (seed, i) only.
     std::mt19937_64 rng(SplitMix64(seed_key + static_cast<uint64_t>(i)));
-    if (chain) {
+    if (reverse) {
+      rows.push_back(ReverseRow(name, static_cast<uint64_t>(i), rng, builtin.length, equation));
+    } else if (chain) {
       const int steps = static_cast<int>(UniformIn(rng, 2, 4));
       const Expr e = Chain(rng, builtin.max_operand, steps);
       rows.push_back(MakeRow(

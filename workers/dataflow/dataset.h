@@ -18,9 +18,15 @@
 //                           "Compute <expression>. You may call the calculator tool."
 //                         e.g. "Compute (17 + 25) * 3 - 8. You may call the calculator tool.",
 //                         answer "118".
+//       reverse           `length` digits, each uniform in 1..9, to write backwards
+//                         (maxOperand and operations are not used). Prompt template (exact):
+//                           "Reverse the digits of <digits>. Answer with the digits only."
+//                         e.g. "Reverse the digits of 4821. Answer with the digits only.",
+//                         answer "1284"; in `row` also "digits" ("4821").
+//     With promptStyle "equation" the prompts are "<expression> =" and "rev <digits> =".
 //     Operators are the ASCII characters + - * /, separated from numbers by one space. Row i
-//     depends only on (seed, i), so a larger count keeps the earlier rows. Both generators
-//     put into `row`: id, prompt, answer, "expression" (e.g. "(17 + 25) * 3 - 8") and
+//     depends only on (seed, i), so a larger count keeps the earlier rows. The arithmetic
+//     generators put into `row`: id, prompt, answer, "expression" (e.g. "(17 + 25) * 3 - 8") and
 //     "steps" (the number of operations). Ids are "<generator>-<index, 6+ digits>" with a
 //     0-based index: "arithmetic-000042".
 //
@@ -80,7 +86,7 @@ struct FieldNames {
 
 // spec.dataset.builtin.
 struct BuiltinDataset {
-  std::string generator = "arithmetic";  // "arithmetic" or "arithmetic-chain".
+  std::string generator = "arithmetic";  // "arithmetic", "arithmetic-chain" or "reverse".
   int64_t count = 10000;                 // Rows, in [1, 10^7].
   int64_t max_operand = 100;             // Largest operand, in [1, 10^9].
   uint64_t seed = 0;
@@ -90,6 +96,8 @@ struct BuiltinDataset {
   // "question" ("What is 7 * 12? Answer with the number only.") or "equation" ("7 * 12 =")
   // (spec.dataset.builtin.promptStyle).
   std::string prompt_style = "question";
+  // Digits per problem of "reverse", in [1, 18] (spec.dataset.builtin.length).
+  int64_t length = 4;
 };
 
 struct PromptRow {
@@ -116,8 +124,8 @@ struct DatasetSource {
   int64_t epochs = 1;
 };
 
-// The rows of a built-in generator. InvalidArgument for an unknown generator or a count or
-// max_operand out of range.
+// The rows of a built-in generator. InvalidArgument for an unknown generator or a count,
+// max_operand or length out of range.
 Result<std::vector<PromptRow>> GenerateBuiltinRows(const BuiltinDataset& builtin,
                                                    const std::string& dataset_name);
 

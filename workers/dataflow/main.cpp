@@ -88,8 +88,8 @@ config::Spec MakeSpec() {
       // Dataset.
       .Add(Option::String("dataset-file", "", "JSONL dataset file; empty: the built-in generator."))
       .Add(Option::String("dataset-name", "", "Dataset name (default: file stem or generator)."))
-      .Add(Option::Enum("builtin-generator", {"arithmetic", "arithmetic-chain"}, "arithmetic",
-                        "Built-in generator used when --dataset-file is empty."))
+      .Add(Option::Enum("builtin-generator", {"arithmetic", "arithmetic-chain", "reverse"},
+                        "arithmetic", "Built-in generator used when --dataset-file is empty."))
       .Add(Option::Int("builtin-count", 10000, "Rows the generator makes.").Min(1).Max(10000000))
       .Add(Option::Int("builtin-max-operand", 100, "Largest generated operand.")
                .Min(1)
@@ -97,6 +97,9 @@ config::Spec MakeSpec() {
       .Add(Option::Int("builtin-seed", 0, "Seed of the generator.").Min(0))
       .Add(Option::String("builtin-operations", "+-*/",
                           "Operations arithmetic draws from, one character each (e.g. +-)."))
+      .Add(Option::Int("builtin-length", 4, "Digits per problem of the reverse generator.")
+               .Min(1)
+               .Max(18))
       .Add(Option::Enum("builtin-prompt-style", {"question", "equation"}, "question",
                         "How a problem is asked: \"What is 7 * 12? ...\" or \"7 * 12 =\"."))
       .Add(Option::String("field-prompt", "prompt", "JSONL field holding the prompt."))
@@ -208,6 +211,7 @@ Result<Settings> Resolve(const config::Config& cfg, const DataflowSettings* mani
     if (use("builtin-max-operand")) d.builtin->max_operand = cfg.GetInt("builtin-max-operand");
     if (use("builtin-seed")) d.builtin->seed = static_cast<uint64_t>(cfg.GetInt("builtin-seed"));
     if (use("builtin-operations")) d.builtin->operations = cfg.GetString("builtin-operations");
+    if (use("builtin-length")) d.builtin->length = cfg.GetInt("builtin-length");
     if (use("builtin-prompt-style"))
       d.builtin->prompt_style = cfg.GetString("builtin-prompt-style");
   }

@@ -99,6 +99,7 @@ Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecData
   if (!j.is_object()) return convert::TypeError(path, "object");
   SLUICE_RETURN_IF_ERROR(ReadField(j, "count", path, &out->count));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "generator", path, &out->generator));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "length", path, &out->length));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "maxOperand", path, &out->max_operand));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "operations", path, &out->operations));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "promptStyle", path, &out->prompt_style));
@@ -110,6 +111,7 @@ nlohmann::json ToJson(const DataflowSpecDatasetBuiltin& v) {
   nlohmann::json j = nlohmann::json::object();
   WriteField(j, "count", v.count);
   WriteField(j, "generator", v.generator);
+  WriteField(j, "length", v.length);
   WriteField(j, "maxOperand", v.max_operand);
   WriteField(j, "operations", v.operations);
   WriteField(j, "promptStyle", v.prompt_style);
@@ -226,6 +228,94 @@ nlohmann::json ToJson(const DataflowSpecEvaluation& v) {
   WriteField(j, "samples", v.samples);
   WriteField(j, "sampling", v.sampling);
   WriteField(j, "split", v.split);
+  return j;
+}
+
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecNetworkPolicyPrometheusNamespaceSelectorMatchExpression* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "key", path, &out->key));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "operator", path, &out->operator_));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "values", path, &out->values));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const DataflowSpecNetworkPolicyPrometheusNamespaceSelectorMatchExpression& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "key", v.key);
+  WriteField(j, "operator", v.operator_);
+  WriteField(j, "values", v.values);
+  return j;
+}
+
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecNetworkPolicyPrometheusNamespaceSelector* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "matchExpressions", path, &out->match_expressions));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "matchLabels", path, &out->match_labels));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const DataflowSpecNetworkPolicyPrometheusNamespaceSelector& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "matchExpressions", v.match_expressions);
+  WriteField(j, "matchLabels", v.match_labels);
+  return j;
+}
+
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecNetworkPolicyPrometheusPodSelectorMatchExpression* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "key", path, &out->key));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "operator", path, &out->operator_));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "values", path, &out->values));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const DataflowSpecNetworkPolicyPrometheusPodSelectorMatchExpression& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "key", v.key);
+  WriteField(j, "operator", v.operator_);
+  WriteField(j, "values", v.values);
+  return j;
+}
+
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecNetworkPolicyPrometheusPodSelector* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "matchExpressions", path, &out->match_expressions));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "matchLabels", path, &out->match_labels));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const DataflowSpecNetworkPolicyPrometheusPodSelector& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "matchExpressions", v.match_expressions);
+  WriteField(j, "matchLabels", v.match_labels);
+  return j;
+}
+
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecNetworkPolicyPrometheus* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "namespaceSelector", path, &out->namespace_selector));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "podSelector", path, &out->pod_selector));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const DataflowSpecNetworkPolicyPrometheus& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "namespaceSelector", v.namespace_selector);
+  WriteField(j, "podSelector", v.pod_selector);
+  return j;
+}
+
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecNetworkPolicy* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "enabled", path, &out->enabled));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "prometheus", path, &out->prometheus));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const DataflowSpecNetworkPolicy& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "enabled", v.enabled);
+  WriteField(j, "prometheus", v.prometheus);
   return j;
 }
 
@@ -355,6 +445,7 @@ Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpec* ou
   SLUICE_RETURN_IF_ERROR(ReadField(j, "buffer", path, &out->buffer));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "dataset", path, &out->dataset));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "evaluation", path, &out->evaluation));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "networkPolicy", path, &out->network_policy));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "reward", path, &out->reward));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "sampling", path, &out->sampling));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "storage", path, &out->storage));
@@ -369,6 +460,7 @@ nlohmann::json ToJson(const DataflowSpec& v) {
   WriteField(j, "buffer", v.buffer);
   WriteField(j, "dataset", v.dataset);
   WriteField(j, "evaluation", v.evaluation);
+  WriteField(j, "networkPolicy", v.network_policy);
   WriteField(j, "reward", v.reward);
   WriteField(j, "sampling", v.sampling);
   WriteField(j, "storage", v.storage);

@@ -121,8 +121,12 @@ struct DataflowSpecDatasetBuiltin {
   // Number of prompts generated per epoch.
   int64_t count = 10000;
   // arithmetic: single operations with integer answers; arithmetic-chain: expressions of several
-  // operations, best solved with a calculator tool.
+  // operations, best solved with a calculator tool; reverse: a string of digits to write backwards
+  // (length digits, each 1 to 9), a task a tiny model generalises to unseen strings. maxOperand and
+  // operations apply to the arithmetic generators only.
   std::string generator = "arithmetic";
+  // Digits per problem of the reverse generator. Unset means 4. Not valid for the other generators.
+  std::optional<int64_t> length;
   // Largest operand in generated expressions.
   int64_t max_operand = 100;
   // Operations the arithmetic generator draws from, uniformly (addition and subtraction alone make
@@ -130,8 +134,9 @@ struct DataflowSpecDatasetBuiltin {
   std::vector<std::string> operations;
   // How a generated problem is asked: question ("What is 7 * 12? Answer with the number only.") or
   // equation ("7 * 12 ="; about a sixth of the tokens, so a tiny model on CPU trains several times
-  // more steps per minute). Applies to both generators; arithmetic-chain's question mentions the
-  // calculator tool.
+  // more steps per minute). Applies to every generator; arithmetic-chain's question mentions the
+  // calculator tool; reverse asks "Reverse the digits of 4821. Answer with the digits only." or
+  // "rev 4821 =".
   std::string prompt_style = "question";
   // Seed of the generator.
   int64_t seed = 0;
@@ -247,6 +252,91 @@ struct DataflowSpecEvaluation {
 };
 Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecEvaluation* out);
 nlohmann::json ToJson(const DataflowSpecEvaluation& v);
+
+// One requirement on a label.
+struct DataflowSpecNetworkPolicyPrometheusNamespaceSelectorMatchExpression {
+  // The label key.
+  std::string key;
+  // How the label's value relates to values.
+  std::string operator_;
+  // The values, for In and NotIn; empty for Exists and DoesNotExist.
+  std::optional<std::vector<std::string>> values;
+
+  friend bool operator==(const DataflowSpecNetworkPolicyPrometheusNamespaceSelectorMatchExpression&, const DataflowSpecNetworkPolicyPrometheusNamespaceSelectorMatchExpression&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecNetworkPolicyPrometheusNamespaceSelectorMatchExpression* out);
+nlohmann::json ToJson(const DataflowSpecNetworkPolicyPrometheusNamespaceSelectorMatchExpression& v);
+
+// Namespaces of the Prometheus pods; {} (the default): every namespace.
+struct DataflowSpecNetworkPolicyPrometheusNamespaceSelector {
+  // Requirements that must all hold, as in any Kubernetes label selector.
+  std::optional<std::vector<DataflowSpecNetworkPolicyPrometheusNamespaceSelectorMatchExpression>> match_expressions;
+  // Labels that must all be present with these values.
+  std::optional<std::map<std::string, std::string>> match_labels;
+
+  friend bool operator==(const DataflowSpecNetworkPolicyPrometheusNamespaceSelector&, const DataflowSpecNetworkPolicyPrometheusNamespaceSelector&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecNetworkPolicyPrometheusNamespaceSelector* out);
+nlohmann::json ToJson(const DataflowSpecNetworkPolicyPrometheusNamespaceSelector& v);
+
+// One requirement on a label.
+struct DataflowSpecNetworkPolicyPrometheusPodSelectorMatchExpression {
+  // The label key.
+  std::string key;
+  // How the label's value relates to values.
+  std::string operator_;
+  // The values, for In and NotIn; empty for Exists and DoesNotExist.
+  std::optional<std::vector<std::string>> values;
+
+  friend bool operator==(const DataflowSpecNetworkPolicyPrometheusPodSelectorMatchExpression&, const DataflowSpecNetworkPolicyPrometheusPodSelectorMatchExpression&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecNetworkPolicyPrometheusPodSelectorMatchExpression* out);
+nlohmann::json ToJson(const DataflowSpecNetworkPolicyPrometheusPodSelectorMatchExpression& v);
+
+// Labels of the Prometheus pods; default app.kubernetes.io/name: prometheus (the
+// prometheus-operator and the community charts).
+struct DataflowSpecNetworkPolicyPrometheusPodSelector {
+  // Requirements that must all hold, as in any Kubernetes label selector.
+  std::optional<std::vector<DataflowSpecNetworkPolicyPrometheusPodSelectorMatchExpression>> match_expressions;
+  // Labels that must all be present with these values.
+  std::optional<std::map<std::string, std::string>> match_labels;
+
+  friend bool operator==(const DataflowSpecNetworkPolicyPrometheusPodSelector&, const DataflowSpecNetworkPolicyPrometheusPodSelector&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecNetworkPolicyPrometheusPodSelector* out);
+nlohmann::json ToJson(const DataflowSpecNetworkPolicyPrometheusPodSelector& v);
+
+// Which pods scrape the workers' /metrics. Both selectors must match (as in a NetworkPolicy peer).
+struct DataflowSpecNetworkPolicyPrometheus {
+  // Namespaces of the Prometheus pods; {} (the default): every namespace.
+  DataflowSpecNetworkPolicyPrometheusNamespaceSelector namespace_selector;
+  // Labels of the Prometheus pods; default app.kubernetes.io/name: prometheus (the
+  // prometheus-operator and the community charts).
+  DataflowSpecNetworkPolicyPrometheusPodSelector pod_selector;
+
+  friend bool operator==(const DataflowSpecNetworkPolicyPrometheus&, const DataflowSpecNetworkPolicyPrometheus&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecNetworkPolicyPrometheus* out);
+nlohmann::json ToJson(const DataflowSpecNetworkPolicyPrometheus& v);
+
+// The experiment's NetworkPolicies (ingress only): the dataflow pod admits the rollout and trainer
+// pods of this Dataflow on its port; trainer ranks admit each other on every port and the rollout
+// pods on their port (weights); rollout replicas admit each other on their port (weight relays);
+// every worker admits the operator's pods (app.kubernetes.io/name: sluice,
+// app.kubernetes.io/component: operator, as the Helm chart labels them) and Prometheus on its port
+// (/metrics). Enforced only by a network plugin that implements NetworkPolicy.
+struct DataflowSpecNetworkPolicy {
+  // Create the policies; false deletes the ones the operator made and leaves the workers open to
+  // every pod.
+  bool enabled = true;
+  // Which pods scrape the workers' /metrics. Both selectors must match (as in a NetworkPolicy
+  // peer).
+  DataflowSpecNetworkPolicyPrometheus prometheus;
+
+  friend bool operator==(const DataflowSpecNetworkPolicy&, const DataflowSpecNetworkPolicy&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecNetworkPolicy* out);
+nlohmann::json ToJson(const DataflowSpecNetworkPolicy& v);
 
 // How a finished episode is scored.
 struct DataflowSpecReward {
@@ -380,6 +470,13 @@ struct DataflowSpec {
   DataflowSpecDataset dataset;
   // Periodic evaluation. Unset: none.
   std::optional<DataflowSpecEvaluation> evaluation;
+  // The experiment's NetworkPolicies (ingress only): the dataflow pod admits the rollout and
+  // trainer pods of this Dataflow on its port; trainer ranks admit each other on every port and the
+  // rollout pods on their port (weights); rollout replicas admit each other on their port (weight
+  // relays); every worker admits the operator's pods (app.kubernetes.io/name: sluice,
+  // app.kubernetes.io/component: operator, as the Helm chart labels them) and Prometheus on its
+  // port (/metrics). Enforced only by a network plugin that implements NetworkPolicy.
+  DataflowSpecNetworkPolicy network_policy;
   // How a finished episode is scored.
   DataflowSpecReward reward;
   // Generation settings of rollouts.

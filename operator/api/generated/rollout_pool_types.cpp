@@ -133,6 +133,60 @@ nlohmann::json ToJson(const RolloutPoolSpecPlacement& v) {
   return j;
 }
 
+Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecTemplateContainerSecurityContextCapabilities* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "add", path, &out->add));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "drop", path, &out->drop));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const RolloutPoolSpecTemplateContainerSecurityContextCapabilities& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "add", v.add);
+  WriteField(j, "drop", v.drop);
+  return j;
+}
+
+Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecTemplateContainerSecurityContextSeccompProfile* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "localhostProfile", path, &out->localhost_profile));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "type", path, &out->type));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const RolloutPoolSpecTemplateContainerSecurityContextSeccompProfile& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "localhostProfile", v.localhost_profile);
+  WriteField(j, "type", v.type);
+  return j;
+}
+
+Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecTemplateContainerSecurityContext* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "allowPrivilegeEscalation", path, &out->allow_privilege_escalation));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "capabilities", path, &out->capabilities));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "privileged", path, &out->privileged));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "readOnlyRootFilesystem", path, &out->read_only_root_filesystem));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "runAsGroup", path, &out->run_as_group));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "runAsNonRoot", path, &out->run_as_non_root));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "runAsUser", path, &out->run_as_user));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "seccompProfile", path, &out->seccomp_profile));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const RolloutPoolSpecTemplateContainerSecurityContext& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "allowPrivilegeEscalation", v.allow_privilege_escalation);
+  WriteField(j, "capabilities", v.capabilities);
+  WriteField(j, "privileged", v.privileged);
+  WriteField(j, "readOnlyRootFilesystem", v.read_only_root_filesystem);
+  WriteField(j, "runAsGroup", v.run_as_group);
+  WriteField(j, "runAsNonRoot", v.run_as_non_root);
+  WriteField(j, "runAsUser", v.run_as_user);
+  WriteField(j, "seccompProfile", v.seccomp_profile);
+  return j;
+}
+
 Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecTemplateEnvItemValueFromConfigMapKeyRef* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
   SLUICE_RETURN_IF_ERROR(ReadField(j, "key", path, &out->key));
@@ -209,6 +263,42 @@ nlohmann::json ToJson(const RolloutPoolSpecTemplateResources& v) {
   return j;
 }
 
+Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecTemplateSecurityContextSeccompProfile* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "localhostProfile", path, &out->localhost_profile));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "type", path, &out->type));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const RolloutPoolSpecTemplateSecurityContextSeccompProfile& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "localhostProfile", v.localhost_profile);
+  WriteField(j, "type", v.type);
+  return j;
+}
+
+Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecTemplateSecurityContext* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "fsGroup", path, &out->fs_group));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "runAsGroup", path, &out->run_as_group));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "runAsNonRoot", path, &out->run_as_non_root));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "runAsUser", path, &out->run_as_user));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "seccompProfile", path, &out->seccomp_profile));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "supplementalGroups", path, &out->supplemental_groups));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const RolloutPoolSpecTemplateSecurityContext& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "fsGroup", v.fs_group);
+  WriteField(j, "runAsGroup", v.run_as_group);
+  WriteField(j, "runAsNonRoot", v.run_as_non_root);
+  WriteField(j, "runAsUser", v.run_as_user);
+  WriteField(j, "seccompProfile", v.seccomp_profile);
+  WriteField(j, "supplementalGroups", v.supplemental_groups);
+  return j;
+}
+
 Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecTemplateToleration* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
   SLUICE_RETURN_IF_ERROR(ReadField(j, "effect", path, &out->effect));
@@ -231,9 +321,11 @@ nlohmann::json ToJson(const RolloutPoolSpecTemplateToleration& v) {
 
 Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecTemplate* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "containerSecurityContext", path, &out->container_security_context));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "env", path, &out->env));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "nodeSelector", path, &out->node_selector));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "resources", path, &out->resources));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "securityContext", path, &out->security_context));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "serviceAccountName", path, &out->service_account_name));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "tolerations", path, &out->tolerations));
   return Status::Ok();
@@ -241,9 +333,11 @@ Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecT
 
 nlohmann::json ToJson(const RolloutPoolSpecTemplate& v) {
   nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "containerSecurityContext", v.container_security_context);
   WriteField(j, "env", v.env);
   WriteField(j, "nodeSelector", v.node_selector);
   WriteField(j, "resources", v.resources);
+  WriteField(j, "securityContext", v.security_context);
   WriteField(j, "serviceAccountName", v.service_account_name);
   WriteField(j, "tolerations", v.tolerations);
   return j;

@@ -146,6 +146,66 @@ struct RolloutPoolSpecPlacement {
 Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecPlacement* out);
 nlohmann::json ToJson(const RolloutPoolSpecPlacement& v);
 
+// Linux capabilities added to and dropped from the container runtime's default set.
+struct RolloutPoolSpecTemplateContainerSecurityContextCapabilities {
+  // Capabilities to add, by name (NET_BIND_SERVICE, SYS_PTRACE); default none.
+  std::optional<std::vector<std::string>> add;
+  // Capabilities to drop, by name; ALL drops every one. Default [ALL]; an empty list keeps the
+  // runtime's default set.
+  std::optional<std::vector<std::string>> drop;
+
+  friend bool operator==(const RolloutPoolSpecTemplateContainerSecurityContextCapabilities&, const RolloutPoolSpecTemplateContainerSecurityContextCapabilities&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecTemplateContainerSecurityContextCapabilities* out);
+nlohmann::json ToJson(const RolloutPoolSpecTemplateContainerSecurityContextCapabilities& v);
+
+// The seccomp filter of the worker container, instead of the Pod's; unset uses the Pod's.
+struct RolloutPoolSpecTemplateContainerSecurityContextSeccompProfile {
+  // With type Localhost, the profile file's path relative to the kubelet's seccomp profile
+  // directory; set exactly when type is Localhost.
+  std::optional<std::string> localhost_profile;
+  // RuntimeDefault: the container runtime's default filter; Localhost: a profile file on the node,
+  // named by localhostProfile; Unconfined: no filter.
+  std::string type;
+
+  friend bool operator==(const RolloutPoolSpecTemplateContainerSecurityContextSeccompProfile&, const RolloutPoolSpecTemplateContainerSecurityContextSeccompProfile&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecTemplateContainerSecurityContextSeccompProfile* out);
+nlohmann::json ToJson(const RolloutPoolSpecTemplateContainerSecurityContextSeccompProfile& v);
+
+// Security settings of the worker container, with the fields and meaning of a core/v1
+// SecurityContext; a field set here wins over the same field of securityContext. Each field set
+// here replaces the operator's restricted default for that field and unset fields keep it
+// (capabilities.add alone still drops ALL); allowPrivilegeEscalation is not defaulted when
+// privileged is true or capabilities.add holds CAP_SYS_ADMIN.
+struct RolloutPoolSpecTemplateContainerSecurityContext {
+  // Whether a process can gain more privileges than its parent (no_new_privs unset, so setuid
+  // binaries and file capabilities take effect); default false.
+  std::optional<bool> allow_privilege_escalation;
+  // Linux capabilities added to and dropped from the container runtime's default set.
+  std::optional<RolloutPoolSpecTemplateContainerSecurityContextCapabilities> capabilities;
+  // Whether the worker runs privileged, with the host's devices and every capability (root on the
+  // node); default false.
+  std::optional<bool> privileged;
+  // Whether the container's root file system is read-only; default true (the paths the worker
+  // writes are emptyDir volumes).
+  std::optional<bool> read_only_root_filesystem;
+  // Primary GID of the worker's processes, instead of the Pod's; default the Pod's.
+  std::optional<int64_t> run_as_group;
+  // Whether the kubelet refuses to start the worker if it would run as UID 0, instead of the Pod's
+  // setting; default the Pod's.
+  std::optional<bool> run_as_non_root;
+  // UID the worker's processes run as, instead of the Pod's. Root (0) also needs runAsNonRoot
+  // false; default the Pod's.
+  std::optional<int64_t> run_as_user;
+  // The seccomp filter of the worker container, instead of the Pod's; unset uses the Pod's.
+  std::optional<RolloutPoolSpecTemplateContainerSecurityContextSeccompProfile> seccomp_profile;
+
+  friend bool operator==(const RolloutPoolSpecTemplateContainerSecurityContext&, const RolloutPoolSpecTemplateContainerSecurityContext&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecTemplateContainerSecurityContext* out);
+nlohmann::json ToJson(const RolloutPoolSpecTemplateContainerSecurityContext& v);
+
 // A key of a ConfigMap in the same namespace.
 struct RolloutPoolSpecTemplateEnvItemValueFromConfigMapKeyRef {
   // Key within the ConfigMap.
@@ -196,21 +256,66 @@ struct RolloutPoolSpecTemplateEnvItem {
 Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecTemplateEnvItem* out);
 nlohmann::json ToJson(const RolloutPoolSpecTemplateEnvItem& v);
 
-// Compute resources of each replica; requests equal limits.
+// Compute resources of each replica. What is set here is both requested and the limit; cpu and
+// memory left unset are requested at a default (1 CPU, 2Gi) with no limit.
 struct RolloutPoolSpecTemplateResources {
-  // CPU per replica as a Kubernetes quantity (2, 500m); unset requests none.
+  // CPU per replica as a Kubernetes quantity (2, 500m), requested and the limit; unset requests 1
+  // with no limit.
   std::optional<IntOrString> cpu;
   // Extended resource name the GPUs are requested under.
   std::string gpu_resource_name = "nvidia.com/gpu";
   // Accelerators per replica; 0 runs on CPU.
   int64_t gpus = 0;
-  // Memory per replica as a Kubernetes quantity (8Gi, 512Mi); unset requests none.
+  // Memory per replica as a Kubernetes quantity (8Gi, 512Mi), requested and the limit; unset
+  // requests 2Gi with no limit.
   std::optional<IntOrString> memory;
 
   friend bool operator==(const RolloutPoolSpecTemplateResources&, const RolloutPoolSpecTemplateResources&) = default;
 };
 Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecTemplateResources* out);
 nlohmann::json ToJson(const RolloutPoolSpecTemplateResources& v);
+
+// The seccomp filter of every container (a container's own, in containerSecurityContext, wins);
+// default type RuntimeDefault.
+struct RolloutPoolSpecTemplateSecurityContextSeccompProfile {
+  // With type Localhost, the profile file's path relative to the kubelet's seccomp profile
+  // directory; set exactly when type is Localhost.
+  std::optional<std::string> localhost_profile;
+  // RuntimeDefault: the container runtime's default filter; Localhost: a profile file on the node,
+  // named by localhostProfile; Unconfined: no filter.
+  std::string type;
+
+  friend bool operator==(const RolloutPoolSpecTemplateSecurityContextSeccompProfile&, const RolloutPoolSpecTemplateSecurityContextSeccompProfile&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecTemplateSecurityContextSeccompProfile* out);
+nlohmann::json ToJson(const RolloutPoolSpecTemplateSecurityContextSeccompProfile& v);
+
+// Pod-level security settings of every Pod, with the fields and meaning of a core/v1
+// PodSecurityContext. The operator's Pods run with the restricted Pod Security profile's settings;
+// each field set here replaces the operator's default for that field and unset fields keep it.
+// Loosening them can make the Pods fail the namespace's Pod Security admission.
+struct RolloutPoolSpecTemplateSecurityContext {
+  // GID that owns the Pod's volumes (files created in them belong to it) and that every container's
+  // processes hold as a supplementary group; default 65532.
+  std::optional<int64_t> fs_group;
+  // Primary GID of the processes of every container; default 65532.
+  std::optional<int64_t> run_as_group;
+  // Whether the kubelet refuses to start a container that would run as UID 0; default true.
+  std::optional<bool> run_as_non_root;
+  // UID the processes of every container run as. Root (0) also needs runAsNonRoot false; default
+  // 65532.
+  std::optional<int64_t> run_as_user;
+  // The seccomp filter of every container (a container's own, in containerSecurityContext, wins);
+  // default type RuntimeDefault.
+  std::optional<RolloutPoolSpecTemplateSecurityContextSeccompProfile> seccomp_profile;
+  // GIDs added to the first process of every container, besides its primary GID and fsGroup;
+  // default none.
+  std::optional<std::vector<int64_t>> supplemental_groups;
+
+  friend bool operator==(const RolloutPoolSpecTemplateSecurityContext&, const RolloutPoolSpecTemplateSecurityContext&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecTemplateSecurityContext* out);
+nlohmann::json ToJson(const RolloutPoolSpecTemplateSecurityContext& v);
 
 // One toleration, with the fields and meaning of a core/v1 Toleration.
 struct RolloutPoolSpecTemplateToleration {
@@ -232,12 +337,24 @@ nlohmann::json ToJson(const RolloutPoolSpecTemplateToleration& v);
 
 // How the operator builds each replica Pod.
 struct RolloutPoolSpecTemplate {
+  // Security settings of the worker container, with the fields and meaning of a core/v1
+  // SecurityContext; a field set here wins over the same field of securityContext. Each field set
+  // here replaces the operator's restricted default for that field and unset fields keep it
+  // (capabilities.add alone still drops ALL); allowPrivilegeEscalation is not defaulted when
+  // privileged is true or capabilities.add holds CAP_SYS_ADMIN.
+  std::optional<RolloutPoolSpecTemplateContainerSecurityContext> container_security_context;
   // Extra environment variables for the worker container, keyed by name.
   std::optional<std::vector<RolloutPoolSpecTemplateEnvItem>> env;
   // Node labels every Pod must match (merged with per-region selectors where those exist).
   std::optional<std::map<std::string, std::string>> node_selector;
-  // Compute resources of each replica; requests equal limits.
+  // Compute resources of each replica. What is set here is both requested and the limit; cpu and
+  // memory left unset are requested at a default (1 CPU, 2Gi) with no limit.
   RolloutPoolSpecTemplateResources resources;
+  // Pod-level security settings of every Pod, with the fields and meaning of a core/v1
+  // PodSecurityContext. The operator's Pods run with the restricted Pod Security profile's
+  // settings; each field set here replaces the operator's default for that field and unset fields
+  // keep it. Loosening them can make the Pods fail the namespace's Pod Security admission.
+  std::optional<RolloutPoolSpecTemplateSecurityContext> security_context;
   // ServiceAccount the Pods run as; unset uses the namespace default.
   std::optional<std::string> service_account_name;
   // Tolerations added to every Pod, for taints such as dedicated GPU nodes.

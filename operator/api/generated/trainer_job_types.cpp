@@ -199,6 +199,60 @@ nlohmann::json ToJson(const TrainerJobSpecRunPolicy& v) {
   return j;
 }
 
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecTemplateContainerSecurityContextCapabilities* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "add", path, &out->add));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "drop", path, &out->drop));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const TrainerJobSpecTemplateContainerSecurityContextCapabilities& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "add", v.add);
+  WriteField(j, "drop", v.drop);
+  return j;
+}
+
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecTemplateContainerSecurityContextSeccompProfile* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "localhostProfile", path, &out->localhost_profile));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "type", path, &out->type));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const TrainerJobSpecTemplateContainerSecurityContextSeccompProfile& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "localhostProfile", v.localhost_profile);
+  WriteField(j, "type", v.type);
+  return j;
+}
+
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecTemplateContainerSecurityContext* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "allowPrivilegeEscalation", path, &out->allow_privilege_escalation));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "capabilities", path, &out->capabilities));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "privileged", path, &out->privileged));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "readOnlyRootFilesystem", path, &out->read_only_root_filesystem));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "runAsGroup", path, &out->run_as_group));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "runAsNonRoot", path, &out->run_as_non_root));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "runAsUser", path, &out->run_as_user));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "seccompProfile", path, &out->seccomp_profile));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const TrainerJobSpecTemplateContainerSecurityContext& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "allowPrivilegeEscalation", v.allow_privilege_escalation);
+  WriteField(j, "capabilities", v.capabilities);
+  WriteField(j, "privileged", v.privileged);
+  WriteField(j, "readOnlyRootFilesystem", v.read_only_root_filesystem);
+  WriteField(j, "runAsGroup", v.run_as_group);
+  WriteField(j, "runAsNonRoot", v.run_as_non_root);
+  WriteField(j, "runAsUser", v.run_as_user);
+  WriteField(j, "seccompProfile", v.seccomp_profile);
+  return j;
+}
+
 Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecTemplateEnvItemValueFromConfigMapKeyRef* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
   SLUICE_RETURN_IF_ERROR(ReadField(j, "key", path, &out->key));
@@ -275,6 +329,42 @@ nlohmann::json ToJson(const TrainerJobSpecTemplateResources& v) {
   return j;
 }
 
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecTemplateSecurityContextSeccompProfile* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "localhostProfile", path, &out->localhost_profile));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "type", path, &out->type));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const TrainerJobSpecTemplateSecurityContextSeccompProfile& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "localhostProfile", v.localhost_profile);
+  WriteField(j, "type", v.type);
+  return j;
+}
+
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecTemplateSecurityContext* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "fsGroup", path, &out->fs_group));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "runAsGroup", path, &out->run_as_group));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "runAsNonRoot", path, &out->run_as_non_root));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "runAsUser", path, &out->run_as_user));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "seccompProfile", path, &out->seccomp_profile));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "supplementalGroups", path, &out->supplemental_groups));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const TrainerJobSpecTemplateSecurityContext& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "fsGroup", v.fs_group);
+  WriteField(j, "runAsGroup", v.run_as_group);
+  WriteField(j, "runAsNonRoot", v.run_as_non_root);
+  WriteField(j, "runAsUser", v.run_as_user);
+  WriteField(j, "seccompProfile", v.seccomp_profile);
+  WriteField(j, "supplementalGroups", v.supplemental_groups);
+  return j;
+}
+
 Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecTemplateToleration* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
   SLUICE_RETURN_IF_ERROR(ReadField(j, "effect", path, &out->effect));
@@ -297,9 +387,11 @@ nlohmann::json ToJson(const TrainerJobSpecTemplateToleration& v) {
 
 Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecTemplate* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "containerSecurityContext", path, &out->container_security_context));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "env", path, &out->env));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "nodeSelector", path, &out->node_selector));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "resources", path, &out->resources));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "securityContext", path, &out->security_context));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "serviceAccountName", path, &out->service_account_name));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "tolerations", path, &out->tolerations));
   return Status::Ok();
@@ -307,9 +399,11 @@ Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecTe
 
 nlohmann::json ToJson(const TrainerJobSpecTemplate& v) {
   nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "containerSecurityContext", v.container_security_context);
   WriteField(j, "env", v.env);
   WriteField(j, "nodeSelector", v.node_selector);
   WriteField(j, "resources", v.resources);
+  WriteField(j, "securityContext", v.security_context);
   WriteField(j, "serviceAccountName", v.service_account_name);
   WriteField(j, "tolerations", v.tolerations);
   return j;

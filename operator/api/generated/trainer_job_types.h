@@ -211,6 +211,66 @@ struct TrainerJobSpecRunPolicy {
 Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecRunPolicy* out);
 nlohmann::json ToJson(const TrainerJobSpecRunPolicy& v);
 
+// Linux capabilities added to and dropped from the container runtime's default set.
+struct TrainerJobSpecTemplateContainerSecurityContextCapabilities {
+  // Capabilities to add, by name (NET_BIND_SERVICE, SYS_PTRACE); default none.
+  std::optional<std::vector<std::string>> add;
+  // Capabilities to drop, by name; ALL drops every one. Default [ALL]; an empty list keeps the
+  // runtime's default set.
+  std::optional<std::vector<std::string>> drop;
+
+  friend bool operator==(const TrainerJobSpecTemplateContainerSecurityContextCapabilities&, const TrainerJobSpecTemplateContainerSecurityContextCapabilities&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecTemplateContainerSecurityContextCapabilities* out);
+nlohmann::json ToJson(const TrainerJobSpecTemplateContainerSecurityContextCapabilities& v);
+
+// The seccomp filter of the worker container, instead of the Pod's; unset uses the Pod's.
+struct TrainerJobSpecTemplateContainerSecurityContextSeccompProfile {
+  // With type Localhost, the profile file's path relative to the kubelet's seccomp profile
+  // directory; set exactly when type is Localhost.
+  std::optional<std::string> localhost_profile;
+  // RuntimeDefault: the container runtime's default filter; Localhost: a profile file on the node,
+  // named by localhostProfile; Unconfined: no filter.
+  std::string type;
+
+  friend bool operator==(const TrainerJobSpecTemplateContainerSecurityContextSeccompProfile&, const TrainerJobSpecTemplateContainerSecurityContextSeccompProfile&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecTemplateContainerSecurityContextSeccompProfile* out);
+nlohmann::json ToJson(const TrainerJobSpecTemplateContainerSecurityContextSeccompProfile& v);
+
+// Security settings of the worker container, with the fields and meaning of a core/v1
+// SecurityContext; a field set here wins over the same field of securityContext. Each field set
+// here replaces the operator's restricted default for that field and unset fields keep it
+// (capabilities.add alone still drops ALL); allowPrivilegeEscalation is not defaulted when
+// privileged is true or capabilities.add holds CAP_SYS_ADMIN.
+struct TrainerJobSpecTemplateContainerSecurityContext {
+  // Whether a process can gain more privileges than its parent (no_new_privs unset, so setuid
+  // binaries and file capabilities take effect); default false.
+  std::optional<bool> allow_privilege_escalation;
+  // Linux capabilities added to and dropped from the container runtime's default set.
+  std::optional<TrainerJobSpecTemplateContainerSecurityContextCapabilities> capabilities;
+  // Whether the worker runs privileged, with the host's devices and every capability (root on the
+  // node); default false.
+  std::optional<bool> privileged;
+  // Whether the container's root file system is read-only; default true (the paths the worker
+  // writes are emptyDir volumes).
+  std::optional<bool> read_only_root_filesystem;
+  // Primary GID of the worker's processes, instead of the Pod's; default the Pod's.
+  std::optional<int64_t> run_as_group;
+  // Whether the kubelet refuses to start the worker if it would run as UID 0, instead of the Pod's
+  // setting; default the Pod's.
+  std::optional<bool> run_as_non_root;
+  // UID the worker's processes run as, instead of the Pod's. Root (0) also needs runAsNonRoot
+  // false; default the Pod's.
+  std::optional<int64_t> run_as_user;
+  // The seccomp filter of the worker container, instead of the Pod's; unset uses the Pod's.
+  std::optional<TrainerJobSpecTemplateContainerSecurityContextSeccompProfile> seccomp_profile;
+
+  friend bool operator==(const TrainerJobSpecTemplateContainerSecurityContext&, const TrainerJobSpecTemplateContainerSecurityContext&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecTemplateContainerSecurityContext* out);
+nlohmann::json ToJson(const TrainerJobSpecTemplateContainerSecurityContext& v);
+
 // A key of a ConfigMap in the same namespace.
 struct TrainerJobSpecTemplateEnvItemValueFromConfigMapKeyRef {
   // Key within the ConfigMap.
@@ -261,21 +321,66 @@ struct TrainerJobSpecTemplateEnvItem {
 Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecTemplateEnvItem* out);
 nlohmann::json ToJson(const TrainerJobSpecTemplateEnvItem& v);
 
-// Compute resources of each rank; requests equal limits.
+// Compute resources of each rank. What is set here is both requested and the limit; cpu and memory
+// left unset are requested at a default (2 CPU, 4Gi) with no limit.
 struct TrainerJobSpecTemplateResources {
-  // CPU per rank as a Kubernetes quantity (2, 500m); unset requests none.
+  // CPU per rank as a Kubernetes quantity (2, 500m), requested and the limit; unset requests 2 with
+  // no limit.
   std::optional<IntOrString> cpu;
   // Extended resource name the GPUs are requested under.
   std::string gpu_resource_name = "nvidia.com/gpu";
   // Accelerators per rank; 0 runs on CPU.
   int64_t gpus = 0;
-  // Memory per rank as a Kubernetes quantity (8Gi, 512Mi); unset requests none.
+  // Memory per rank as a Kubernetes quantity (8Gi, 512Mi), requested and the limit; unset requests
+  // 4Gi with no limit.
   std::optional<IntOrString> memory;
 
   friend bool operator==(const TrainerJobSpecTemplateResources&, const TrainerJobSpecTemplateResources&) = default;
 };
 Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecTemplateResources* out);
 nlohmann::json ToJson(const TrainerJobSpecTemplateResources& v);
+
+// The seccomp filter of every container (a container's own, in containerSecurityContext, wins);
+// default type RuntimeDefault.
+struct TrainerJobSpecTemplateSecurityContextSeccompProfile {
+  // With type Localhost, the profile file's path relative to the kubelet's seccomp profile
+  // directory; set exactly when type is Localhost.
+  std::optional<std::string> localhost_profile;
+  // RuntimeDefault: the container runtime's default filter; Localhost: a profile file on the node,
+  // named by localhostProfile; Unconfined: no filter.
+  std::string type;
+
+  friend bool operator==(const TrainerJobSpecTemplateSecurityContextSeccompProfile&, const TrainerJobSpecTemplateSecurityContextSeccompProfile&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecTemplateSecurityContextSeccompProfile* out);
+nlohmann::json ToJson(const TrainerJobSpecTemplateSecurityContextSeccompProfile& v);
+
+// Pod-level security settings of every Pod, with the fields and meaning of a core/v1
+// PodSecurityContext. The operator's Pods run with the restricted Pod Security profile's settings;
+// each field set here replaces the operator's default for that field and unset fields keep it.
+// Loosening them can make the Pods fail the namespace's Pod Security admission.
+struct TrainerJobSpecTemplateSecurityContext {
+  // GID that owns the Pod's volumes (files created in them belong to it) and that every container's
+  // processes hold as a supplementary group; default 65532.
+  std::optional<int64_t> fs_group;
+  // Primary GID of the processes of every container; default 65532.
+  std::optional<int64_t> run_as_group;
+  // Whether the kubelet refuses to start a container that would run as UID 0; default true.
+  std::optional<bool> run_as_non_root;
+  // UID the processes of every container run as. Root (0) also needs runAsNonRoot false; default
+  // 65532.
+  std::optional<int64_t> run_as_user;
+  // The seccomp filter of every container (a container's own, in containerSecurityContext, wins);
+  // default type RuntimeDefault.
+  std::optional<TrainerJobSpecTemplateSecurityContextSeccompProfile> seccomp_profile;
+  // GIDs added to the first process of every container, besides its primary GID and fsGroup;
+  // default none.
+  std::optional<std::vector<int64_t>> supplemental_groups;
+
+  friend bool operator==(const TrainerJobSpecTemplateSecurityContext&, const TrainerJobSpecTemplateSecurityContext&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecTemplateSecurityContext* out);
+nlohmann::json ToJson(const TrainerJobSpecTemplateSecurityContext& v);
 
 // One toleration, with the fields and meaning of a core/v1 Toleration.
 struct TrainerJobSpecTemplateToleration {
@@ -297,12 +402,24 @@ nlohmann::json ToJson(const TrainerJobSpecTemplateToleration& v);
 
 // How the operator builds each rank Pod.
 struct TrainerJobSpecTemplate {
+  // Security settings of the worker container, with the fields and meaning of a core/v1
+  // SecurityContext; a field set here wins over the same field of securityContext. Each field set
+  // here replaces the operator's restricted default for that field and unset fields keep it
+  // (capabilities.add alone still drops ALL); allowPrivilegeEscalation is not defaulted when
+  // privileged is true or capabilities.add holds CAP_SYS_ADMIN.
+  std::optional<TrainerJobSpecTemplateContainerSecurityContext> container_security_context;
   // Extra environment variables for the worker container, keyed by name.
   std::optional<std::vector<TrainerJobSpecTemplateEnvItem>> env;
   // Node labels every Pod must match (merged with per-region selectors where those exist).
   std::optional<std::map<std::string, std::string>> node_selector;
-  // Compute resources of each rank; requests equal limits.
+  // Compute resources of each rank. What is set here is both requested and the limit; cpu and
+  // memory left unset are requested at a default (2 CPU, 4Gi) with no limit.
   TrainerJobSpecTemplateResources resources;
+  // Pod-level security settings of every Pod, with the fields and meaning of a core/v1
+  // PodSecurityContext. The operator's Pods run with the restricted Pod Security profile's
+  // settings; each field set here replaces the operator's default for that field and unset fields
+  // keep it. Loosening them can make the Pods fail the namespace's Pod Security admission.
+  std::optional<TrainerJobSpecTemplateSecurityContext> security_context;
   // ServiceAccount the Pods run as; unset uses the namespace default.
   std::optional<std::string> service_account_name;
   // Tolerations added to every Pod, for taints such as dedicated GPU nodes.

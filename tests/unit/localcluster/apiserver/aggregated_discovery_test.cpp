@@ -109,10 +109,10 @@ TEST(AggregatedDiscoveryTest, NamedGroupsWithCrds) {
   std::vector<std::string> groups;
   for (const json& g : list["items"]) groups.push_back(g["metadata"]["name"]);
   EXPECT_EQ(groups, (std::vector<std::string>{"events.k8s.io", "coordination.k8s.io", "apps",
-                                              "rbac.authorization.k8s.io", "authorization.k8s.io",
-                                              "authentication.k8s.io", "apiextensions.k8s.io",
-                                              "sluice.dev"}));
-  const json& sluice = list["items"][7];
+                                              "networking.k8s.io", "rbac.authorization.k8s.io",
+                                              "authorization.k8s.io", "authentication.k8s.io",
+                                              "apiextensions.k8s.io", "sluice.dev"}));
+  const json& sluice = list["items"][8];
   ASSERT_EQ(sluice["versions"].size(), 2u);
   EXPECT_EQ(sluice["versions"][0]["version"], "v1alpha1");  // The storage version first.
   EXPECT_EQ(sluice["versions"][1]["version"], "v1alpha2");
@@ -129,13 +129,13 @@ TEST(AggregatedDiscoveryTest, NamedGroupsWithCrds) {
   // v1alpha2 declares no subresources.
   EXPECT_FALSE(FindResource(sluice["versions"][1], "rolloutpools")->contains("subresources"));
 
-  const json* crds = FindResource(list["items"][6]["versions"][0], "customresourcedefinitions");
+  const json* crds = FindResource(list["items"][7]["versions"][0], "customresourcedefinitions");
   ASSERT_NE(crds, nullptr);
   EXPECT_EQ((*crds)["scope"], "Cluster");
   EXPECT_EQ((*crds)["shortNames"], json::array({"crd", "crds"}));
 
   r.RemoveCrd("rolloutpools.sluice.dev");
-  EXPECT_EQ(AggregatedDiscovery(r, false)["items"].size(), 7u);
+  EXPECT_EQ(AggregatedDiscovery(r, false)["items"].size(), 8u);
 }
 
 }  // namespace

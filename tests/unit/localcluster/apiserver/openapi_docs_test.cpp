@@ -275,9 +275,9 @@ TEST(OpenApiDocsTest, RootListsGroupVersionsWithContentHashes) {
   ASSERT_TRUE(paths.contains("api/v1"));
   ASSERT_TRUE(paths.contains("apis/sluice.dev/v1alpha1"));
   ASSERT_TRUE(paths.contains("apis/coordination.k8s.io/v1"));
-  // v1, events, coordination, apps, rbac, authorization, authentication, apiextensions,
-  // sluice.dev.
-  EXPECT_EQ(paths.size(), 9u);
+  // v1, events, coordination, apps, networking, rbac, authorization, authentication,
+  // apiextensions, sluice.dev.
+  EXPECT_EQ(paths.size(), 10u);
   const std::string url = paths["apis/sluice.dev/v1alpha1"]["serverRelativeURL"];
   const std::string prefix = "/openapi/v3/apis/sluice.dev/v1alpha1?hash=";
   ASSERT_EQ(url.rfind(prefix, 0), 0u) << url;

@@ -42,6 +42,19 @@ constexpr AllowedField kReadGenerically[] = {
      "scheduler interprets key/operator/value/effect/tolerationSeconds"},
     {"TrainerJob.spec.template.tolerations",
      "copied verbatim into the rank Pods' spec.tolerations (trainer_job_children.cpp)"},
+    {"RolloutPool.spec.template.securityContext",
+     "copied verbatim into the replica Pods' spec.securityContext (ApplyTemplateSecurityContexts, "
+     "operator/controllers/pod_hardening.cpp), where HardenPodSpec defaults only the fields it "
+     "leaves unset; the kubelet and the container runtime interpret the members"},
+    {"RolloutPool.spec.template.containerSecurityContext",
+     "copied verbatim into the rollout container's securityContext (ApplyTemplateSecurityContexts, "
+     "pod_hardening.cpp), then defaulted field by field by HardenPodSpec"},
+    {"TrainerJob.spec.template.securityContext",
+     "copied verbatim into the rank Pods' spec.securityContext (ApplyTemplateSecurityContexts, "
+     "pod_hardening.cpp)"},
+    {"TrainerJob.spec.template.containerSecurityContext",
+     "copied verbatim into the trainer container's securityContext (ApplyTemplateSecurityContexts, "
+     "pod_hardening.cpp)"},
     {"Dataflow.spec.reward.options",
      "free-form options handed as a JSON object to the reward function, which defines its keys"},
     {"Dataflow.spec.buffer.filters[].options",

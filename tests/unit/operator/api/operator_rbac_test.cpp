@@ -46,7 +46,8 @@ TEST(OperatorRbacTest, ObjectsGrantTheTableToTheServiceAccount) {
   }
   for (const char* needed :
        {"sluice.dev/rolloutpools:watch", "sluice.dev/rolloutpools/status:patch", "/pods:create",
-        "/pods:delete", "/events:create", "/secrets:get"}) {
+        "/pods:delete", "/events:create", "/secrets:get", "networking.k8s.io/networkpolicies:watch",
+        "networking.k8s.io/networkpolicies:create", "networking.k8s.io/networkpolicies:delete"}) {
     EXPECT_TRUE(granted.count(needed)) << needed;
   }
   EXPECT_FALSE(granted.count("coordination.k8s.io/leases:get"));

@@ -103,6 +103,34 @@ TEST(DataflowChildrenTest, PodRunsTheDataflowWithItsVolumesAndProbes) {
             pod["metadata"]["annotations"][kConfigHashAnnotation]);
 }
 
+TEST(DataflowChildrenTest, PodIsHardenedWithAReadOnlyRootAndAScratchDir) {
+  const json pod = DesiredDataflowPod(Dataflow(), WorkerImages{});
+  const json& spec = pod["spec"];
+  EXPECT_EQ(spec["securityContext"], json::parse(R"({"runAsNonRoot": true, "runAsUser": 65532,
+      "runAsGroup": 65532, "fsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}})"));
+  const json& c = spec["containers"][0];
+  EXPECT_EQ(c["securityContext"], json::parse(R"({"allowPrivilegeEscalation": false,
+      "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": true})"));
+  // The WAL is its claim; /tmp is an emptyDir, and TMPDIR points there.
+  EXPECT_EQ(spec["volumes"].back(), json::parse(R"({"name": "tmp", "emptyDir": {}})"));
+  EXPECT_EQ(c["volumeMounts"].back(), json::parse(R"({"name": "tmp", "mountPath": "/tmp"})"));
+  EXPECT_EQ(c["env"], json::parse(R"([
+    {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+    {"name": "TMPDIR", "value": "/tmp"}])"));
+  bool wal = false;
+  for (const json& m : c["volumeMounts"]) {
+    if (m["name"] == "wal") {
+      wal = true;
+      EXPECT_EQ(m["mountPath"], "/var/lib/sluice/wal");
+      EXPECT_FALSE(m.contains("readOnly"));
+    }
+  }
+  EXPECT_TRUE(wal);
+  // The dataflow's resources are its own (no template): unchanged.
+  EXPECT_EQ(c["resources"], json::parse(R"({"requests": {"cpu": "500m", "memory": "512Mi"},
+      "limits": {"memory": "4Gi"}})"));
+}
+
 TEST(DataflowChildrenTest, StatusComesFromTheWorkersReport) {
   const json worker = json::parse(R"({
     "policies": {

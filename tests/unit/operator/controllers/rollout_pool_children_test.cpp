@@ -257,6 +257,8 @@ TEST(RolloutPoolChildrenTest, EnvComesInContractOrderThenTheTemplates) {
     {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
     {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
     {"name": "SLUICE_REGION", "value": "us-east"},
+    {"name": "TMPDIR", "value": "/tmp"},
+    {"name": "CUDA_CACHE_PATH", "value": "/tmp/cuda-cache"},
     {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "t"}}},
     {"name": "LOG_LEVEL", "value": "debug"}
   ])");
@@ -274,7 +276,8 @@ TEST(RolloutPoolChildrenTest, ResourcesRequestEqualsLimitWithTheGpuResourceName)
   cpu_only["spec"]["template"]["resources"] = {{"gpus", 0}, {"cpu", "500m"}};
   const json cpu_res = DesiredReplicaPod(cpu_only, {}, nullptr, 0, Dataflow(),
                                          WorkerImages{})["spec"]["containers"][0]["resources"];
-  EXPECT_EQ(cpu_res["requests"], json({{"cpu", "500m"}}));
+  // The unset memory is requested at the rollout default, without a limit.
+  EXPECT_EQ(cpu_res["requests"], json({{"cpu", "500m"}, {"memory", "2Gi"}}));
   EXPECT_EQ(cpu_res["limits"], json({{"cpu", "500m"}}));
 
   json default_name = Pool();
@@ -283,11 +286,17 @@ TEST(RolloutPoolChildrenTest, ResourcesRequestEqualsLimitWithTheGpuResourceName)
                               WorkerImages{})["spec"]["containers"][0]["resources"]["limits"],
             json({{"nvidia.com/gpu", "1"}}));
 
+  // No resources: the rollout defaults (1 CPU, 2Gi) are requested, nothing is limited.
   json none = Pool();
   none["spec"]["template"].erase("resources");
   EXPECT_EQ(DesiredReplicaPod(none, {}, nullptr, 0, Dataflow(),
                               WorkerImages{})["spec"]["containers"][0]["resources"],
-            json::object());
+            json({{"requests", {{"cpu", "1"}, {"memory", "2Gi"}}}}));
+  json empty = Pool();
+  empty["spec"]["template"]["resources"] = {{"gpus", 0}, {"gpuResourceName", "nvidia.com/gpu"}};
+  EXPECT_EQ(DesiredReplicaPod(empty, {}, nullptr, 0, Dataflow(),
+                              WorkerImages{})["spec"]["containers"][0]["resources"],
+            json({{"requests", {{"cpu", "1"}, {"memory", "2Gi"}}}}));
 }
 
 TEST(RolloutPoolChildrenTest, NodeSelectorMergesTemplateAndRegionRegionWins) {
@@ -318,15 +327,20 @@ TEST(RolloutPoolChildrenTest, PodSpecProbesVolumesAndTolerations) {
   EXPECT_EQ(spec["serviceAccountName"], "rollout-sa");
   EXPECT_EQ(spec["tolerations"],
             json::parse(R"([{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}])"));
+  // The pool runs vllm: besides /tmp, the weights it hands the server need a writable volume.
   EXPECT_EQ(spec["volumes"],
             json::parse(R"([{"name": "token", "secret": {"secretName": "arith-token"}},
-                            {"name": "config", "configMap": {"name": "gen-rollout-config"}}])"));
+                            {"name": "config", "configMap": {"name": "gen-rollout-config"}},
+                            {"name": "tmp", "emptyDir": {}},
+                            {"name": "weights", "emptyDir": {}}])"));
   ASSERT_EQ(spec["containers"].size(), 1u);
   const json c = spec["containers"][0];
   EXPECT_EQ(c["volumeMounts"],
             json::parse(
                 R"([{"name": "token", "mountPath": "/var/run/sluice/token", "readOnly": true},
-                    {"name": "config", "mountPath": "/etc/sluice/config", "readOnly": true}])"));
+                    {"name": "config", "mountPath": "/etc/sluice/config", "readOnly": true},
+                    {"name": "tmp", "mountPath": "/tmp"},
+                    {"name": "weights", "mountPath": "/var/lib/sluice/weights"}])"));
   EXPECT_EQ(c["ports"],
             json::parse(R"([{"name": "http", "containerPort": 8080, "protocol": "TCP"}])"));
   EXPECT_EQ(c["readinessProbe"], json::parse(R"({"httpGet": {"path": "/readyz", "port": "http"},
@@ -393,8 +407,11 @@ TEST(RolloutPoolChildrenTest, PodMountsEachHostedPolicysClaimReadOnlyAtItsOwnDir
   const json& mounts = pod["spec"]["containers"][0]["volumeMounts"];
   const std::string actor_volume = "model-" + JsonHash(json("actor-weights"));
   const std::string judge_volume = "model-" + JsonHash(json("judge-weights"));
-  ASSERT_EQ(volumes.size(), 4u) << volumes.dump();
-  ASSERT_EQ(mounts.size(), 4u) << mounts.dump();
+  // token, config, the two claims, then the writable emptyDirs (tmp, and weights for vllm).
+  ASSERT_EQ(volumes.size(), 6u) << volumes.dump();
+  ASSERT_EQ(mounts.size(), 6u) << mounts.dump();
+  EXPECT_EQ(volumes[4]["name"], "tmp");
+  EXPECT_EQ(volumes[5]["name"], "weights");
   EXPECT_EQ(volumes[0]["name"], "token");
   EXPECT_EQ(volumes[1]["name"], "config");
   EXPECT_EQ(mounts[0]["name"], "token");
@@ -429,8 +446,8 @@ TEST(RolloutPoolChildrenTest, TwoPoliciesOnOneClaimShareItsVolume) {
       Dataflow(), WorkerImages{});
   const json& volumes = pod["spec"]["volumes"];
   const json& mounts = pod["spec"]["containers"][0]["volumeMounts"];
-  ASSERT_EQ(volumes.size(), 3u);
-  ASSERT_EQ(mounts.size(), 4u);
+  ASSERT_EQ(volumes.size(), 5u);  // token, config, the claim, tmp, weights.
+  ASSERT_EQ(mounts.size(), 6u);
   const std::string volume = "model-" + JsonHash(json("models"));
   EXPECT_EQ(volumes[2]["name"], volume);
   EXPECT_EQ(mounts[2]["name"], volume);
@@ -448,8 +465,8 @@ TEST(RolloutPoolChildrenTest, BuiltinAndPathPoliciesAddNoVolume) {
                       "spec": {"model": {"source": {"path": "/models/critic"}}}})")};
   const json pod = DesiredReplicaPod(pool, policies, nullptr, 0, Dataflow(), WorkerImages{});
   EXPECT_EQ(pod, DesiredReplicaPod(pool, {}, nullptr, 0, Dataflow(), WorkerImages{}));
-  EXPECT_EQ(pod["spec"]["volumes"].size(), 2u);
-  EXPECT_EQ(pod["spec"]["containers"][0]["volumeMounts"].size(), 2u);
+  EXPECT_EQ(pod["spec"]["volumes"].size(), 4u);  // token, config, tmp, weights.
+  EXPECT_EQ(pod["spec"]["containers"][0]["volumeMounts"].size(), 4u);
   // And they leave the template hash as it was without any Policy.
   EXPECT_EQ(PoolTemplateHash(pool, policies), PoolTemplateHash(pool, {}));
 }
@@ -508,6 +525,53 @@ TEST(RolloutPoolChildrenTest, LongPoolNameGivesValidLabelsAndNames) {
                               WorkerImages{})["spec"]["volumes"][1]["configMap"]["name"],
             cm_name);
   EXPECT_EQ(cm["metadata"]["labels"][kPoolLabel], LabelValue(very_long));
+}
+
+TEST(RolloutPoolChildrenTest, ReplicaIsHardenedWithAReadOnlyRootAndAScratchDir) {
+  json pool = Pool();
+  pool["spec"]["engine"] = {{"type", "builtin"}};
+  const json spec = DesiredReplicaPod(pool, {}, nullptr, 0, Dataflow(), WorkerImages{})["spec"];
+  EXPECT_EQ(spec["securityContext"], json::parse(R"({"runAsNonRoot": true, "runAsUser": 65532,
+      "runAsGroup": 65532, "fsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}})"));
+  EXPECT_EQ(spec["automountServiceAccountToken"], false);
+  const json& c = spec["containers"][0];
+  EXPECT_EQ(c["securityContext"], json::parse(R"({"allowPrivilegeEscalation": false,
+      "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": true})"));
+  // The built-in engine writes only under /tmp: no weights volume.
+  EXPECT_EQ(spec["volumes"],
+            json::parse(R"([{"name": "token", "secret": {"secretName": "arith-token"}},
+                            {"name": "config", "configMap": {"name": "gen-rollout-config"}},
+                            {"name": "tmp", "emptyDir": {}}])"));
+  EXPECT_EQ(c["volumeMounts"].back(), json::parse(R"({"name": "tmp", "mountPath": "/tmp"})"));
+  // sglang hands the server its weights through the volume too.
+  pool["spec"]["engine"]["type"] = "sglang";
+  const json sglang = DesiredReplicaPod(pool, {}, nullptr, 0, Dataflow(), WorkerImages{})["spec"];
+  EXPECT_EQ(sglang["volumes"].back(), json::parse(R"({"name": "weights", "emptyDir": {}})"));
+  EXPECT_EQ(sglang["containers"][0]["volumeMounts"].back(),
+            json::parse(R"({"name": "weights", "mountPath": "/var/lib/sluice/weights"})"));
+}
+
+TEST(RolloutPoolChildrenTest, TemplateSecurityContextsOverrideTheDefaultsFieldByField) {
+  json pool = Pool();
+  pool["spec"]["template"]["securityContext"] = json::parse(R"({"runAsUser": 1000,
+      "fsGroup": 2000, "supplementalGroups": [3000],
+      "seccompProfile": {"type": "Localhost", "localhostProfile": "profiles/rollout.json"}})");
+  pool["spec"]["template"]["containerSecurityContext"] = json::parse(R"({"runAsGroup": 1001,
+      "readOnlyRootFilesystem": false, "capabilities": {"add": ["NET_BIND_SERVICE"]},
+      "seccompProfile": {"type": "RuntimeDefault"}})");
+  const json spec = DesiredReplicaPod(pool, {}, nullptr, 0, Dataflow(), WorkerImages{})["spec"];
+  // Set fields win; runAsNonRoot and runAsGroup keep the restricted defaults.
+  EXPECT_EQ(spec["securityContext"], json::parse(R"({"runAsUser": 1000, "fsGroup": 2000,
+      "supplementalGroups": [3000],
+      "seccompProfile": {"type": "Localhost", "localhostProfile": "profiles/rollout.json"},
+      "runAsNonRoot": true, "runAsGroup": 65532})"));
+  // Likewise in the container: escalation stays off and the other capabilities dropped.
+  EXPECT_EQ(spec["containers"][0]["securityContext"], json::parse(R"({"runAsGroup": 1001,
+      "readOnlyRootFilesystem": false,
+      "capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]},
+      "seccompProfile": {"type": "RuntimeDefault"}, "allowPrivilegeEscalation": false})"));
+  // The template is what a replica is made from: changing it rolls the replicas.
+  EXPECT_NE(PoolTemplateHash(pool, {}), PoolTemplateHash(Pool(), {}));
 }
 
 }  // namespace

@@ -188,10 +188,10 @@ TEST(TrainerJobChildrenTest, RankPodEnvironmentInOrder) {
   EXPECT_EQ(c["name"], "trainer");
   EXPECT_EQ(c["image"], "sluice/trainer:0.1.0");
   EXPECT_EQ(c["imagePullPolicy"], "IfNotPresent");
-  EXPECT_EQ(EnvNames(c),
-            (std::vector<std::string>{"POD_IP", "POD_NAME", "MASTER_ADDR", "MASTER_PORT",
-                                      "WORLD_SIZE", "RANK", "LOCAL_RANK", "NNODES", "NODE_RANK",
-                                      "SLUICE_ATTEMPT", "NCCL_DEBUG", "HF_TOKEN"}));
+  EXPECT_EQ(EnvNames(c), (std::vector<std::string>{
+                             "POD_IP", "POD_NAME", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE",
+                             "RANK", "LOCAL_RANK", "NNODES", "NODE_RANK", "SLUICE_ATTEMPT",
+                             "TMPDIR", "CUDA_CACHE_PATH", "NCCL_DEBUG", "HF_TOKEN"}));
   EXPECT_EQ(c["env"][0], json::parse(R"({"name": "POD_IP",
                                          "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})"));
   EXPECT_EQ(c["env"][1], json::parse(R"({"name": "POD_NAME",
@@ -204,8 +204,12 @@ TEST(TrainerJobChildrenTest, RankPodEnvironmentInOrder) {
   EXPECT_EQ(EnvValue(c, "NNODES"), "4");
   EXPECT_EQ(EnvValue(c, "NODE_RANK"), "3");
   EXPECT_EQ(EnvValue(c, "SLUICE_ATTEMPT"), "5");
-  EXPECT_EQ(c["env"][10], Job()["spec"]["template"]["env"][0]);  // Verbatim.
-  EXPECT_EQ(c["env"][11], Job()["spec"]["template"]["env"][1]);
+  // The scratch directory (the root file system is read-only), before the template's env so a
+  // template may point TMPDIR elsewhere.
+  EXPECT_EQ(EnvValue(c, "TMPDIR"), "/tmp");
+  EXPECT_EQ(EnvValue(c, "CUDA_CACHE_PATH"), "/tmp/cuda-cache");
+  EXPECT_EQ(c["env"][12], Job()["spec"]["template"]["env"][0]);  // Verbatim.
+  EXPECT_EQ(c["env"][13], Job()["spec"]["template"]["env"][1]);
 
   WorkerImages images;
   images.trainer = "registry/trainer:dev";
@@ -227,10 +231,12 @@ TEST(TrainerJobChildrenTest, RankPodArgsWithoutCheckpoint) {
                    "--master-addr=$(MASTER_ADDR)", "--master-port=$(MASTER_PORT)", "--steps=500"}));
   EXPECT_EQ(pod["spec"]["volumes"], json::parse(R"([
     {"name": "config", "configMap": {"name": "train-config"}},
-    {"name": "token", "secret": {"secretName": "arith-token"}}])"));
+    {"name": "token", "secret": {"secretName": "arith-token"}},
+    {"name": "tmp", "emptyDir": {}}])"));
   EXPECT_EQ(c["volumeMounts"], json::parse(R"([
     {"name": "config", "mountPath": "/etc/sluice/config", "readOnly": true},
-    {"name": "token", "mountPath": "/var/run/sluice/token", "readOnly": true}])"));
+    {"name": "token", "mountPath": "/var/run/sluice/token", "readOnly": true},
+    {"name": "tmp", "mountPath": "/tmp"}])"));
 }
 
 TEST(TrainerJobChildrenTest, RankPodArgsAndVolumesWithCheckpoint) {
@@ -264,26 +270,27 @@ TEST(TrainerJobChildrenTest, RankPodPortsProbesAndResources) {
   EXPECT_EQ(c["livenessProbe"]["httpGet"], json({{"path", "/healthz"}, {"port", "http"}}));
   EXPECT_EQ(c["livenessProbe"]["periodSeconds"], 10);
   EXPECT_EQ(c["livenessProbe"]["failureThreshold"], 6);
+  // What the template sets is requested and the limit.
   const json amounts = {{"cpu", "32"}, {"memory", "512Gi"}, {"nvidia.com/gpu", "8"}};
   EXPECT_EQ(c["resources"], json({{"requests", amounts}, {"limits", amounts}}));
 
-  // A custom GPU resource name; CPU-only ranks request no GPUs; nothing requested gives {}.
-  EXPECT_EQ(WorkerResources({{"gpus", 2}, {"gpuResourceName", "amd.com/gpu"}, {"cpu", "500m"}}),
-            json({{"requests", {{"cpu", "500m"}, {"amd.com/gpu", "2"}}},
-                  {"limits", {{"cpu", "500m"}, {"amd.com/gpu", "2"}}}}));
-  EXPECT_EQ(WorkerResources({{"gpus", 0}, {"memory", "8Gi"}}),
-            json({{"requests", {{"memory", "8Gi"}}}, {"limits", {{"memory", "8Gi"}}}}));
-  EXPECT_EQ(WorkerResources({{"gpus", 0}}), json::object());
-  EXPECT_EQ(WorkerResources(json::object()), json::object());
-
+  // Without resources a rank requests the trainer's defaults (2 CPUs, 4Gi), with no limits.
   json bare = Job();
   bare["spec"].erase("template");
   const json p = Pod(bare);
-  EXPECT_EQ(p["spec"]["containers"][0]["resources"], json::object());
+  EXPECT_EQ(p["spec"]["containers"][0]["resources"],
+            json({{"requests", {{"cpu", "2"}, {"memory", "4Gi"}}}}));
   EXPECT_FALSE(p["spec"].contains("nodeSelector"));
   EXPECT_FALSE(p["spec"].contains("tolerations"));
   EXPECT_FALSE(p["spec"].contains("serviceAccountName"));
-  EXPECT_EQ(EnvNames(p["spec"]["containers"][0]).size(), 10u);
+  EXPECT_EQ(EnvNames(p["spec"]["containers"][0]).size(), 12u);
+
+  // Only memory set: memory is requested and limited, cpu requested at the default.
+  json memory_only = Job();
+  memory_only["spec"]["template"]["resources"] = {{"gpus", 0}, {"memory", "8Gi"}};
+  EXPECT_EQ(
+      Pod(memory_only)["spec"]["containers"][0]["resources"],
+      json({{"requests", {{"cpu", "2"}, {"memory", "8Gi"}}}, {"limits", {{"memory", "8Gi"}}}}));
 }
 
 TEST(TrainerJobChildrenTest, TemplateHashIgnoresRunPolicyAndFollowsTheSpecAndPolicy) {
@@ -349,8 +356,9 @@ TEST(TrainerJobChildrenTest, RankPodMountsThePolicysClaimReadOnly) {
                                   0, 0, WorkerImages{});
   const json& volumes = pod["spec"]["volumes"];
   const json& mounts = pod["spec"]["containers"][0]["volumeMounts"];
-  ASSERT_EQ(volumes.size(), 4u) << volumes.dump();  // config, token, checkpoints, the model.
-  ASSERT_EQ(mounts.size(), 4u) << mounts.dump();
+  // config, token, checkpoints, the model, then the scratch emptyDir.
+  ASSERT_EQ(volumes.size(), 5u) << volumes.dump();
+  ASSERT_EQ(mounts.size(), 5u) << mounts.dump();
   const std::string volume = "model-" + JsonHash(json("qwen"));
   EXPECT_EQ(volumes[3],
             json({{"name", volume},
@@ -358,13 +366,14 @@ TEST(TrainerJobChildrenTest, RankPodMountsThePolicysClaimReadOnly) {
   EXPECT_EQ(
       mounts[3],
       json({{"name", volume}, {"mountPath", "/var/lib/sluice/model/actor"}, {"readOnly", true}}));
+  EXPECT_EQ(volumes[4]["name"], "tmp");
   // A Policy loaded from a path or built in mounts nothing more.
-  EXPECT_EQ(Pod(Job())["spec"]["volumes"].size(), 2u);
+  EXPECT_EQ(Pod(Job())["spec"]["volumes"].size(), 3u);
   json builtin = Policy();
   builtin["spec"]["model"]["source"] = {{"builtin", json::object()}};
   EXPECT_EQ(
       DesiredRankPod(Job(), builtin, Dataflow(), 0, 0, WorkerImages{})["spec"]["volumes"].size(),
-      2u);
+      3u);
   // Another claim is another template: the gang is replaced.
   EXPECT_NE(TrainerTemplateHash(Job(), PvcPolicy("qwen", "/")),
             TrainerTemplateHash(Job(), PvcPolicy("llama", "/")));
@@ -406,6 +415,41 @@ TEST(TrainerJobChildrenTest, LongJobNameGivesValidNamesLabelsAndSelector) {
   EXPECT_LE(TrainerConfigMapName(longest).size(), 253u);
   EXPECT_EQ(DesiredTrainerConfigMap(job, Policy(), Dataflow())["metadata"]["name"],
             TrainerConfigMapName(long_name));
+}
+
+TEST(TrainerJobChildrenTest, RankPodIsHardenedWithAReadOnlyRootAndAScratchDir) {
+  const json spec = Pod(Job())["spec"];
+  EXPECT_EQ(spec["securityContext"], json::parse(R"({"runAsNonRoot": true, "runAsUser": 65532,
+      "runAsGroup": 65532, "fsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}})"));
+  EXPECT_EQ(spec["automountServiceAccountToken"], false);
+  const json& c = spec["containers"][0];
+  EXPECT_EQ(c["securityContext"], json::parse(R"({"allowPrivilegeEscalation": false,
+      "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": true})"));
+  // /tmp is the one writable place besides the checkpoint claim.
+  EXPECT_EQ(spec["volumes"].back(), json::parse(R"({"name": "tmp", "emptyDir": {}})"));
+  EXPECT_EQ(c["volumeMounts"].back(), json::parse(R"({"name": "tmp", "mountPath": "/tmp"})"));
+  const json checkpointed = Pod(JobWithCheckpoint("/"))["spec"];
+  EXPECT_EQ(checkpointed["volumes"].back()["name"], "tmp");
+  EXPECT_EQ(checkpointed["containers"][0]["volumeMounts"].back()["mountPath"], "/tmp");
+}
+
+TEST(TrainerJobChildrenTest, TemplateSecurityContextsOverrideTheDefaultsFieldByField) {
+  json job = Job();
+  job["spec"]["template"]["securityContext"] = json::parse(R"({"runAsUser": 0,
+      "runAsNonRoot": false, "seccompProfile": {"type": "Unconfined"}})");
+  job["spec"]["template"]["containerSecurityContext"] = json::parse(R"({"privileged": true,
+      "capabilities": {"add": ["SYS_PTRACE"]}})");
+  const json spec = Pod(job)["spec"];
+  // Set fields win; runAsGroup and fsGroup keep the restricted defaults.
+  EXPECT_EQ(spec["securityContext"], json::parse(R"({"runAsUser": 0, "runAsNonRoot": false,
+      "seccompProfile": {"type": "Unconfined"}, "runAsGroup": 65532, "fsGroup": 65532})"));
+  // Privileged: no allowPrivilegeEscalation default (Kubernetes refuses false with it); the
+  // other capabilities are still dropped and the root file system stays read-only.
+  EXPECT_EQ(spec["containers"][0]["securityContext"], json::parse(R"({"privileged": true,
+      "capabilities": {"add": ["SYS_PTRACE"], "drop": ["ALL"]},
+      "readOnlyRootFilesystem": true})"));
+  // A change of the template is a change of the spec: the gang is replaced.
+  EXPECT_NE(TrainerTemplateHash(job, Policy()), TrainerTemplateHash(Job(), Policy()));
 }
 
 }  // namespace

@@ -330,6 +330,61 @@ TEST(DatasetBuiltinTest, RejectsBadSettings) {
   b = {};
   b.prompt_style = "essay";
   EXPECT_EQ(GenerateBuiltinRows(b, "").status().field(), "spec.dataset.builtin.promptStyle");
+  for (const int64_t length : {0, 19}) {
+    b = {};
+    b.generator = "reverse";
+    b.length = length;
+    const Status s = GenerateBuiltinRows(b, "").status();
+    EXPECT_EQ(s.field(), "spec.dataset.builtin.length") << length;
+    EXPECT_NE(s.message().find("is outside [1, 18]"), std::string::npos) << s.ToString();
+  }
+}
+
+// reverse: `length` digits 1..9, answered backwards, deterministic per seed, both styles.
+TEST(DatasetBuiltinTest, ReverseAsksForTheDigitsBackwards) {
+  BuiltinDataset b;
+  b.generator = "reverse";
+  b.count = 2000;
+  b.length = 5;
+  b.seed = 9;
+  auto rows = GenerateBuiltinRows(b, "");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 2000u);
+  const std::regex question("Reverse the digits of ([1-9]{5})\\. Answer with the digits only\\.");
+  std::map<char, int> first_digits;
+  std::set<std::string> distinct;
+  for (const PromptRow& r : *rows) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(r.prompt, m, question)) << r.prompt;
+    const std::string digits = m[1];
+    EXPECT_EQ(r.answer, std::string(digits.rbegin(), digits.rend())) << r.prompt;
+    EXPECT_EQ(r.row.value("digits", ""), digits);
+    EXPECT_EQ(r.row.value("answer", ""), r.answer);
+    EXPECT_EQ(r.dataset, "reverse");
+    ++first_digits[digits[0]];
+    distinct.insert(digits);
+  }
+  EXPECT_EQ((*rows)[0].id, "reverse-000000");
+  // Every digit 1..9 appears (2000 draws: each about 222 times), never 0.
+  EXPECT_EQ(first_digits.size(), 9u);
+  EXPECT_EQ(first_digits.count('0'), 0u);
+  for (const auto& [digit, n] : first_digits) EXPECT_GT(n, 150) << digit;
+  EXPECT_GT(distinct.size(), 1900u);  // 59,049 strings of 5: few repeats.
+
+  b.prompt_style = "equation";
+  auto terse = GenerateBuiltinRows(b, "");
+  ASSERT_TRUE(terse.ok());
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const std::string digits = (*rows)[i].row.value("digits", "");
+    EXPECT_EQ((*terse)[i].prompt, "rev " + digits + " =");
+    EXPECT_EQ((*terse)[i].answer, (*rows)[i].answer);
+  }
+  b.seed = 10;
+  auto other = GenerateBuiltinRows(b, "");
+  ASSERT_TRUE(other.ok());
+  int differ = 0;
+  for (size_t i = 0; i < rows->size(); ++i) differ += (*other)[i].answer != (*rows)[i].answer;
+  EXPECT_GT(differ, 1900);
 }
 
 // The equation style asks the same problems, with the same answers, in a few tokens.
