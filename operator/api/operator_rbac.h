@@ -1,8 +1,9 @@
 // The operator's RBAC: every verb on every resource sluice-operator calls, in one table, and the
 // Kubernetes objects that grant exactly that to its ServiceAccount. `sluice up` installs them and
 // runs the operator with that ServiceAccount's token, so the local cluster's RBAC refuses
-// (403, in the operator's log and the API server's access log) any call the table lacks; the
-// Helm chart renders the same objects (`sluice-operator --print-rbac`).
+// (403, in the operator's log and the API server's access log) any call the table lacks. The Helm
+// chart's RBAC template (helm/sluice/templates/rbac.yaml) is generated from the same table
+// (operator_rbac_chart.h, `build/bin/sluice-chart-rbac`), so it grants the same rules.
 //
 // Thread safety: pure functions over constant data.
 #pragma once
@@ -13,7 +14,8 @@
 
 namespace sluice::api {
 
-// The operator's identity, as `sluice up` and the chart install it.
+// The operator's identity as `sluice up` installs it (the chart's too, for release "sluice" in
+// namespace sluice-system).
 inline constexpr char kOperatorNamespace[] = "sluice-system";
 inline constexpr char kOperatorServiceAccount[] = "sluice-operator";
 
