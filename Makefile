@@ -15,7 +15,7 @@ ifeq ($(SANITIZE),thread)
 TEST_ENV := TSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/tsan.supp
 endif
 
-.PHONY: all deps configure build test demo example-solve-and-verify example-tool-use demo-foundation \
+.PHONY: all deps configure build test demo example-arithmetic example-solve-and-verify example-tool-use demo-foundation \
 	bench format format-check clean
 
 all: build
@@ -36,8 +36,11 @@ test: deps build
 demo: deps build
 	@bash scripts/demo.sh $(BUILD_DIR)
 
-# Issue 19's other two examples, run exactly as `make demo` runs its manifest (scripts/demo.sh:
+# The other examples, run exactly as `make demo` runs its manifest (scripts/demo.sh:
 # sluice up, sluice run, plot, sluice down); the experiment is named after the manifest's stem.
+example-arithmetic: deps build
+	@SLUICE_DEMO_MANIFEST=$(CURDIR)/examples/arithmetic-grpo.yaml bash scripts/demo.sh $(BUILD_DIR)
+
 example-solve-and-verify: deps build
 	@SLUICE_DEMO_MANIFEST=$(CURDIR)/examples/solve-and-verify.yaml bash scripts/demo.sh $(BUILD_DIR)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# `make demo`: the local-cluster training demo. A tiny model learns arithmetic on Sluice's embedded
-# cluster (examples/arithmetic-grpo.yaml: SFT warm start, then GRPO, evaluated on held-out
-# problems), end to end on this machine's CPUs:
+# `make demo`: the local-cluster training demo. A tiny model learns to write digit strings
+# backwards on Sluice's embedded cluster (examples/reverse-grpo.yaml: a short SFT warm start, then
+# GRPO, evaluated on held-out strings), end to end on this machine's CPUs:
 #
 #   1. `sluice up` in a state directory: $SLUICE_STATE_DIR if set, else a fresh `mktemp -d`.
 #   2. `sluice run MANIFEST --timeout 900`: applies the manifest and follows the experiment until
@@ -12,7 +12,7 @@
 #   4. Prints `wall time: N s` (steps 1-3), then `sluice down` (on any exit, also a failed one).
 #
 # Usage: bash scripts/demo.sh [BUILD_DIR [SLUICE_RUN_ARGS...]]   (BUILD_DIR default: build)
-#   SLUICE_DEMO_MANIFEST=FILE  run FILE instead of examples/arithmetic-grpo.yaml; the experiment
+#   SLUICE_DEMO_MANIFEST=FILE  run FILE instead of examples/reverse-grpo.yaml; the experiment
 #                              is named after its file name without the extension (or --name).
 #   SLUICE_STATE_DIR=DIR       use DIR as the cluster's state directory (kept afterwards).
 #   SLUICE_DEMO_KEEP=1         leave the cluster running at the end and print how to stop it.
@@ -27,7 +27,7 @@ build_dir=${1:-build}
 if [[ $# -gt 0 ]]; then shift; fi
 run_args=("$@")
 sluice="$build_dir/bin/sluice"
-manifest=${SLUICE_DEMO_MANIFEST:-$root/examples/arithmetic-grpo.yaml}
+manifest=${SLUICE_DEMO_MANIFEST:-$root/examples/reverse-grpo.yaml}
 
 if [[ ! -x $sluice ]]; then
   echo "demo: $sluice not found; build first (make build)" >&2
