@@ -9,6 +9,7 @@
 #include "common/splitmix64.h"
 #include "workers/dataflow/algorithms/eval_episodes.h"
 #include "workers/dataflow/algorithms/eval_metrics.h"
+#include "workers/dataflow/algorithms/eval_trigger.h"
 #include "workers/dataflow/algorithms/splitting.h"
 #include "workers/dataflow/algorithms/version_barrier.h"
 
@@ -1066,17 +1067,29 @@ Status DataflowCore::AnnounceLocked(std::string_view policy, const VersionInfo& 
                             std::to_string(p->version.number) + " of " + p->name);
   }
   dirty_ = true;
-  const int64_t previous = p->version.number;
+  auto lowest = [&] {
+    int64_t v = p->version.number;
+    for (const auto& q : policies_) v = std::min(v, q->version.number);
+    return v;
+  };
+  EvalTriggerFacts facts;
+  facts.every_versions = config_.eval.every_versions;
+  facts.at_start = config_.eval.at_start;
+  facts.barrier = config_.version_barrier;
+  facts.policies = static_cast<int64_t>(policies_.size());
+  facts.primary = p == policies_.front().get();
+  facts.evaluate = version.evaluate;
+  facts.previous = p->version.number;
+  facts.announced = version.number;
+  facts.lowest_before = lowest();
   p->version = version;
   p->announced = true;
   p->acked_since_announce = false;
-  if (p != policies_.front().get()) return Status::Ok();
-  curator_->OnVersion(version.number);
-  const int64_t every = config_.eval.every_versions;
-  const bool periodic = every > 0 && version.number / every > previous / every;
-  // Asked for by the trainer (e.g. the weights a warm start produced); one round either way.
-  const bool requested = version.evaluate && (every > 0 || config_.eval.at_start);
-  if (periodic || requested) QueueEvalRoundLocked(*p, version.number);
+  facts.lowest_after = lowest();
+  if (facts.primary) curator_->OnVersion(version.number);
+  if (const std::optional<int64_t> round = EvalRoundToQueue(facts)) {
+    QueueEvalRoundLocked(*policies_.front(), *round);
+  }
   return Status::Ok();
 }
 

@@ -56,7 +56,9 @@
 //    policies, the flag does nothing), one round even when every_versions would queue one too. A
 //    trainer that ran a warm start (SFT) before RL announces the warm-started weights this way,
 //    so a round measures exactly the model RL starts from. The flag is part of the VersionInfo:
-//    kept in records and snapshots, and compared by the idempotent re-announce.
+//    kept in records and snapshots, and compared by the idempotent re-announce. With the version
+//    barrier and several policies, rounds follow the lowest version of all policies instead, so
+//    no round runs while a policy still holds older weights (EvalRoundToQueue, eval_trigger.h).
 //  - Curator feedback uses trajectory-level rewards: per sample, the primary policy's entry of
 //    policy_rewards when present, else policy_rewards[0], else `reward`.
 //

@@ -822,6 +822,43 @@ TEST_F(DataflowCoreTest, EvaluateFlagNeedsEvaluationAndThePrimaryPolicy) {
   }
 }
 
+// With the version barrier a round waits for the slowest policy: it is queued when the last
+// policy reaches the version (a warm start that ends before the other's queues nothing), and
+// labelled with that version.
+TEST_F(DataflowCoreTest, BarrierEvalRoundsWaitForEveryPolicy) {
+  Dataset data = MakeDataset(10, 0.2);  // 2 eval rows.
+  DataflowConfig c = BaseConfig();
+  c.policies = {"solver", "verifier"};
+  c.version_barrier = true;
+  c.eval.every_versions = 5;
+  auto core = Make(c, &data);
+  auto pending = [&] { return core->StatusJson()["pending_eval_tasks"].get<int64_t>(); };
+  // The solver's warm start ends first: no round yet, whatever it asks for.
+  ASSERT_TRUE(core->AnnounceVersion("solver", {3, "u3", "d3", -1, true}).ok());
+  EXPECT_EQ(pending(), 0);
+  // The verifier's ends at the same version: now one round, at version 3.
+  ASSERT_TRUE(core->AnnounceVersion("verifier", {3, "v3", "e3", -1, true}).ok());
+  EXPECT_EQ(pending(), 2);
+  // The periodic round at 5 waits for the second policy to get there too.
+  ASSERT_TRUE(core->AnnounceVersion("solver", {4, "u4", "d4", -1}).ok());
+  ASSERT_TRUE(core->AnnounceVersion("verifier", {4, "v4", "e4", -1}).ok());
+  ASSERT_TRUE(core->AnnounceVersion("solver", {5, "u5", "d5", -1}).ok());
+  EXPECT_EQ(pending(), 2);
+  ASSERT_TRUE(core->AnnounceVersion("verifier", {5, "v5", "e5", -1}).ok());
+  EXPECT_EQ(pending(), 4);
+  EXPECT_EQ(core->StatusJson()["eval"]["rounds_in_progress"], 2);
+  std::vector<LeasedTask> evals;
+  for (const LeasedTask& t : core->Lease(Req(8)).tasks) {
+    if (t.eval) evals.push_back(t);
+  }
+  ASSERT_EQ(evals.size(), 4U);
+  for (const LeasedTask& t : evals) {
+    SubmitOk(*core, Group(t, {Single(1), Single(1), Single(0), Single(0)}));
+  }
+  // Scored in queue order: the last report is the round at 5.
+  EXPECT_EQ(core->StatusJson()["eval"]["last"]["version"], 5);
+}
+
 // Recovery from the log and from a snapshot keeps the flag (so the idempotent re-announce still
 // matches and queues no second round), and records and snapshots written before the flag
 // existed still load, as announcements without it.
