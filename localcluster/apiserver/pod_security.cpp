@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "common/go_quote.h"
 #include "localcluster/apiserver/pod_security_checks.h"
 
 namespace sluice::apiserver {

@@ -1,12 +1,13 @@
 #include "localcluster/apiserver/pod_security_checks.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <initializer_list>
 #include <optional>
 #include <set>
 #include <unordered_set>
 #include <utility>
+
+#include "common/go_quote.h"
 
 namespace sluice::apiserver {
 namespace {
@@ -540,28 +541,6 @@ constexpr Check kChecks[] = {
 };
 
 }  // namespace
-
-std::string GoQuote(std::string_view text) {
-  static constexpr std::pair<char, const char*> kEscapes[] = {
-      {'"', "\\\""}, {'\\', "\\\\"}, {'\a', "\\a"}, {'\b', "\\b"}, {'\f', "\\f"},
-      {'\n', "\\n"}, {'\r', "\\r"},  {'\t', "\\t"}, {'\v', "\\v"}};
-  std::string out = "\"";
-  for (char c : text) {
-    const auto* escape = std::find_if(std::begin(kEscapes), std::end(kEscapes),
-                                      [c](const auto& e) { return e.first == c; });
-    const auto u = static_cast<unsigned char>(c);
-    if (escape != std::end(kEscapes)) {
-      out += escape->second;
-    } else if (u < 0x20 || u == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", u);
-      out += buf;
-    } else {
-      out += c;  // Bytes of UTF-8 text pass as they are, as Go's printable runes do.
-    }
-  }
-  return out + '"';
-}
 
 std::vector<PodSecurityFailure> EvaluatePodSecurity(const json& pod_metadata, const json& pod_spec,
                                                     PodSecurityLevel level) {

@@ -6,7 +6,6 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "localcluster/apiserver/pod_security.h"
@@ -32,8 +31,5 @@ struct PodSecurityFailure {
 std::vector<PodSecurityFailure> EvaluatePodSecurity(const nlohmann::json& pod_metadata,
                                                     const nlohmann::json& pod_spec,
                                                     PodSecurityLevel level);
-
-// Go's %q, as kube's messages quote names and values: `"a\"b"`, control characters escaped.
-std::string GoQuote(std::string_view text);
 
 }  // namespace sluice::apiserver

@@ -1,8 +1,9 @@
 #include "localcluster/apiserver/rbac_authorizer.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <optional>
+
+#include "common/go_quote.h"
 
 namespace sluice::apiserver {
 namespace {
@@ -41,39 +42,6 @@ const json& Field(const json& object, const char* key) {
 
 std::string Metadata(const json& object, const char* key) {
   return StringField(Field(object, "metadata"), key);
-}
-
-// Go's %q for the names in messages, so they read as kube's do.
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
 }
 
 bool MatchesOrStar(const Strings& list, const std::string& value) {
@@ -144,8 +112,8 @@ std::optional<std::string> MatchingSubject(const json& binding, const UserInfo& 
   for (const json& subject : subjects) {
     const std::string kind = StringField(subject, "kind");
     const std::string name = StringField(subject, "name");
-    if (kind == "User" && name == user.name) return "User " + Quote(name);
-    if (kind == "Group" && user.InGroup(name)) return "Group " + Quote(name);
+    if (kind == "User" && name == user.name) return "User " + GoQuote(name);
+    if (kind == "Group" && user.InGroup(name)) return "Group " + GoQuote(name);
     if (kind == "ServiceAccount") {
       std::string ns = StringField(subject, "namespace");
       if (ns.empty()) ns = binding_namespace;
@@ -154,7 +122,7 @@ std::optional<std::string> MatchingSubject(const json& binding, const UserInfo& 
         std::string account = name;
         account += '/';
         account += ns;
-        return "ServiceAccount " + Quote(account);
+        return "ServiceAccount " + GoQuote(account);
       }
     }
   }
@@ -169,11 +137,11 @@ std::string AllowedBy(const char* binding_kind, const std::string& binding,
   std::string reason = "RBAC: allowed by ";
   reason += binding_kind;
   reason += ' ';
-  reason += Quote(binding);
+  reason += GoQuote(binding);
   reason += " of ";
   reason += role_kind;
   reason += ' ';
-  reason += Quote(role);
+  reason += GoQuote(role);
   reason += " to ";
   reason += subject;
   return reason;
@@ -333,8 +301,8 @@ std::string ForbiddenMessage(const UserInfo& user, const AuthorizationAttributes
                              const std::string& reason) {
   std::string message;
   if (!attributes.resource_request) {
-    message = "forbidden: User " + Quote(user.name) + " cannot " + attributes.verb + " path " +
-              Quote(attributes.path);
+    message = "forbidden: User " + GoQuote(user.name) + " cannot " + attributes.verb + " path " +
+              GoQuote(attributes.path);
   } else {
     std::string qualified = attributes.resource;
     if (!attributes.group.empty()) qualified += "." + attributes.group;
@@ -345,12 +313,13 @@ std::string ForbiddenMessage(const UserInfo& user, const AuthorizationAttributes
     } else if (attributes.name.empty()) {
       message = qualified + " is forbidden: ";
     } else {
-      message = qualified + " " + Quote(attributes.name) + " is forbidden: ";
+      message = qualified + " " + GoQuote(attributes.name) + " is forbidden: ";
     }
-    message += "User " + Quote(user.name) + " cannot " + attributes.verb + " resource " +
-               Quote(resource) + " in API group " + Quote(attributes.group);
-    message += attributes.namespace_.empty() ? std::string(" at the cluster scope")
-                                             : " in the namespace " + Quote(attributes.namespace_);
+    message += "User " + GoQuote(user.name) + " cannot " + attributes.verb + " resource " +
+               GoQuote(resource) + " in API group " + GoQuote(attributes.group);
+    message += attributes.namespace_.empty()
+                   ? std::string(" at the cluster scope")
+                   : " in the namespace " + GoQuote(attributes.namespace_);
   }
   if (!reason.empty()) message += ": " + reason;
   return message;

@@ -1,10 +1,11 @@
 #include "localcluster/apiserver/rbac_escalation.h"
 
-#include <cstdio>
 #include <map>
 #include <set>
 #include <tuple>
 #include <utility>
+
+#include "common/go_quote.h"
 
 namespace sluice::apiserver {
 namespace {
@@ -46,61 +47,6 @@ bool Has(const Strings& list, const std::string& value) {
     if (item == value) return true;
   }
   return false;
-}
-
-// Go's %q of a string (strconv.Quote), as kube's messages print names.
-std::string GoQuote(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\a':
-        out += "\\a";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\v':
-        out += "\\v";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-// Go's %q of a []string: ["a" "b"].
-std::string GoQuoteList(const Strings& list) {
-  std::string out = "[";
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (i > 0) out += ' ';
-    out += GoQuote(list[i]);
-  }
-  return out + "]";
 }
 
 // The start of kube's errors.NewForbidden message.

@@ -1,9 +1,9 @@
 #include "localcluster/apiserver/workload_admission.h"
 
 #include <cctype>
-#include <cstdio>
 #include <string>
 
+#include "common/go_quote.h"
 #include "localcluster/apiserver/label_selector.h"
 
 namespace sluice::apiserver {
@@ -15,39 +15,6 @@ namespace {
 constexpr char kPercentMessage[] =
     "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or "
     "'93%', regex used for validation is '[0-9]+%')";
-
-// A Go string literal as %#v / %q write it.
-std::string GoQuote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
 
 // map[string]string as %#v prints it (keys sorted; nlohmann objects already are).
 std::string GoStringMap(const json& m) {

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "common/base64.h"
+#include "common/go_quote.h"
 #include "localcluster/node/resource_quantity.h"
 
 namespace sluice::node {
@@ -67,52 +68,6 @@ std::optional<json> Lookup(const std::function<std::optional<json>(const std::st
                            const std::string& name) {
   if (!fn) return std::nullopt;
   return fn(name);
-}
-
-// Go's %q for the strings kube renders in FormatMap.
-std::string GoQuote(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\a':
-        out += "\\a";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\v':
-        out += "\\v";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-  return out;
 }
 
 std::string FormatMap(const json& map) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "operator/controllers/labels.h"
+#include "operator/controllers/object_meta.h"
 #include "operator/controllers/pod_hardening.h"
 #include "operator/controllers/worker_scratch.h"
 
@@ -11,11 +12,6 @@ namespace sluice::controllers {
 using nlohmann::json;
 
 namespace {
-
-std::string Name(const json& obj) { return obj.value("/metadata/name"_json_pointer, ""); }
-std::string Namespace(const json& obj) {
-  return obj.value("/metadata/namespace"_json_pointer, "default");
-}
 
 json Labels(const json& df) {
   return StandardLabels("sluice-dataflow", Name(df), "dataflow", {{kDataflowLabel, Name(df)}});

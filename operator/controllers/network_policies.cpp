@@ -2,6 +2,7 @@
 
 #include "operator/controllers/dataflow_children.h"
 #include "operator/controllers/labels.h"
+#include "operator/controllers/object_meta.h"
 #include "operator/controllers/rollout_pool_children.h"
 #include "operator/controllers/trainer_job_children.h"
 
@@ -10,11 +11,6 @@ namespace sluice::controllers {
 using nlohmann::json;
 
 namespace {
-
-std::string Name(const json& obj) { return obj.value("/metadata/name"_json_pointer, ""); }
-std::string Namespace(const json& obj) {
-  return obj.value("/metadata/namespace"_json_pointer, "default");
-}
 
 // A label selector as the API server stores it (Go's omitempty): matchLabels and
 // matchExpressions only when non-empty, an expression's values only when non-empty. Without this a

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "operator/controllers/labels.h"
+#include "operator/controllers/object_meta.h"
 #include "operator/controllers/pod_hardening.h"
 #include "operator/controllers/policy_model_volumes.h"
 #include "operator/controllers/worker_resources.h"
@@ -16,11 +17,6 @@ namespace sluice::controllers {
 using nlohmann::json;
 
 namespace {
-
-std::string Name(const json& obj) { return obj.value("/metadata/name"_json_pointer, ""); }
-std::string Namespace(const json& obj) {
-  return obj.value("/metadata/namespace"_json_pointer, "default");
-}
 
 // spec.policies, sorted and without duplicates (the CRD declares it a set).
 std::vector<std::string> Policies(const json& pool) {

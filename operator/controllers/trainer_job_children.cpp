@@ -3,6 +3,7 @@
 #include <map>
 
 #include "operator/controllers/labels.h"
+#include "operator/controllers/object_meta.h"
 #include "operator/controllers/pod_hardening.h"
 #include "operator/controllers/policy_model_volumes.h"
 #include "operator/controllers/worker_resources.h"
@@ -14,10 +15,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string Name(const json& obj) { return obj.value("/metadata/name"_json_pointer, ""); }
-std::string Namespace(const json& obj) {
-  return obj.value("/metadata/namespace"_json_pointer, "default");
-}
 std::string PolicyName(const json& job) {
   return job.value("/spec/policyRef/name"_json_pointer, "");
 }

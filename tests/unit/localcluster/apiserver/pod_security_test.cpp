@@ -385,7 +385,6 @@ TEST(PodSecurityTest, MessagesAsKubeWritesThem) {
   EXPECT_EQ(PodSecurityLevelName(kPrivileged), "privileged");
   EXPECT_EQ(PodSecurityLevelName(kBaseline), "baseline");
   EXPECT_EQ(PodSecurityLevelName(kRestricted), "restricted");
-  EXPECT_EQ(GoQuote("a\"b\\c\n\x01"), R"("a\"b\\c\n\x01")");
 }
 
 TEST(PodSecurityTest, AdmitEnforcesThenWarns) {
