@@ -165,9 +165,15 @@ int Main(int argc, char** argv) {
   const bool in_pod =
       env.count("KUBERNETES_SERVICE_HOST") > 0 && cfg->GetString("kubeconfig").empty();
   if (in_pod) {
+    // The local cluster's node has no mount namespaces: the pod's files are under
+    // $SLUICE_ROOT (localcluster/node/service_account_volume.h); on Kubernetes it is unset.
+    kube::InClusterPaths files;
+    if (env.count("SLUICE_ROOT") > 0 && !env.at("SLUICE_ROOT").empty()) {
+      files = kube::InClusterPathsUnder(env.at("SLUICE_ROOT"));
+    }
     rest_config = kube::InClusterConfig(
         env.at("KUBERNETES_SERVICE_HOST"),
-        env.count("KUBERNETES_SERVICE_PORT") ? env.at("KUBERNETES_SERVICE_PORT") : "443");
+        env.count("KUBERNETES_SERVICE_PORT") ? env.at("KUBERNETES_SERVICE_PORT") : "443", files);
   } else {
     std::vector<std::filesystem::path> paths;
     if (!cfg->GetString("kubeconfig").empty()) {

@@ -114,6 +114,11 @@ CommandSpec UpSpec() {
               "Port of the operator's /metrics (HTTP on 127.0.0.1); its /healthz and /readyz are "
               "on N+1.",
               1, 65534),
+      {"operator", '\0', FlagType::kBool, "", "true",
+       "Start sluice-operator, as the ServiceAccount sluice-system/sluice-operator with the "
+       "operator's RBAC rules. --no-operator: leave it out, e.g. to install the operator with the "
+       "Helm chart (docs/operations.md).",
+       std::nullopt, std::nullopt},
       {"prometheus", '\0', FlagType::kBool, "", "false",
        "Also start /usr/bin/prometheus on 127.0.0.1:9090, scraping the API server, the node "
        "agent and the pods annotated prometheus.io/scrape (the dataflow, rollout and trainer "
@@ -280,6 +285,7 @@ Result<Parsed<UpOptions>> ParseUp(const std::vector<std::string>& args,
   o.node_port = static_cast<int>(flags.GetInt("node-port"));
   o.operator_port = static_cast<int>(flags.GetInt("operator-port"));
   o.pod_ip_prefix = flags.GetString("pod-ip-prefix");
+  o.run_operator = flags.GetBool("operator");
   o.prometheus = flags.GetBool("prometheus");
   o.timeout = std::chrono::seconds(flags.GetInt("timeout"));
   for (int port : {o.apiserver_port, o.node_port}) {

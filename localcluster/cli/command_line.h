@@ -3,7 +3,7 @@
 // returned as given (the commands make them absolute).
 //
 //   sluice up      [--config FILE] [--state-dir DIR] [--bin-dir DIR] [--apiserver-port N]
-//                  [--node-port N] [--prometheus] [--timeout SECONDS]
+//                  [--node-port N] [--[no-]operator] [--prometheus] [--timeout SECONDS]
 //   sluice down    [--state-dir DIR] [--timeout SECONDS]
 //   sluice status  [--state-dir DIR]
 //   sluice node    cordon|uncordon|fail|recover NODE [--state-dir DIR]
@@ -45,6 +45,9 @@ struct UpOptions {
   int node_port = 10250;
   int operator_port = 18080;            // Metrics; health on operator_port + 1.
   std::string pod_ip_prefix = "127.1";  // sluice-node --pod-ip-prefix.
+  // Start sluice-operator (as the ServiceAccount sluice-system/sluice-operator). Off: the
+  // cluster runs without one, e.g. to install the operator with the Helm chart.
+  bool run_operator = true;
   bool prometheus = false;
   std::chrono::seconds timeout{60};
 };

@@ -126,8 +126,8 @@ ComponentSpec PrometheusComponent(const ClusterPlan& plan) {
 
 std::vector<ComponentSpec> PlanComponents(const ClusterPlan& plan) {
   std::vector<ComponentSpec> out = {
-      ApiServerComponent(plan.layout, plan.bin_dir, plan.apiserver_port), NodeComponent(plan),
-      OperatorComponent(plan)};
+      ApiServerComponent(plan.layout, plan.bin_dir, plan.apiserver_port), NodeComponent(plan)};
+  if (plan.run_operator) out.push_back(OperatorComponent(plan));
   if (plan.prometheus) out.push_back(PrometheusComponent(plan));
   return out;
 }

@@ -73,6 +73,7 @@ struct ClusterPlan {
   int node_port = 10250;
   int operator_port = 18080;  // The operator's metrics; its health endpoints on the next port.
   std::string pod_ip_prefix = "127.1";  // The node agent's pod addresses.
+  bool run_operator = true;             // false: no operator component (`sluice up --no-operator`).
   bool prometheus = false;
   std::string prometheus_binary = "/usr/bin/prometheus";
 };
@@ -82,8 +83,8 @@ ComponentSpec NodeComponent(const ClusterPlan& plan);
 ComponentSpec OperatorComponent(const ClusterPlan& plan);
 ComponentSpec PrometheusComponent(const ClusterPlan& plan);
 
-// Every component to start, in order: apiserver, node, operator (optional), prometheus (with
-// plan.prometheus).
+// Every component to start, in order: apiserver, node, operator (optional; with
+// plan.run_operator), prometheus (with plan.prometheus).
 std::vector<ComponentSpec> PlanComponents(const ClusterPlan& plan);
 
 // The health check of a component that is already running, from its command line (for `sluice

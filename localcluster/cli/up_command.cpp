@@ -62,6 +62,7 @@ int RunUp(const UpOptions& options, std::ostream& out, std::ostream& err) {
   plan.node_port = options.node_port;
   plan.operator_port = options.operator_port;
   plan.pod_ip_prefix = options.pod_ip_prefix;
+  plan.run_operator = options.run_operator;
   plan.prometheus = options.prometheus;
   // Preflight: the programs first (a wrong --bin-dir is the likelier mistake), then the cluster
   // description, before anything starts.

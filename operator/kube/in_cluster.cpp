@@ -6,6 +6,16 @@
 
 namespace sluice::kube {
 
+InClusterPaths InClusterPathsUnder(const std::string& root) {
+  InClusterPaths paths;
+  std::string base = root;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  paths.token_file = base + paths.token_file;
+  paths.ca_file = base + paths.ca_file;
+  paths.namespace_file = base + paths.namespace_file;
+  return paths;
+}
+
 Result<RestConfig> InClusterConfig(const std::string& service_host, const std::string& service_port,
                                    const InClusterPaths& paths) {
   if (service_host.empty() || service_port.empty()) {

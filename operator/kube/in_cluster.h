@@ -22,6 +22,10 @@ struct InClusterPaths {
   std::string namespace_file = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 };
 
+// The same files under `root` (e.g. "/pods/x" -> "/pods/x/var/run/secrets/..."): where a node
+// without mount namespaces, as the local cluster's, puts a pod's service-account files.
+InClusterPaths InClusterPathsUnder(const std::string& root);
+
 // `service_host` and `service_port` are the values of KUBERNETES_SERVICE_HOST and
 // KUBERNETES_SERVICE_PORT. Errors: either is empty (not running in a Pod), the token file is
 // missing. A missing namespace file means "default".

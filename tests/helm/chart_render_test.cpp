@@ -172,6 +172,17 @@ TEST(HelmChartTest, DefaultValuesRunARestrictedLeaderElectedOperator) {
             "sluice-system");
 }
 
+TEST(HelmChartTest, BindAddressIsTheHostOfBothListeners) {
+  ASSERT_TRUE(HaveHelm()) << kHelmMissing;
+  json deployment = FindObject(Render(ValuesOf("pod-ip")), "Deployment");
+  EXPECT_TRUE(HasArg(deployment, "--metrics-bind-address=$(POD_IP):8080"));
+  EXPECT_TRUE(HasArg(deployment, "--health-probe-bind-address=$(POD_IP):8081"));
+  json container = OperatorContainer(deployment);
+  EXPECT_EQ(container["env"][1],
+            json::parse(
+                R"({"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})"));
+}
+
 TEST(HelmChartTest, ReleaseNamesOtherThanSluiceGetTheirOwnObjects) {
   ASSERT_TRUE(HaveHelm()) << kHelmMissing;
   const std::vector<json> objects = Render("", "rl");
@@ -325,6 +336,7 @@ TEST(HelmChartTest, BadValuesAreRefusedNamingTheField) {
       {"metrics:\n  service: {enabled: false}\n  serviceMonitor: {enabled: true}\n",
        "metrics.serviceMonitor.enabled"},
       {"operator:\n  healthPort: 8080\n", "operator.metricsPort and operator.healthPort"},
+      {"operator:\n  bindAddress: localhost\n", "/operator/bindAddress"},
   };
   for (const auto& c : kCases) {
     HelmResult r = RenderChart(c.values);

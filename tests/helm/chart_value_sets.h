@@ -58,6 +58,10 @@ images:
       {"no-leader-election", R"(operator:
   leaderElection: {enabled: false}
 )"},
+      // The local cluster's pods share the host's network: listen on the pod's IP only.
+      {"pod-ip", R"(operator:
+  bindAddress: $(POD_IP)
+)"},
       // Scheduling and identity: replicas, placement, priority, resources, a cloud IAM role.
       {"scheduling", R"(operator:
   replicas: 2

@@ -34,6 +34,7 @@
 #include "common/http/bearer_token.h"
 #include "common/http/client.h"
 #include "common/http/hosts_file.h"
+#include "tests/e2e/main_job/example_manifest.h"
 #include "tests/e2e/sluice_session.h"
 
 namespace sluice::e2e {
@@ -63,21 +64,6 @@ constexpr char kDataflow[] = "digits";
 constexpr char kPool[] = "rev-rollout";
 constexpr char kPolicy[] = "rev";  // The Dataflow's primary policy.
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Replaces `from` when it occurs exactly once in `text`; false (text unchanged) otherwise.
-bool ReplaceOnce(std::string& text, const std::string& from, const std::string& to) {
-  const size_t at = text.find(from);
-  if (at == std::string::npos || text.find(from, at + 1) != std::string::npos) return false;
-  text.replace(at, from.size(), to);
-  return true;
-}
-
 // What a failure message needs: the pods, the experiment's objects, each pod's log tail (and its
 // previous container's when it restarted) and the operator's log.
 std::string Diagnostics(const SluiceSession& cluster) {
@@ -102,34 +88,9 @@ std::string Diagnostics(const SluiceSession& cluster) {
   return out + "\n--- operator log\n" + cluster.Log("operator");
 }
 
-struct Edit {
-  std::string from, to;
-};
-
-// The demo's manifest with `edits` applied, once the cluster's client and every binary the run
-// needs are there. Fails naming what is missing, or an edit that no longer applies (the example
-// changed: update the test's edits instead of silently testing something else).
+// The demo's manifest with `edits` applied (example_manifest.h).
 ::testing::AssertionResult DemoManifest(const std::vector<Edit>& edits, std::string* manifest) {
-  if (!HaveKubectl()) {
-    return ::testing::AssertionFailure()
-           << "/usr/bin/kubectl is missing: this test drives the cluster with it";
-  }
-  for (const char* binary : {"sluice", "sluice-apiserver", "sluice-node", "sluice-operator",
-                             "sluice-dataflow", "sluice-rollout", "sluice-trainer"}) {
-    if (!std::filesystem::exists(BinDir() + "/" + binary)) {
-      return ::testing::AssertionFailure() << binary << " is not built in " << BinDir();
-    }
-  }
-  const std::string example = SourceDir() + "/examples/" + kExample + ".yaml";
-  *manifest = ReadFile(example);
-  if (manifest->empty()) return ::testing::AssertionFailure() << example << " cannot be read";
-  for (const Edit& e : edits) {
-    if (!ReplaceOnce(*manifest, e.from, e.to)) {
-      return ::testing::AssertionFailure() << example << " no longer holds exactly one \"" << e.from
-                                           << "\": update this test's edits to the example";
-    }
-  }
-  return ::testing::AssertionSuccess();
+  return EditedExample(kExample, edits, manifest);
 }
 
 TEST(MainJobTest, TheDemoManifestTrainsThroughTheOperatorAndAccountsForEveryTrajectory) {

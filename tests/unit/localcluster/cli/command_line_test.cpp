@@ -85,12 +85,14 @@ TEST(CommandLineTest, UpDefaultsAndFlags) {
   EXPECT_EQ(p->options->apiserver_port, 6443);
   EXPECT_EQ(p->options->node_port, 10250);
   EXPECT_FALSE(p->options->prometheus);
+  EXPECT_TRUE(p->options->run_operator);
   EXPECT_EQ(p->options->timeout, std::chrono::seconds(60));
   EXPECT_EQ(p->options->cluster_config, "");
 
-  p = ParseUp({"--config", "c.yaml", "--state-dir", "/s", "--apiserver-port", "7443",
-               "--node-port=11250", "--prometheus", "--timeout", "5", "--bin-dir", "/b"},
-              kEnv);
+  p = ParseUp(
+      {"--config", "c.yaml", "--state-dir", "/s", "--apiserver-port", "7443", "--node-port=11250",
+       "--prometheus", "--timeout", "5", "--bin-dir", "/b", "--no-operator"},
+      kEnv);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->options->cluster_config, "c.yaml");
   EXPECT_EQ(p->options->state_dir, "/s");
@@ -99,6 +101,7 @@ TEST(CommandLineTest, UpDefaultsAndFlags) {
   EXPECT_EQ(p->options->apiserver_port, 7443);
   EXPECT_EQ(p->options->node_port, 11250);
   EXPECT_TRUE(p->options->prometheus);
+  EXPECT_FALSE(p->options->run_operator);
   EXPECT_EQ(p->options->timeout, std::chrono::seconds(5));
 }
 

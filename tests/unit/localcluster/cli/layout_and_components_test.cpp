@@ -82,6 +82,17 @@ TEST(ComponentsTest, PlanInOrderWithFlags) {
   EXPECT_TRUE(c[2].optional);
 }
 
+// `sluice up --no-operator`: the cluster without an operator (the Helm chart installs one).
+TEST(ComponentsTest, PlanWithoutTheOperator) {
+  ClusterPlan plan = Plan(true);
+  plan.run_operator = false;
+  std::vector<ComponentSpec> c = PlanComponents(plan);
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].name, "apiserver");
+  EXPECT_EQ(c[1].name, "node");
+  EXPECT_EQ(c[2].name, "prometheus");
+}
+
 TEST(ComponentsTest, PrometheusComponent) {
   std::vector<ComponentSpec> c = PlanComponents(Plan(true));
   ASSERT_EQ(c.size(), 4u);

@@ -332,6 +332,16 @@ TEST(InClusterTest, ReadsMountedFilesAndNeedsTheServiceEnv) {
   EXPECT_EQ(InClusterConfig("10.96.0.1", "443", paths).status().code(), StatusCode::kNotFound);
 }
 
+TEST(KubeInClusterTest, PathsUnderAPodRoot) {
+  const InClusterPaths paths = InClusterPathsUnder("/pods/p1/");
+  EXPECT_EQ(paths.token_file, "/pods/p1/var/run/secrets/kubernetes.io/serviceaccount/token");
+  EXPECT_EQ(paths.ca_file, "/pods/p1/var/run/secrets/kubernetes.io/serviceaccount/ca.crt");
+  EXPECT_EQ(paths.namespace_file,
+            "/pods/p1/var/run/secrets/kubernetes.io/serviceaccount/namespace");
+  EXPECT_EQ(InClusterPathsUnder("/r").token_file,
+            "/r/var/run/secrets/kubernetes.io/serviceaccount/token");
+}
+
 TEST(KubeTimeTest, FormatsAndParsesRfc3339) {
   Result<Clock::WallTime> t = ParseTime("2026-11-22T10:00:00.5+01:00");
   ASSERT_TRUE(t.ok());
