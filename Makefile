@@ -16,7 +16,7 @@ TEST_ENV := TSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/tsan.supp
 endif
 
 .PHONY: all deps configure build test demo example-arithmetic example-solve-and-verify example-tool-use demo-foundation \
-	bench format format-check clean
+	bench format format-check clean images push
 
 all: build
 
@@ -62,3 +62,40 @@ format-check:
 
 clean:
 	rm -rf build build-*
+
+# Container images: docker/<name>.Dockerfile, tagged [$(REGISTRY)/]sluice/<name>:$(TAG), the
+# chart's default images.<name>.repository (scripts/check-images.py checks that they agree).
+# TAG defaults to the chart's appVersion. DOCKER=podman works too; DOCKER_BUILD_FLAGS passes
+# extra flags to every build (e.g. --build-arg JOBS=8 --platform linux/amd64).
+IMAGES := operator dataflow rollout trainer
+REGISTRY ?=
+TAG ?= $(shell sed -n 's/^appVersion:[[:space:]]*"\{0,1\}\([^"[:space:]]*\).*/\1/p' helm/sluice/Chart.yaml)
+DOCKER ?= docker
+DOCKER_BUILD_FLAGS ?=
+image = $(if $(REGISTRY),$(REGISTRY)/)sluice/$(1):$(TAG)
+require_docker = command -v $(DOCKER) >/dev/null 2>&1 || { \
+	echo "$@: '$(DOCKER)' is not on PATH: building and pushing images needs a Docker engine" \
+	  "(or DOCKER=podman). Without one, scripts/check-images.py checks the Dockerfiles." >&2; exit 1; }
+
+images:
+	@$(require_docker)
+	@test -n "$(TAG)" || { echo "images: no TAG: helm/sluice/Chart.yaml has no appVersion" >&2; exit 1; }
+	@set -e; for name in $(IMAGES); do \
+	  echo "images: building $(call image,$$name)"; \
+	  $(DOCKER) build -f docker/$$name.Dockerfile -t $(call image,$$name) \
+	    --build-arg VERSION=$(TAG) \
+	    --build-arg REVISION="$$(git rev-parse HEAD 2>/dev/null || true)" \
+	    --build-arg SOURCE="$$(git config --get remote.origin.url 2>/dev/null || true)" \
+	    $(DOCKER_BUILD_FLAGS) . ; \
+	done
+
+# Builds the images tagged for REGISTRY (cached layers make a rebuild quick), then pushes them.
+push:
+	@test -n "$(REGISTRY)" || { echo "push: REGISTRY is empty; say where to push, e.g." \
+	  "make push REGISTRY=registry.example.com/rl (pushes REGISTRY/sluice/<name>:$(TAG))" >&2; exit 1; }
+	@$(require_docker)
+	@$(MAKE) --no-print-directory images REGISTRY="$(REGISTRY)" TAG="$(TAG)"
+	@set -e; for name in $(IMAGES); do \
+	  echo "push: $(call image,$$name)"; \
+	  $(DOCKER) push $(call image,$$name); \
+	done
