@@ -41,8 +41,11 @@ demo: deps build
 example-arithmetic: deps build
 	@SLUICE_DEMO_MANIFEST=$(CURDIR)/examples/arithmetic-grpo.yaml bash scripts/demo.sh $(BUILD_DIR)
 
+# Two trainers and a verifier turn in every episode: about 13 minutes on 2 cores, past the demo's
+# 900 s limit.
 example-solve-and-verify: deps build
-	@SLUICE_DEMO_MANIFEST=$(CURDIR)/examples/solve-and-verify.yaml bash scripts/demo.sh $(BUILD_DIR)
+	@SLUICE_DEMO_MANIFEST=$(CURDIR)/examples/solve-and-verify.yaml bash scripts/demo.sh $(BUILD_DIR) \
+	  --timeout 1500
 
 example-tool-use: deps build
 	@SLUICE_DEMO_MANIFEST=$(CURDIR)/examples/tool-use-agent.yaml bash scripts/demo.sh $(BUILD_DIR)

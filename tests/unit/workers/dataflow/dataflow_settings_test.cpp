@@ -140,7 +140,7 @@ TEST(DataflowSettingsTest, SolveAndVerifyExampleHasTwoPoliciesABarrierAndEvaluat
   const DataflowSettings s = MapExample("solve-and-verify.yaml");
   const DataflowConfig& c = s.config;
   EXPECT_EQ(c.policies, (std::vector<std::string>{"solver", "verifier"}));
-  EXPECT_EQ(c.group_size, 4);
+  EXPECT_EQ(c.group_size, 8);
   EXPECT_TRUE(c.version_barrier);
   EXPECT_EQ(c.groups_per_batch, 16);
   // Every episode has a verifier turn: both policies take batches of the same size.
@@ -151,6 +151,7 @@ TEST(DataflowSettingsTest, SolveAndVerifyExampleHasTwoPoliciesABarrierAndEvaluat
   EXPECT_EQ(c.workflow["type"], "solve-and-verify");
   EXPECT_EQ(c.workflow["maxTurns"], 1);
   EXPECT_EQ(c.workflow["reward"]["type"], "digit-match");
+  EXPECT_EQ(s.dataset.builtin->generator, "reverse");
   EXPECT_EQ(s.dataset.builtin->count, 20000);
   EXPECT_EQ(s.dataset.builtin->prompt_style, "equation");
   EXPECT_EQ(s.storage_bytes, std::optional<uint64_t>(256 * kMiB));
@@ -510,7 +511,7 @@ TEST(DataflowSettingsTest, ManifestPicksTheDataflowByName) {
   EXPECT_FALSE(LoadDataflowManifest(two, "three").ok());
   EXPECT_FALSE(LoadDataflowManifest("apiVersion: v1\nkind: ConfigMap\n", "").ok());
   // The examples hold other kinds too; the single Dataflow is picked.
-  EXPECT_TRUE(LoadDataflowManifestFile(Example("solve-and-verify.yaml"), "math-mas").ok());
+  EXPECT_TRUE(LoadDataflowManifestFile(Example("solve-and-verify.yaml"), "rev-mas").ok());
   EXPECT_EQ(LoadDataflowManifestFile("/nonexistent.yaml", "").status().code(),
             StatusCode::kNotFound);
 }
