@@ -445,7 +445,7 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
       Result<std::unique_ptr<autoscale::PrometheusClient>> prom =
           url.empty()
               ? Result<std::unique_ptr<autoscale::PrometheusClient>>(Status::InvalidArgument(
-                    "no Prometheus: set spec.autoscaling.prometheusUrl or the operator's "
+                    "no Prometheus: set spec.autoscaling.prometheusURL or the operator's "
                     "--prometheus-url"))
               : autoscale::PrometheusClient::Create(url, std::chrono::seconds(5));
       for (const api::RolloutPoolSpecAutoscalingMetric& m : spec.metrics) {

@@ -51,7 +51,7 @@ inline constexpr char kDrainingSinceAnnotation[] = "sluice.dev/draining-since";
 
 struct RolloutPoolControllerOptions {
   WorkerImages images;
-  std::string prometheus_url;  // Default for spec.autoscaling.prometheusUrl.
+  std::string prometheus_url;  // Default for spec.autoscaling.prometheusURL.
   std::chrono::milliseconds status_period{5000};
   std::chrono::milliseconds worker_timeout{2000};
   metrics::Registry* registry = nullptr;  // Null: no sluice_rolloutpool_* / autoscaler metrics.

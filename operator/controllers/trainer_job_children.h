@@ -86,7 +86,8 @@
 //                          workers, kept for the Policy's retention window.
 //   The process exits 0 after the last step (and its checkpoint, when configured); any other exit
 //   fails the attempt. SIGTERM (suspend, gang restart) gets terminationGracePeriodSeconds 60 to
-//   write a checkpoint and exit.
+//   finish its step and exit (it writes no checkpoint then: the next attempt resumes from the
+//   newest periodic one).
 //
 // Thread safety: pure functions.
 #pragma once

@@ -200,8 +200,8 @@ struct TrainerJobSpecRunPolicy {
   std::optional<int64_t> active_deadline_seconds;
   // Gang restarts allowed before the job is Failed.
   int64_t backoff_limit = 3;
-  // Suspend the job: rank Pods are deleted (after a checkpoint if one is configured) and re-created
-  // on resume.
+  // Suspend the job: rank Pods are deleted (each stops between steps and writes no checkpoint of
+  // its own) and re-created on resume, which continues from the newest periodic checkpoint.
   bool suspend = false;
   // Delete the TrainerJob this long after it Succeeded or Failed; unset keeps it.
   std::optional<int64_t> ttl_seconds_after_finished;
@@ -410,7 +410,7 @@ struct TrainerJobSpecTemplate {
   std::optional<TrainerJobSpecTemplateContainerSecurityContext> container_security_context;
   // Extra environment variables for the worker container, keyed by name.
   std::optional<std::vector<TrainerJobSpecTemplateEnvItem>> env;
-  // Node labels every Pod must match (merged with per-region selectors where those exist).
+  // Node labels every rank Pod must match.
   std::optional<std::map<std::string, std::string>> node_selector;
   // Compute resources of each rank. What is set here is both requested and the limit; cpu and
   // memory left unset are requested at a default (2 CPU, 4Gi) with no limit.
