@@ -10,6 +10,7 @@
 #include "operator/api/validation.h"
 #include "operator/controllers/data_exhaustion.h"
 #include "operator/controllers/network_policies.h"
+#include "operator/controllers/object_meta.h"
 #include "operator/kube/core_resources.h"
 #include "operator/kube/kubeconfig.h"
 
@@ -25,11 +26,6 @@ const kube::GroupVersionResource kServices{"", "v1", "services", true};
 const kube::GroupVersionResource kConfigMaps{"", "v1", "configmaps", true};
 const kube::GroupVersionResource kSecrets{"", "v1", "secrets", true};
 const kube::GroupVersionResource kClaims{"", "v1", "persistentvolumeclaims", true};
-
-std::string Str(const json& obj, const char* pointer, const std::string& fallback = "") {
-  const json::json_pointer ptr(pointer);
-  return obj.contains(ptr) && obj.at(ptr).is_string() ? obj.at(ptr).get<std::string>() : fallback;
-}
 
 std::string RandomToken() {
   std::random_device rd;

@@ -5,6 +5,7 @@
 #include "common/openapi/field_error.h"
 #include "operator/api/meta.h"
 #include "operator/api/validation.h"
+#include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/trainer_job_children.h"
 #include "operator/kube/time_format.h"
@@ -16,11 +17,6 @@ using nlohmann::json;
 namespace {
 
 const kube::GroupVersionResource kPolicies{"sluice.dev", "v1alpha1", "policies", true};
-
-std::string Str(const json& obj, const char* pointer, const std::string& fallback = "") {
-  const json::json_pointer ptr(pointer);
-  return obj.contains(ptr) && obj.at(ptr).is_string() ? obj.at(ptr).get<std::string>() : fallback;
-}
 
 bool Hosts(const json& pool, const std::string& policy) {
   for (const json& p : pool.value("/spec/policies"_json_pointer, json::array())) {

@@ -10,6 +10,7 @@
 #include "operator/api/validation.h"
 #include "operator/autoscale/prometheus_client.h"
 #include "operator/controllers/labels.h"
+#include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/rollout_pool_children.h"
 #include "operator/controllers/rollout_pool_status.h"
@@ -30,11 +31,6 @@ namespace {
 const kube::GroupVersionResource kPools{"sluice.dev", "v1alpha1", "rolloutpools", true};
 const kube::GroupVersionResource kPods{"", "v1", "pods", true};
 const kube::GroupVersionResource kConfigMaps{"", "v1", "configmaps", true};
-
-std::string Str(const json& obj, const char* pointer, const std::string& fallback = "") {
-  const json::json_pointer ptr(pointer);
-  return obj.contains(ptr) && obj.at(ptr).is_string() ? obj.at(ptr).get<std::string>() : fallback;
-}
 
 bool HasCondition(const json& pod, const std::string& type, const std::string& status,
                   const std::string& reason = "") {
@@ -433,6 +429,8 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
   const int64_t replicas_before = pool.value("/spec/replicas"_json_pointer, int64_t{0});
   int64_t replicas = replicas_before;
   std::optional<std::chrono::milliseconds> next_autoscale;
+  // Without spec.autoscaling the last decision's conditions go (PoolStatus drops them too).
+  if (!pool.contains("/spec/autoscaling"_json_pointer)) state.scaling_conditions.clear();
   if (pool.contains("/spec/autoscaling"_json_pointer)) {
     api::RolloutPoolSpecAutoscaling spec;
     Status parsed =

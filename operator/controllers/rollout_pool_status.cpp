@@ -137,6 +137,11 @@ json PoolStatus(const json& pool, const std::vector<ReplicaObservation>& replica
   status["observedGeneration"] = generation;
 
   std::vector<api::Condition> conditions = old_conditions;
+  if (!pool.contains("/spec/autoscaling"_json_pointer)) {
+    std::erase_if(conditions, [](const api::Condition& c) {
+      return c.type == "ScalingActive" || c.type == "ScalingLimited";
+    });
+  }
 
   // Available.
   const std::string ready_message = std::to_string(ready) + " of " + Replicas(desired) + " ready";

@@ -35,8 +35,9 @@
 //                                                and any unplaced replicas)
 //                   True  InsufficientCapacity   only unplaced > 0 (every region at maxReplicas)
 //                   False AllReplicasPlaced
-// Every other condition in `old_conditions` (the autoscaler's ScalingActive and ScalingLimited)
-// is kept untouched.
+// Every other condition in `old_conditions` is kept untouched, except the autoscaler's
+// ScalingActive and ScalingLimited, which are kept only while spec.autoscaling is set (a pool
+// whose autoscaling was removed would otherwise report a stale decision forever).
 //
 // Thread safety: pure functions.
 #pragma once

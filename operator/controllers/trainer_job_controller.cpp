@@ -9,6 +9,7 @@
 #include "operator/api/validation.h"
 #include "operator/controllers/data_exhaustion.h"
 #include "operator/controllers/labels.h"
+#include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/trainer_job_children.h"
 #include "operator/kube/kubeconfig.h"
@@ -24,11 +25,6 @@ const kube::GroupVersionResource kJobs{"sluice.dev", "v1alpha1", "trainerjobs", 
 const kube::GroupVersionResource kPods{"", "v1", "pods", true};
 const kube::GroupVersionResource kServices{"", "v1", "services", true};
 const kube::GroupVersionResource kConfigMaps{"", "v1", "configmaps", true};
-
-std::string Str(const json& obj, const char* pointer, const std::string& fallback = "") {
-  const json::json_pointer ptr(pointer);
-  return obj.contains(ptr) && obj.at(ptr).is_string() ? obj.at(ptr).get<std::string>() : fallback;
-}
 
 int64_t WallSeconds(const std::string& rfc3339) {
   Result<Clock::WallTime> t = kube::ParseTime(rfc3339);

@@ -34,7 +34,7 @@ class KubectlTest : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
   void SetUp() override {
-    if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
+    ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
     ASSERT_TRUE(started_) << (server_ ? server_->Log() : "");
     ASSERT_TRUE(crds_applied_) << crds_output_;
   }
@@ -258,7 +258,7 @@ TEST_F(KubectlTest, RejectsRequestsWithoutTheToken) {
   const std::string server_url = server_->Server();
   const std::string ca = server_->state_dir() + "/pki/ca.crt";
   CommandResult r =
-      RunShell("/usr/bin/kubectl --server " + Quote(server_url) + " --certificate-authority " +
+      RunShell(KubectlBinary() + " --server " + Quote(server_url) + " --certificate-authority " +
                Quote(ca) + " --token not-the-token get namespaces");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("You must be logged in to the server"), std::string::npos) << r.output;
@@ -267,7 +267,7 @@ TEST_F(KubectlTest, RejectsRequestsWithoutTheToken) {
 // kill -9 in the middle of a write stream, restart: every acknowledged object is there and a
 // watch resumes from the last resourceVersion it saw, across the restart.
 TEST(KubectlRestartTest, KillNineLosesNothingAcknowledged) {
-  if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
+  ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
   char tmpl[] = "/tmp/sluice-e2e-restart-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   ApiServerProcess server(dir + "/state");

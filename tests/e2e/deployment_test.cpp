@@ -27,7 +27,7 @@ int LivePods(const SluiceSession& session) {
 }
 
 TEST(DeploymentE2eTest, RollingUpdatesScaleAndUndoThroughKubectl) {
-  ASSERT_TRUE(HaveKubectl()) << "kubectl is not in PATH";
+  ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
   SluiceSession session;
   ASSERT_TRUE(session.Up()) << session.up().output;
   auto kubectl = [&](const std::string& args) { return session.Kubectl(args); };

@@ -52,7 +52,7 @@ size_t Count(const std::string& text, const std::string& what) {
 }
 
 TEST(HelmChartE2eTest, LocalApiServerAcceptsEveryRenderOfTheChart) {
-  ASSERT_TRUE(HaveKubectl()) << "kubectl is not in PATH";
+  ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
   ASSERT_TRUE(helm_test::HaveHelm()) << helm_test::kHelmMissing;
   SluiceSession session;
   ASSERT_TRUE(session.Up()) << session.up().output;

@@ -36,7 +36,7 @@ class LocalClusterTest : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
   void SetUp() override {
-    if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
+    ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
     ASSERT_NE(node_, nullptr);
   }
   void TearDown() override {

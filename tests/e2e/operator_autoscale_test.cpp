@@ -108,8 +108,9 @@ class Prometheus {
 };
 
 TEST(OperatorAutoscaleTest, ReplicasFollowThePrometheusMetricWithAScaleDownWindow) {
-  if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
-  if (::access("/usr/bin/prometheus", X_OK) != 0) GTEST_SKIP() << "prometheus is not installed";
+  ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
+  ASSERT_EQ(::access("/usr/bin/prometheus", X_OK), 0)
+      << "/usr/bin/prometheus is missing (scripts/install-deps.sh installs it)";
   SluiceSession cluster;
 
   // The exporter: the gauge the pool scales on.
@@ -207,7 +208,8 @@ bool LoopbackPortTaken(int port) {
 }
 
 TEST(OperatorAutoscaleTest, UpWithPrometheusScrapesTheWorkerPods) {
-  ASSERT_TRUE(HaveKubectl()) << "/usr/bin/kubectl is missing: this test drives the cluster with it";
+  ASSERT_TRUE(HaveKubectl()) << KubectlBinary()
+                             << " is missing: this test drives the cluster with it";
   ASSERT_EQ(::access("/usr/bin/prometheus", X_OK), 0)
       << "/usr/bin/prometheus is missing (scripts/install-deps.sh installs Debian's prometheus)";
   ASSERT_TRUE(WaitUntil([] { return !LoopbackPortTaken(9090); }, std::chrono::seconds(60)))

@@ -19,7 +19,7 @@ namespace {
 using nlohmann::json;
 
 TEST(OperatorDataflowTest, DataflowBecomesARunningPodWithLiveStatus) {
-  if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
+  ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
   SluiceSession cluster;
   ASSERT_TRUE(cluster.Up()) << cluster.up().output;
   ASSERT_EQ(cluster.Apply(kTestDataflowManifest), 0);

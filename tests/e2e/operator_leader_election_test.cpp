@@ -48,7 +48,7 @@ double Reconciles(int port) {
 }
 
 TEST(OperatorLeaderElectionTest, OnlyTheLeaderReconcilesAndAStandbyTakesOver) {
-  if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
+  ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
   SluiceSession cluster;
   const std::string fast_lease =
       "SLUICE_OPERATOR_LEADER_ELECTION_LEASE_DURATION=4s "

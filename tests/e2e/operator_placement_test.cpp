@@ -132,7 +132,7 @@ std::vector<json> EventsWithReason(const SluiceSession& cluster, const std::stri
 }
 
 TEST(OperatorPlacementTest, PriorityPoolSpillsUnschedulableReplicasToTheNextRegion) {
-  if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
+  ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
   SluiceSession cluster;
   ASSERT_TRUE(cluster.Up("SLUICE_OPERATOR_STATUS_PERIOD=500ms")) << cluster.up().output;
   auto kubectl = [&](const std::string& args) { return cluster.Kubectl(args); };
@@ -220,7 +220,7 @@ TEST(OperatorPlacementTest, PriorityPoolSpillsUnschedulableReplicasToTheNextRegi
 }
 
 TEST(OperatorPlacementTest, ReplicasOfAFailedNodeAreRecreatedOnAnotherNodeOfTheRegion) {
-  if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
+  ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
   SluiceSession cluster;
   ASSERT_TRUE(cluster.Up(kFastNodeEnv)) << cluster.up().output;
   auto kubectl = [&](const std::string& args) { return cluster.Kubectl(args); };
@@ -303,7 +303,7 @@ TEST(OperatorPlacementTest, ReplicasOfAFailedNodeAreRecreatedOnAnotherNodeOfTheR
 }
 
 TEST(OperatorPlacementTest, InvalidSpecIsRefusedByTheApiServerAndReportedByTheOperator) {
-  if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
+  ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
   SluiceSession cluster;
   ASSERT_TRUE(cluster.Up()) << cluster.up().output;
   auto kubectl = [&](const std::string& args) { return cluster.Kubectl(args); };

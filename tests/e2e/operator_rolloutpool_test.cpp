@@ -43,7 +43,7 @@ spec:
 )";
 
 TEST(OperatorRolloutPoolTest, PlacesReplicasByRegionDrainsOnScaleDownAndOnDelete) {
-  if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
+  ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
   SluiceSession cluster;
   ASSERT_TRUE(cluster.Up()) << cluster.up().output;
   auto kubectl = [&](const std::string& args) { return cluster.Kubectl(args); };

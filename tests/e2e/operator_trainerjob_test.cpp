@@ -54,7 +54,7 @@ spec:
 )";
 
 TEST(OperatorTrainerJobTest, GangRunsRestartsOnRankFailureCompletesAndPublishes) {
-  if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
+  ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
   SluiceSession cluster;
   // The operator inherits these from `sluice up`: its --trainer-image and --status-period (so it
   // reads rank 0's progress while the short stand-in job runs).

@@ -41,7 +41,7 @@ constexpr char kViolations[] =
     "\"Localhost\")";
 
 TEST(PodSecurityE2eTest, RestrictedNamespacesRefuseNonCompliantPodsWithKubesMessages) {
-  ASSERT_TRUE(HaveKubectl()) << "kubectl is not in PATH";
+  ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
   SluiceSession session;
   ASSERT_TRUE(session.Up()) << session.up().output;
   auto kubectl = [&](const std::string& args) { return session.Kubectl(args); };

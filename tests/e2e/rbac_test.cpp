@@ -26,7 +26,7 @@ std::string LastLine(const std::string& s) {
 }
 
 TEST(RbacE2eTest, RolesAndBindingsFromKubectlDecideWhatAServiceAccountMayDo) {
-  ASSERT_TRUE(HaveKubectl()) << "kubectl is not in PATH";
+  ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
   SluiceSession session;
   ASSERT_TRUE(session.Up()) << session.up().output;
   auto kubectl = [&](const std::string& args) { return session.Kubectl(args); };

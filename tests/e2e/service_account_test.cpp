@@ -54,7 +54,7 @@ std::string FileLine(const std::string& log, const std::string& file) {
 }
 
 TEST(ServiceAccountE2eTest, TokensFromKubectlAndMountedInPodsAuthenticate) {
-  ASSERT_TRUE(HaveKubectl()) << "kubectl is not in PATH";
+  ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
   SluiceSession session;
   ASSERT_TRUE(session.Up()) << session.up().output;
 

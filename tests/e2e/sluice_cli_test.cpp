@@ -55,7 +55,7 @@ std::vector<int> ProcessesWith(const std::string& needle) {
 }
 
 TEST(SluiceCliTest, UpTwiceIsHarmlessAndDownLeavesNoProcessBehind) {
-  if (!HaveKubectl()) GTEST_SKIP() << "kubectl is not installed";
+  ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
   char tmpl[] = "/tmp/sluice-cli-e2e-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   const std::string state = dir + "/state";
@@ -75,7 +75,7 @@ TEST(SluiceCliTest, UpTwiceIsHarmlessAndDownLeavesNoProcessBehind) {
   ASSERT_EQ(pids.size(), 3u) << up.output;  // apiserver, node and operator.
 
   auto kubectl = [&](const std::string& args) {
-    return RunShell("/usr/bin/kubectl --kubeconfig " + state + "/kubeconfig " + args);
+    return RunShell(KubectlBinary() + " --kubeconfig " + state + "/kubeconfig " + args);
   };
   CommandResult nodes = kubectl("get nodes -L topology.kubernetes.io/region");
   EXPECT_EQ(nodes.exit_code, 0) << nodes.output;

@@ -108,7 +108,7 @@ class SluiceSession {
   }
 
   CommandResult Kubectl(const std::string& args) const {
-    return RunShell("/usr/bin/kubectl --kubeconfig " + state_ + "/kubeconfig " + args);
+    return RunShell(KubectlBinary() + " --kubeconfig " + state_ + "/kubeconfig " + args);
   }
   // `kubectl get WHAT -o json`, parsed; null when it fails.
   nlohmann::json Get(const std::string& what) const {

@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -67,22 +69,29 @@ struct HelmResult {
 // A temporary directory for one helm invocation (values file, helm's homes), removed with it.
 class HelmScratch {
  public:
+  // Without a directory (mkdtemp failed) every Run fails, saying why, rather than running helm
+  // with its homes somewhere shared.
   HelmScratch() {
     char tmpl[] = "/tmp/sluice-helm-XXXXXX";
     const char* made = ::mkdtemp(tmpl);
-    dir_ = made != nullptr ? made : "/tmp";
+    if (made != nullptr) {
+      dir_ = made;
+    } else {
+      error_ = std::string("cannot create a scratch directory for helm: ") + std::strerror(errno);
+    }
   }
   ~HelmScratch() {
     std::error_code ec;
-    if (dir_ != "/tmp") std::filesystem::remove_all(dir_, ec);
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
   }
   HelmScratch(const HelmScratch&) = delete;
   HelmScratch& operator=(const HelmScratch&) = delete;
 
   const std::string& dir() const { return dir_; }
 
-  // Writes `text` to a file in the directory; its path.
+  // Writes `text` to a file in the directory; its path ("" and nothing written without one).
   std::string Write(const std::string& name, const std::string& text) const {
+    if (dir_.empty()) return "";
     const std::string path = dir_ + "/" + name;
     std::ofstream(path, std::ios::binary) << text;
     return path;
@@ -90,6 +99,7 @@ class HelmScratch {
 
   // Runs helm with `args` (already shell-quoted where needed).
   HelmResult Run(const std::string& args) const {
+    if (dir_.empty()) return HelmResult{-1, "", error_};
     const std::string err_file = dir_ + "/stderr";
     const std::string command = "HELM_CACHE_HOME=" + ShellQuote(dir_ + "/cache") +
                                 " HELM_CONFIG_HOME=" + ShellQuote(dir_ + "/config") +
@@ -109,7 +119,8 @@ class HelmScratch {
   }
 
  private:
-  std::string dir_;
+  std::string dir_;    // Empty when mkdtemp failed.
+  std::string error_;  // Why, then.
 };
 
 // `helm template RELEASE helm/sluice --namespace NAMESPACE -f VALUES` (CRDs not included: the

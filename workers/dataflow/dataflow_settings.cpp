@@ -69,7 +69,7 @@ Status ResolveDataset(const api::DataflowSpecDataset& in, const DataflowMounts& 
                                   static_cast<uint64_t>(in.builtin->seed),
                                   "",
                                   in.builtin->prompt_style,
-                                  in.builtin->length.value_or(4)};
+                                  in.builtin->length.value_or(BuiltinDataset{}.length)};
     for (const std::string& op : in.builtin->operations) {
       if (op.size() != 1)
         return Bad("unknown operation '" + op + "'", "spec.dataset.builtin.operations");

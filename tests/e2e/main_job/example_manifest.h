@@ -44,7 +44,7 @@ inline ::testing::AssertionResult EditedExample(const std::string& stem,
                                                 std::string* manifest) {
   if (!HaveKubectl()) {
     return ::testing::AssertionFailure()
-           << "/usr/bin/kubectl is missing: this test drives the cluster with it";
+           << KubectlBinary() << " is missing: this test drives the cluster with it";
   }
   for (const char* binary : {"sluice", "sluice-apiserver", "sluice-node", "sluice-operator",
                              "sluice-dataflow", "sluice-rollout", "sluice-trainer"}) {

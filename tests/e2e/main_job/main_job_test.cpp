@@ -103,8 +103,8 @@ TEST(MainJobTest, TheDemoManifestTrainsThroughTheOperatorAndAccountsForEveryTraj
       {"\n  warmStart:\n    steps: 60\n    promptsPerStep: 64\n",
        "\n  warmStart:\n    steps: " + n(kWarmStartSteps) +
            "\n    promptsPerStep: " + n(kPromptsPerStep) + "\n"},
-      {"\n  steps: 590 ", "\n  steps: " + n(kSteps) + "\n"},  // The TrainerJob's (RL) steps.
-      {"\n  replicas: 2\n", "\n  replicas: 1\n"},             // The RolloutPool's.
+      {"\n  steps: 590 ", "\n  steps: " + n(kSteps) + " "},  // The TrainerJob's (RL) steps.
+      {"\n  replicas: 2\n", "\n  replicas: 1\n"},            // The RolloutPool's.
   };
   std::string manifest;
   ASSERT_TRUE(DemoManifest(edits, &manifest));
@@ -301,7 +301,7 @@ TEST(MainJobTest, AShortRunOfTheDemoRaisesHeldOutAccuracy) {
       {"\n    everyVersions: 50\n", "\n    everyVersions: " + n(kLearningFinal) + "\n"},
       {"\n  warmStart:\n    steps: 60\n",
        "\n  warmStart:\n    steps: " + n(kLearningWarmStart) + "\n"},
-      {"\n  steps: 590 ", "\n  steps: " + n(kLearningRlSteps) + "\n"},
+      {"\n  steps: 590 ", "\n  steps: " + n(kLearningRlSteps) + " "},
   };
   std::string manifest;
   ASSERT_TRUE(DemoManifest(edits, &manifest));

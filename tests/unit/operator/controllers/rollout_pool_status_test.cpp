@@ -304,6 +304,7 @@ TEST(RolloutPoolStatusTest, AutoscalerConditionsAndLastScaleTimeAreKept) {
   api::Condition limited{"ScalingLimited", "True", "TooManyReplicas",
                          "at max",         4,      "2026-01-02T00:00:00Z"};
   json pool = Pool();
+  pool["spec"]["autoscaling"] = {{"minReplicas", 1}, {"maxReplicas", 4}};
   pool["status"] = {{"lastScaleTime", "2026-01-02T00:00:00Z"}, {"replicas", 1}};
   const json status = PoolStatus(pool, {}, kTargets, 0, {active, limited}, kT0);
   const std::vector<api::Condition> conditions = Conditions(status);
@@ -317,6 +318,15 @@ TEST(RolloutPoolStatusTest, AutoscalerConditionsAndLastScaleTimeAreKept) {
 
   // The same observation twice gives the same status (the controller writes only changes).
   EXPECT_EQ(PoolStatus(pool, {}, kTargets, 0, conditions, kT1), status);
+
+  // spec.autoscaling removed: the autoscaler's conditions go, the others and lastScaleTime stay.
+  pool["spec"].erase("autoscaling");
+  const std::vector<api::Condition> after =
+      Conditions(PoolStatus(pool, {}, kTargets, 0, conditions, kT1));
+  ASSERT_EQ(after.size(), 3u);
+  EXPECT_EQ(after[0].type, "Available");
+  EXPECT_EQ(after[1].type, "Progressing");
+  EXPECT_EQ(after[2].type, "RegionDegraded");
 }
 
 }  // namespace
