@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -154,6 +155,30 @@ class NodeProcess {
       if (free) return port;
     }
     return FreePort();
+  }
+
+  // Ports for `sluice up`: --apiserver-port, --node-port and --operator-port (which also takes
+  // the next port), all free now and all distinct. Ports are released after probing, so the
+  // kernel may hand the same one out twice; this picks again until they differ.
+  struct UpPorts {
+    int apiserver = 0;
+    int node = 0;
+    int operator_port = 0;
+    // The flags as `sluice up` takes them.
+    std::string Flags() const {
+      return " --apiserver-port " + std::to_string(apiserver) + " --node-port " +
+             std::to_string(node) + " --operator-port " + std::to_string(operator_port);
+    }
+  };
+  static UpPorts FreeUpPorts() {
+    UpPorts ports;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      ports = {FreePort(), FreePort(), FreePortPair()};
+      const std::set<int> taken = {ports.apiserver, ports.node, ports.operator_port,
+                                   ports.operator_port + 1};
+      if (taken.size() == 4) return ports;
+    }
+    return ports;
   }
 
   // A port free now (bound to port 0, then released).

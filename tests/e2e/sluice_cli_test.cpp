@@ -63,10 +63,8 @@ TEST(SluiceCliTest, UpTwiceIsHarmlessAndDownLeavesNoProcessBehind) {
   std::ofstream(config) << kTestClusterConfig;
   const std::string sluice = BinDir() + "/sluice";
   const std::string flags = " --state-dir " + state + " --bin-dir " + BinDir() +
-                            " --apiserver-port " + std::to_string(NodeProcess::FreePort()) +
-                            " --node-port " + std::to_string(NodeProcess::FreePort()) +
-                            " --operator-port " + std::to_string(NodeProcess::FreePortPair()) +
-                            " --pod-ip-prefix " + TestPodIpPrefix();
+                            NodeProcess::FreeUpPorts().Flags() + " --pod-ip-prefix " +
+                            TestPodIpPrefix();
   CommandResult up = RunShell(sluice + " up --config " + config + flags);
   ASSERT_EQ(up.exit_code, 0) << up.output;
   EXPECT_NE(up.output.find("export KUBECONFIG=" + state + "/kubeconfig"), std::string::npos)

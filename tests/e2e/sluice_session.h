@@ -68,13 +68,11 @@ class SluiceSession {
   // Runs `sluice up` with `flags` (e.g. "--prometheus") after the test's own; the result (and its
   // output, for failure messages) is kept in up().
   bool Up(const std::string& env = "", const std::string& flags = "") {
-    operator_port_ = NodeProcess::FreePortPair();
+    const NodeProcess::UpPorts ports = NodeProcess::FreeUpPorts();
+    operator_port_ = ports.operator_port;
     up_ = RunShell(env + " " + BinDir() + "/sluice up --config " + dir_ + "/cluster.yaml" +
-                   " --state-dir " + state_ + " --bin-dir " + BinDir() + " --apiserver-port " +
-                   std::to_string(NodeProcess::FreePort()) + " --node-port " +
-                   std::to_string(NodeProcess::FreePort()) + " --operator-port " +
-                   std::to_string(operator_port_) + " --pod-ip-prefix " + TestPodIpPrefix() + " " +
-                   flags);
+                   " --state-dir " + state_ + " --bin-dir " + BinDir() + ports.Flags() +
+                   " --pod-ip-prefix " + TestPodIpPrefix() + " " + flags);
     running_ = up_.exit_code == 0;
     return running_;
   }
