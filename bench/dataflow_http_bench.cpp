@@ -32,6 +32,9 @@
 // --only ingest|batch|recovery (run one part; the targets of the others are not reported).
 // Exits non-zero when a request fails or a check does not hold.
 //
+// The fixture (workload, scratch directories, the in-process service) is in
+// dataflow_http_bench_harness.h.
+//
 // Links: sluice_dataflow_core.
 #include <fcntl.h>
 #include <stdlib.h>
@@ -41,7 +44,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -51,19 +53,15 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include "bench/bench_support.h"
+#include "bench/dataflow_http_bench_harness.h"
 #include "common/clock.h"
-#include "common/http/bearer_token.h"
 #include "common/http/client.h"
-#include "common/http/server.h"
-#include "common/logging/logger.h"
-#include "common/metrics/registry.h"
 #include "workers/dataflow/dataflow_core.h"
 #include "workers/dataflow/dataflow_service.h"
 #include "workers/dataflow/dataset.h"
@@ -80,20 +78,26 @@ using bench::Fail;
 using bench::Percentile;
 using bench::Seconds;
 using bench::TempPath;
+using http_bench::EncodeFor;
+using http_bench::FromReply;
+using http_bench::Harness;
+using http_bench::kBatchGroups;
+using http_bench::kPolicy;
+using http_bench::kSamplesPerGroup;
+using http_bench::kServerWorkers;
+using http_bench::kTokensPerSample;
+using http_bench::Leased;
+using http_bench::MakeConfig;
+using http_bench::MakeDataset;
+using http_bench::NewDir;
+using http_bench::RemoveDir;
+using http_bench::TemplateSamples;
 using nlohmann::json;
 
-constexpr char kToken[] = "bench-token";
-constexpr char kPolicy[] = "actor";
 constexpr char kOctetStream[] = "application/octet-stream";
-constexpr int kSamplesPerGroup = 8;
-constexpr int kTokensPerSample = 1000;
-constexpr int kPromptTokens = 200;
-constexpr int64_t kBatchGroups = 256;
-constexpr size_t kServerWorkers = 32;
 constexpr double kTargetSamplesPerSecond = 20000;
 constexpr double kTargetBatchMs = 50;
 constexpr uint64_t kLowDiskBytes = uint64_t{3} * 1000 * 1000 * 1000;
-constexpr uint64_t kNoSnapshots = uint64_t{1} << 62;
 
 struct Options {
   int64_t groups = 4000;
@@ -106,164 +110,6 @@ struct Options {
 };
 
 double Millis(BenchClock::time_point since) { return Seconds(since) * 1e3; }
-
-const log::Logger& QuietLogger() {
-  static const log::Logger logger("bench", SystemClock::Instance(), [](std::string_view) {});
-  return logger;
-}
-
-Dataset MakeDataset() {
-  DatasetSource source;
-  source.builtin = BuiltinDataset{"arithmetic", 10000, 100, 7};
-  source.epochs = 100;
-  Result<Dataset> dataset = Dataset::Load(source);
-  Check(dataset.status(), "dataset");
-  return std::move(dataset).value();
-}
-
-DataflowConfig MakeConfig() {
-  DataflowConfig c;
-  c.policies = {kPolicy};
-  c.group_size = kSamplesPerGroup;
-  c.lease_duration = std::chrono::seconds(3600);
-  c.capacity_groups = int64_t{1} << 30;  // Never throttles,
-  c.staleness.max_staleness = 100000;    // nor does the staleness budget (no versions here).
-  c.groups_per_batch = kBatchGroups;
-  c.ack_timeout = std::chrono::seconds(3600);
-  c.sampling = {{"temperature", 1.0}, {"max_tokens", kTokensPerSample - kPromptTokens}};
-  c.workflow = {{"type", "single-turn"}};
-  c.epochs = 100;
-  return c;
-}
-
-// Eight completions of one prompt: 200 prompt tokens (mask 0, version -1, log-prob 0), then 800
-// generated tokens (mask 1, version 0, log-prob < 0); rewards alternate 0 and 1.
-std::vector<Sample> TemplateSamples() {
-  std::mt19937_64 rng(42);
-  std::uniform_real_distribution<float> logprob(-4.0f, 0.0f);
-  std::vector<Sample> samples(kSamplesPerGroup);
-  for (int i = 0; i < kSamplesPerGroup; ++i) {
-    Sample& s = samples[static_cast<size_t>(i)];
-    s.policy = kPolicy;
-    s.tokens.resize(kTokensPerSample);
-    s.loss_mask.resize(kTokensPerSample);
-    s.behaviour_logprobs.resize(kTokensPerSample);
-    s.versions.resize(kTokensPerSample);
-    for (int t = 0; t < kTokensPerSample; ++t) {
-      const bool generated = t >= kPromptTokens;
-      const size_t at = static_cast<size_t>(t);
-      s.tokens[at] = static_cast<int32_t>(rng() % 151000);
-      s.loss_mask[at] = generated ? 1 : 0;
-      s.behaviour_logprobs[at] = generated ? logprob(rng) : 0.0f;
-      s.versions[at] = generated ? 0 : kNoVersion;
-    }
-    s.reward = i % 2;
-    s.finish_reason = "stop";
-    s.turn_starts = {static_cast<uint32_t>(kPromptTokens)};
-    s.generation_seconds = 2.5;
-    s.reward_seconds = 0.01;
-  }
-  return samples;
-}
-
-struct Leased {
-  std::string task_id;
-  std::string lease_id;
-  std::string prompt_id;
-  uint32_t attempt = 0;
-};
-
-std::vector<Leased> FromReply(const LeaseReply& reply) {
-  std::vector<Leased> out;
-  for (const LeasedTask& t : reply.tasks) {
-    out.push_back({t.task_id, t.lease_id, t.prompt_id, t.attempt});
-  }
-  return out;
-}
-
-// Points `group` at the task and encodes it into *body (cleared first).
-void EncodeFor(const Leased& task, TrajectoryGroup& group, std::string* body) {
-  group.task_id = task.task_id;
-  group.lease_id = task.lease_id;
-  group.prompt_id = task.prompt_id;
-  group.attempt = task.attempt;
-  for (Sample& s : group.samples) s.prompt_id = task.prompt_id;
-  body->clear();
-  Check(EncodeTrajectoryGroup(group, body), "encode");
-}
-
-// A fresh subdirectory of the run's temporary directory.
-std::string NewDir(const std::string& name) {
-  static int counter = 0;
-  const std::string dir = TempPath() + "/" + name + "-" + std::to_string(++counter);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-void RemoveDir(const std::string& dir) {
-  std::error_code ignored;
-  std::filesystem::remove_all(dir, ignored);
-}
-
-// The service (and, when `serve`, its HTTP server) on a log in `wal_dir`.
-class Harness {
- public:
-  Harness(const Dataset* dataset, const std::string& wal_dir, bool fsync, bool serve) {
-    registry_ = std::make_unique<metrics::Registry>();
-    DataflowServiceOptions options;
-    options.wal.dir = wal_dir;
-    options.wal.fsync = fsync;
-    options.snapshot_bytes = kNoSnapshots;
-    options.snapshot_on_stop = false;
-    options.maintenance_interval = std::chrono::milliseconds(1000);
-    service_ = std::make_unique<DataflowService>(
-        options, MakeConfig(), dataset, &SystemClock::Instance(), registry_.get(), QuietLogger());
-    if (serve) {
-      http::ServerOptions so;
-      so.name = "dataflow-bench";
-      so.port = 0;
-      so.max_body_bytes = size_t{64} << 20;
-      so.worker_threads = kServerWorkers;
-      so.max_queued_connections = kServerWorkers;
-      so.auth = http::TokenSource::FromValue(kToken);
-      so.access_log = true;
-      server_ = std::make_unique<http::Server>(so, registry_.get(), QuietLogger());
-      service_->Register(*server_);
-      Check(server_->Start(), "server start");
-    }
-  }
-  ~Harness() {
-    if (server_) server_->Shutdown();
-    Check(service_->Stop(), "service stop");
-    service_.reset();
-    server_.reset();
-  }
-
-  // Recover() and how long it took (wall, on this thread).
-  double Recover() {
-    const BenchClock::time_point began = BenchClock::now();
-    Check(service_->Recover(), "recover");
-    return Seconds(began);
-  }
-
-  std::unique_ptr<http::Client> NewClient() const {
-    http::ClientOptions co;
-    co.base_url = server_->BaseUrl();
-    co.token = http::TokenSource::FromValue(kToken);
-    co.max_attempts = 1;
-    co.read_timeout = std::chrono::milliseconds(60000);
-    return std::move(http::Client::Create(co)).value();
-  }
-
-  DataflowService& service() { return *service_; }
-  DataflowCore& core() { return *service_->core(); }
-  WriteAheadLog& wal() { return *service_->wal(); }
-
- private:
-  std::unique_ptr<metrics::Registry> registry_;
-  std::unique_ptr<http::Server> server_;
-  std::unique_ptr<DataflowService> service_;
-};
 
 // ---- Ingest. ----
 

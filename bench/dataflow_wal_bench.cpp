@@ -10,7 +10,9 @@
 //
 // Build (from the repository root; links sluice_dataflow_core and sluice_common in CMake):
 //   g++ -std=c++20 -O2 -I. bench/dataflow_wal_bench.cpp workers/dataflow/write_ahead_log.cpp
-//       build/common/libsluice_common.a -pthread -o dataflow_wal_bench
+//       workers/dataflow/wal_file_io.cpp workers/dataflow/wal_replay.cpp
+//       workers/dataflow/wal_snapshot_file.cpp build/common/libsluice_common.a -pthread
+//       -o dataflow_wal_bench
 #include <stdlib.h>
 
 #include <atomic>

@@ -21,6 +21,7 @@ mkdir -p "$out" "$corpus"
 echo "fuzz_safetensors: building $bin with $cxx"
 "$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -I"$root" "$root/tests/fuzz/safetensors_header_fuzz.cpp" "$root/workers/model/safetensors.cpp" \
+  "$root/workers/model/safetensors_writer.cpp" "$root/workers/model/tensor_dtype.cpp" \
   "$root/common/status.cpp" -o "$bin"
 
 # Seeds: a few valid files so the fuzzer starts from the format rather than from nothing.

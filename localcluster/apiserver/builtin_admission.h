@@ -1,6 +1,6 @@
 // Kube's defaulting and kind-specific validation of the built-in resources that have rules of
-// their own, behind one call so the API server's write path (api_server.cpp, Admit) needs no
-// per-kind code: apps/v1 Deployments and ReplicaSets (workload_admission.h) and
+// their own, behind one call so the API server's write path (api_server_admission.cpp, Admit) needs
+// no per-kind code: apps/v1 Deployments and ReplicaSets (workload_admission.h) and
 // networking.k8s.io/v1 NetworkPolicies (network_policy_admission.h). Every other resource,
 // custom resources included, passes untouched with no errors.
 //

@@ -109,6 +109,7 @@
 #include "workers/dataflow/dataset.h"
 #include "workers/dataflow/recent_ids.h"
 #include "workers/dataflow/trajectory_codec.h"
+#include "workers/dataflow/wal_records.h"
 
 namespace sluice::dataflow {
 
@@ -221,22 +222,7 @@ struct SubmitResult {
   int64_t samples_filtered = 0;
 };
 
-// One state change, for the write-ahead log. `type` is a RecordType; `payload` is CBOR.
-struct Record {
-  uint32_t type = 0;
-  std::string payload;
-};
-enum class RecordType : uint32_t {
-  kLease = 1,
-  kRenew = 2,
-  kRelease = 3,
-  kExpire = 4,
-  kSubmit = 5,
-  kDuplicateSubmit = 6,
-  kTakeBatch = 7,
-  kAck = 8,
-  kAnnounce = 9,
-};
+// Receives every state change as a Record (wal_records.h) for the write-ahead log.
 using RecordSink = std::function<void(const Record&)>;
 
 // A batch taken for the wire (DataflowCore::TakeBatchFrame).

@@ -1,25 +1,27 @@
 #include "workers/model/model_config.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <numbers>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
+
+#include "workers/model/model_config_internal.h"
 
 namespace sluice::model {
 namespace {
 
+using config_internal::Invalid;
+using config_internal::Quote;
 using nlohmann::json;
-
-Status Invalid(std::string field, std::string message) {
-  return Status::InvalidArgument(std::move(message), std::move(field));
-}
 
 // Top-level keys read into ModelConfig fields.
 const std::set<std::string>& ParsedFields() {
@@ -85,13 +87,6 @@ const std::set<std::string>& KnownFields() {
       "num_local_experts",
   };
   return kFields;
-}
-
-std::string Quote(std::string_view s) {
-  std::string out = "\"";
-  out += s;
-  out += '"';
-  return out;
 }
 
 // Absent and null both mean "not given".
@@ -323,25 +318,7 @@ Status RefuseBoolUnless(const json& j, const std::string& key, bool ok_value,
   return Status::Ok();
 }
 
-double YarnMscale(double scale, double k) {
-  if (scale <= 1.0) return 1.0;
-  return 0.1 * k * std::log(scale) + 1.0;
-}
-
 bool Positive(double v) { return std::isfinite(v) && v > 0; }
-
-Result<int64_t> ParseBoundedInt(std::string_view name, std::string_view value, int64_t lo,
-                                int64_t hi) {
-  int64_t v = 0;
-  const char* end = value.data() + value.size();
-  auto [ptr, ec] = std::from_chars(value.data(), end, v);
-  if (value.empty() || ec != std::errc() || ptr != end || v < lo || v > hi) {
-    return Invalid(std::string(name), "builtin model parameter " + std::string(name) +
-                                          " must be an integer in [" + std::to_string(lo) + ", " +
-                                          std::to_string(hi) + "], got " + Quote(value));
-  }
-  return v;
-}
 
 }  // namespace
 
@@ -365,20 +342,6 @@ std::string_view ArchitectureClassName(Architecture arch) {
       return "Qwen2ForCausalLM";
     case Architecture::kQwen3:
       return "Qwen3ForCausalLM";
-  }
-  return "unknown";
-}
-
-std::string_view RopeTypeName(RopeType type) {
-  switch (type) {
-    case RopeType::kNone:
-      return "default";
-    case RopeType::kLinear:
-      return "linear";
-    case RopeType::kLlama3:
-      return "llama3";
-    case RopeType::kYarn:
-      return "yarn";
   }
   return "unknown";
 }
@@ -747,221 +710,6 @@ nlohmann::json ToHfConfig(const ModelConfig& c) {
   }
   if (c.pad_token_id) j["pad_token_id"] = *c.pad_token_id;
   return j;
-}
-
-std::vector<double> RopeInvFrequenciesF64(const ModelConfig& c) {
-  const int64_t dim = c.head_dim;
-  const int64_t half = dim / 2;
-  const double base = c.rope_theta;
-  std::vector<double> inv(static_cast<size_t>(std::max<int64_t>(half, 0)));
-  for (int64_t i = 0; i < half; ++i) {
-    inv[i] = std::pow(base, -static_cast<double>(2 * i) / static_cast<double>(dim));
-  }
-  const RopeScaling& s = c.rope_scaling;
-  constexpr double kTwoPi = 2.0 * std::numbers::pi;
-  switch (s.type) {
-    case RopeType::kNone:
-      break;
-    case RopeType::kLinear:
-      for (double& f : inv) f /= s.factor;
-      break;
-    case RopeType::kLlama3: {
-      const double old_context = static_cast<double>(
-          s.original_max_position_embeddings.value_or(c.max_position_embeddings));
-      // Wavelengths (in positions) beyond which a channel is fully scaled / left alone.
-      const double scaled_above = old_context / s.low_freq_factor;
-      const double kept_below = old_context / s.high_freq_factor;
-      for (double& f : inv) {
-        const double wavelength = kTwoPi / f;
-        if (wavelength < kept_below) continue;
-        if (wavelength > scaled_above) {
-          f /= s.factor;
-          continue;
-        }
-        const double t = (old_context / wavelength - s.low_freq_factor) /
-                         (s.high_freq_factor - s.low_freq_factor);
-        f = (1.0 - t) * (f / s.factor) + t * f;
-      }
-      break;
-    }
-    case RopeType::kYarn: {
-      const double context = static_cast<double>(
-          s.original_max_position_embeddings.value_or(c.max_position_embeddings));
-      // The channel index (in [0, dim)) at which a frequency completes `rotations` turns over
-      // the pretraining context.
-      auto channel_for = [&](double rotations) {
-        return static_cast<double>(dim) * std::log(context / (rotations * kTwoPi)) /
-               (2.0 * std::log(base));
-      };
-      double low = channel_for(s.beta_fast);
-      double high = channel_for(s.beta_slow);
-      if (s.truncate) {
-        low = std::floor(low);
-        high = std::ceil(high);
-      }
-      low = std::max(low, 0.0);
-      high = std::min(high, static_cast<double>(dim - 1));
-      if (low == high) high += 0.001;
-      for (int64_t i = 0; i < half; ++i) {
-        const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
-        // ramp 0: fast channels keep their frequency; ramp 1: slow channels are interpolated.
-        inv[i] = (1.0 - ramp) * inv[i] + ramp * (inv[i] / s.factor);
-      }
-      break;
-    }
-  }
-  return inv;
-}
-
-std::vector<float> RopeInvFrequencies(const ModelConfig& config) {
-  std::vector<double> f64 = RopeInvFrequenciesF64(config);
-  return std::vector<float>(f64.begin(), f64.end());
-}
-
-double RopeAttentionScale(const ModelConfig& c) {
-  const RopeScaling& s = c.rope_scaling;
-  if (s.type != RopeType::kYarn) return 1.0;
-  if (s.attention_factor) return *s.attention_factor;
-  if (s.mscale && s.mscale_all_dim && *s.mscale != 0 && *s.mscale_all_dim != 0) {
-    return YarnMscale(s.factor, *s.mscale) / YarnMscale(s.factor, *s.mscale_all_dim);
-  }
-  return YarnMscale(s.factor, 1.0);
-}
-
-Result<BuiltinModelSpec> ParseBuiltinModel(std::string_view uri) {
-  constexpr std::string_view kScheme = "builtin:";
-  if (!uri.starts_with(kScheme)) {
-    return Status::InvalidArgument("builtin model URI must start with \"builtin:\", got " +
-                                   Quote(uri));
-  }
-  std::string_view rest = uri.substr(kScheme.size());
-  std::string_view name = rest;
-  std::string_view query;
-  if (size_t q = rest.find('?'); q != std::string_view::npos) {
-    name = rest.substr(0, q);
-    query = rest.substr(q + 1);
-  }
-  if (name != "tiny") {
-    return Invalid("name", "unknown builtin model " + Quote(name) + " (known: tiny)");
-  }
-
-  int64_t layers = 2, d = 128, heads = 4, max_pos = 2048;
-  std::optional<int64_t> kv_heads, ff, vocab;
-  double theta = 10000.0;
-  bool tie = false;
-  uint64_t seed = 0;
-  Architecture arch = Architecture::kLlama;
-  std::set<std::string, std::less<>> seen;
-
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string_view item = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    const size_t eq = item.find('=');
-    if (item.empty() || eq == std::string_view::npos || eq == 0) {
-      return Status::InvalidArgument("builtin model parameter " + Quote(item) +
-                                     " is not of the form name=value");
-    }
-    const std::string key(item.substr(0, eq));
-    const std::string_view value = item.substr(eq + 1);
-    if (!seen.insert(key).second) {
-      return Invalid(key, "builtin model parameter " + key + " is given twice");
-    }
-    if (key == "layers") {
-      SLUICE_ASSIGN_OR_RETURN(layers, ParseBoundedInt(key, value, 1, kBuiltinMaxLayers));
-    } else if (key == "d") {
-      SLUICE_ASSIGN_OR_RETURN(d, ParseBoundedInt(key, value, 1, kBuiltinMaxDim));
-    } else if (key == "heads") {
-      SLUICE_ASSIGN_OR_RETURN(heads, ParseBoundedInt(key, value, 1, kBuiltinMaxDim));
-    } else if (key == "kv_heads") {
-      SLUICE_ASSIGN_OR_RETURN(kv_heads, ParseBoundedInt(key, value, 1, kBuiltinMaxDim));
-    } else if (key == "ff") {
-      SLUICE_ASSIGN_OR_RETURN(ff, ParseBoundedInt(key, value, 1, kBuiltinMaxDim));
-    } else if (key == "max_pos") {
-      SLUICE_ASSIGN_OR_RETURN(max_pos, ParseBoundedInt(key, value, 1, kBuiltinMaxPositions));
-    } else if (key == "vocab") {
-      if (value != "char") {
-        SLUICE_ASSIGN_OR_RETURN(vocab, ParseBoundedInt(key, value, 1, kBuiltinMaxVocab));
-      }
-    } else if (key == "family") {
-      if (value == "llama") {
-        arch = Architecture::kLlama;
-      } else if (value == "qwen3") {
-        arch = Architecture::kQwen3;
-      } else {
-        return Invalid(key, "builtin model family must be llama or qwen3, got " + Quote(value));
-      }
-    } else if (key == "theta") {
-      SLUICE_ASSIGN_OR_RETURN(int64_t t, ParseBoundedInt(key, value, 2, int64_t{1} << 40));
-      theta = static_cast<double>(t);
-    } else if (key == "tie") {
-      if (value == "true" || value == "1") {
-        tie = true;
-      } else if (value == "false" || value == "0") {
-        tie = false;
-      } else {
-        return Invalid(
-            key, "builtin model parameter tie must be true, false, 1 or 0, got " + Quote(value));
-      }
-    } else if (key == "seed") {
-      const char* end = value.data() + value.size();
-      auto [ptr, ec] = std::from_chars(value.data(), end, seed);
-      if (value.empty() || ec != std::errc() || ptr != end) {
-        return Invalid(key,
-                       "builtin model parameter seed must be an unsigned 64-bit integer, "
-                       "got " +
-                           Quote(value));
-      }
-    } else {
-      return Invalid(key, "unknown builtin model parameter " + Quote(key) +
-                              " (known: layers, d, heads, kv_heads, ff, vocab, family, "
-                              "max_pos, theta, tie, seed)");
-    }
-  }
-
-  if (d % heads != 0) {
-    return Invalid("heads", "builtin model: heads (" + std::to_string(heads) + ") must divide d (" +
-                                std::to_string(d) + ")");
-  }
-  if ((d / heads) % 2 != 0) {
-    return Invalid("heads", "builtin model: the head width d / heads (" +
-                                std::to_string(d / heads) + ") must be even for rotary");
-  }
-  if (kv_heads && heads % *kv_heads != 0) {
-    return Invalid("kv_heads", "builtin model: kv_heads (" + std::to_string(*kv_heads) +
-                                   ") must divide heads (" + std::to_string(heads) + ")");
-  }
-
-  BuiltinModelSpec spec;
-  spec.name = std::string(name);
-  spec.seed = seed;
-  spec.char_vocab = !vocab.has_value();
-  ModelConfig& c = spec.config;
-  c.architecture = arch;
-  c.model_type = std::string(ModelTypeName(arch));
-  c.architectures = {std::string(ArchitectureClassName(arch))};
-  c.vocab_size = vocab.value_or(kBuiltinCharVocabSize);
-  c.hidden_size = d;
-  c.intermediate_size = ff.value_or(4 * d);
-  c.num_hidden_layers = layers;
-  c.num_attention_heads = heads;
-  c.num_key_value_heads = kv_heads.value_or(heads);
-  c.head_dim = d / heads;
-  c.head_dim_explicit = arch == Architecture::kQwen3;
-  c.rms_norm_eps = 1e-6;
-  c.rope_theta = theta;
-  c.max_position_embeddings = max_pos;
-  c.tie_word_embeddings = tie;
-  c.attention_bias = false;
-  c.qk_norm = arch == Architecture::kQwen3;
-  c.torch_dtype = "float32";
-  if (spec.char_vocab) {
-    c.bos_token_id = kBuiltinCharBosId;
-    c.eos_token_ids = {kBuiltinCharEosId};
-    c.pad_token_id = kBuiltinCharPadId;
-  }
-  SLUICE_RETURN_IF_ERROR(ValidateModelConfig(c));
-  return spec;
 }
 
 }  // namespace sluice::model

@@ -1,7 +1,8 @@
 // Model configuration: the shape and math options of a decoder-only transformer of the Llama,
-// Qwen2 or Qwen3 family, read from and written to a Hugging Face `config.json`, plus the rotary
-// frequency math and the built-in tiny models. No libtorch: the torch model is built from a
-// ModelConfig, and everything here is plain data and arithmetic.
+// Qwen2 or Qwen3 family, read from and written to a Hugging Face `config.json` (model_config.cpp),
+// plus the built-in tiny models (builtin_models.cpp). The rope_scaling parameters and the rotary
+// frequency math are in rope_scaling.h, included here. No libtorch: the torch model is built from
+// a ModelConfig, and everything here is plain data and arithmetic.
 //
 // Families (what differs between them; everything else is shared: pre-norm RMSNorm blocks,
 // rotary embeddings on the first and second halves of each head ("rotate_half"), grouped-query
@@ -43,10 +44,6 @@
 // transformers v5's "rope_parameters" object (rope_type, rope_theta and the scaling fields) is
 // read too and takes precedence over rope_scaling / rope_theta; "dtype" is read as torch_dtype.
 //
-// Rotary conventions (RopeInvFrequencies): the head's first rotary_dim / 2 channels pair with the
-// second half; channel pair i rotates by position * inv_freq[i]; cos and sin are multiplied by
-// RopeAttentionScale (1 except for yarn). Values are computed in double and rounded to float.
-//
 // Thread safety: plain values and pure functions.
 #pragma once
 
@@ -59,6 +56,7 @@
 
 #include "common/status.h"
 #include "workers/model/char_tokenizer.h"
+#include "workers/model/rope_scaling.h"
 
 namespace sluice::model {
 
@@ -68,45 +66,6 @@ enum class Architecture : uint8_t { kLlama, kQwen2, kQwen3 };
 std::string_view ModelTypeName(Architecture arch);
 // "LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM".
 std::string_view ArchitectureClassName(Architecture arch);
-
-enum class RopeType : uint8_t {
-  kNone,    // Plain RoPE ("default" in HF, or rope_scaling null).
-  kLinear,  // Position interpolation: every frequency divided by factor.
-  kLlama3,  // Llama 3.1's piecewise scaling by wavelength.
-  kYarn,    // YaRN: per-channel blend of interpolation and extrapolation plus a cos/sin scale.
-};
-
-// "default", "linear", "llama3", "yarn".
-std::string_view RopeTypeName(RopeType type);
-
-struct RopeScaling {
-  RopeType type = RopeType::kNone;
-  // linear, llama3, yarn: the context extension factor (> 0).
-  double factor = 1.0;
-  // llama3: wavelengths longer than original_max_position_embeddings / low_freq_factor are
-  // divided by factor; shorter than original_max_position_embeddings / high_freq_factor kept;
-  // smooth blend between. high_freq_factor > low_freq_factor > 0.
-  double low_freq_factor = 1.0;
-  double high_freq_factor = 4.0;
-  // llama3: required. yarn: the pretraining context; absent (nullopt) means
-  // max_position_embeddings. linear: carried for round trips only.
-  std::optional<int64_t> original_max_position_embeddings;
-  // yarn: the rotation counts that bound the ramp between extrapolated (fast) and interpolated
-  // (slow) channels (HF defaults 32 and 1).
-  double beta_fast = 32.0;
-  double beta_slow = 1.0;
-  // yarn: the cos/sin scale. When attention_factor is set it is used as is; otherwise, when
-  // both mscale and mscale_all_dim are set and non-zero, it is
-  // m(factor, mscale) / m(factor, mscale_all_dim), else m(factor, 1), where
-  // m(s, k) = 1 for s <= 1 and 0.1 * k * ln(s) + 1 otherwise.
-  std::optional<double> attention_factor;
-  std::optional<double> mscale;
-  std::optional<double> mscale_all_dim;
-  // yarn: floor/ceil the correction range to whole channels (HF default true).
-  bool truncate = true;
-
-  friend bool operator==(const RopeScaling&, const RopeScaling&) = default;
-};
 
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
@@ -182,14 +141,6 @@ Result<ModelConfig> LoadHfConfig(const std::string& dir_or_file);
 // model_type, architectures, every field of ModelConfig. ParseHfConfig(ToHfConfig(c)) equals c
 // up to model_type/architectures (canonical) and ignored_fields (empty).
 nlohmann::json ToHfConfig(const ModelConfig& config);
-
-// Rotary inverse frequencies, head_dim / 2 of them, for the config's rope_theta and
-// rope_scaling: default theta^(-2i/d); linear divides by factor; llama3 and yarn as described
-// on RopeScaling. The config should be valid (ValidateModelConfig).
-std::vector<double> RopeInvFrequenciesF64(const ModelConfig& config);
-std::vector<float> RopeInvFrequencies(const ModelConfig& config);
-// The factor applied to cos and sin (yarn's attention factor; 1 for the other types).
-double RopeAttentionScale(const ModelConfig& config);
 
 // Built-in tiny models, for CPU training runs and tests:
 //   builtin:tiny?layers=2&d=128&heads=4&vocab=char

@@ -6,11 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <bit>
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -18,47 +14,24 @@
 #include <set>
 #include <utility>
 
+#include "workers/model/safetensors_internal.h"
+
 namespace sluice::model {
 namespace {
 
-static_assert(std::endian::native == std::endian::little,
-              "safetensors data is little-endian; big-endian hosts would need byte swaps");
-
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using safetensors_internal::ComputeExtent;
+using safetensors_internal::Errno;
+using safetensors_internal::Extent;
+using safetensors_internal::kLengthPrefixBytes;
+using safetensors_internal::kMaxQuotedName;
+using safetensors_internal::kMetadataKey;
+using safetensors_internal::Quote;
+using safetensors_internal::ShapeString;
 
-constexpr std::string_view kMetadataKey = "__metadata__";
-constexpr size_t kLengthPrefixBytes = 8;
 // Index files are a few hundred KiB even for the largest public models.
 constexpr uint64_t kMaxIndexBytes = uint64_t{64} << 20;
-// Longer names are cut in error messages so a hostile header cannot bloat them.
-constexpr size_t kMaxQuotedName = 160;
-
-struct DTypeInfo {
-  DType dtype;
-  std::string_view name;
-  size_t size;
-};
-
-constexpr DTypeInfo kDTypes[] = {
-    {DType::kF32, "F32", 4}, {DType::kF16, "F16", 2},   {DType::kBF16, "BF16", 2},
-    {DType::kF64, "F64", 8}, {DType::kI64, "I64", 8},   {DType::kI32, "I32", 4},
-    {DType::kU8, "U8", 1},   {DType::kBool, "BOOL", 1},
-};
-
-std::string Quote(std::string_view name) {
-  std::string out = "'";
-  if (name.size() > kMaxQuotedName) {
-    out.append(name.substr(0, kMaxQuotedName));
-    out.append("...");
-  } else {
-    out.append(name);
-  }
-  out.push_back('\'');
-  return out;
-}
-
-std::string Errno(int err) { return std::strerror(err); }
 
 // A JSON value for an error message: scalars as JSON text (cut short), containers by type only,
 // since serializing a deeply nested hostile value would recurse.
@@ -67,40 +40,6 @@ std::string Describe(const nlohmann::json& value) {
   std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (text.size() > kMaxQuotedName) text = text.substr(0, kMaxQuotedName) + "...";
   return text;
-}
-
-// Element count and byte size of a shape, or nullopt when a dim is negative or either overflows
-// int64.
-struct Extent {
-  uint64_t elements;
-  uint64_t bytes;
-};
-
-std::optional<Extent> ComputeExtent(DType dtype, std::span<const int64_t> shape) {
-  uint64_t elements = 1;
-  for (int64_t dim : shape) {
-    if (dim < 0) return std::nullopt;
-    if (__builtin_mul_overflow(elements, static_cast<uint64_t>(dim), &elements)) {
-      return std::nullopt;
-    }
-  }
-  uint64_t bytes = 0;
-  if (__builtin_mul_overflow(elements, static_cast<uint64_t>(DTypeSize(dtype)), &bytes)) {
-    return std::nullopt;
-  }
-  constexpr auto kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-  if (elements > kMax || bytes > kMax) return std::nullopt;
-  return Extent{elements, bytes};
-}
-
-std::string ShapeString(std::span<const int64_t> shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) out.append(",");
-    out.append(std::to_string(shape[i]));
-  }
-  out.append("]");
-  return out;
 }
 
 // Parses JSON text, refusing duplicate keys in any object (nlohmann would keep the last one
@@ -227,193 +166,6 @@ Result<TensorEntry> ParseEntry(const HeaderErrors& err, const std::string& name,
   return entry;
 }
 
-// The serialized header and the data order of a validated set of tensors.
-struct Layout {
-  std::string header;         // Padded JSON, without the length prefix.
-  std::vector<size_t> order;  // Indices into the tensors, in data order.
-  uint64_t data_bytes = 0;
-};
-
-Result<std::string> JsonString(std::string_view text) {
-  try {
-    return json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::strict);
-  } catch (const json::exception&) {
-    return Status::InvalidArgument("safetensors: " + Quote(text) + " is not valid UTF-8");
-  }
-}
-
-// Checks names, shapes and byte counts; returns the tensors' byte sizes.
-Result<std::vector<uint64_t>> ValidateForWrite(std::span<const TensorView> tensors) {
-  std::vector<uint64_t> sizes;
-  sizes.reserve(tensors.size());
-  std::set<std::string_view> names;
-  for (const TensorView& t : tensors) {
-    if (t.name.empty()) return Status::InvalidArgument("safetensors: a tensor has an empty name");
-    if (t.name == kMetadataKey) {
-      return Status::InvalidArgument(
-          "safetensors: \"__metadata__\" is reserved, not a tensor name");
-    }
-    if (!names.insert(t.name).second) {
-      return Status::InvalidArgument("safetensors: duplicate tensor name " + Quote(t.name));
-    }
-    std::optional<Extent> extent = ComputeExtent(t.dtype, t.shape);
-    if (!extent) {
-      return Status::InvalidArgument("safetensors: tensor " + Quote(t.name) + ": shape " +
-                                     ShapeString(t.shape) + " is negative or overflows");
-    }
-    if (t.data.size() != extent->bytes) {
-      return Status::InvalidArgument(
-          "safetensors: tensor " + Quote(t.name) + ": " + std::to_string(t.data.size()) +
-          " bytes of data but shape " + ShapeString(t.shape) + " of " +
-          std::string(DTypeName(t.dtype)) + " needs " + std::to_string(extent->bytes));
-    }
-    sizes.push_back(extent->bytes);
-  }
-  return sizes;
-}
-
-Result<Layout> PlanLayout(std::span<const TensorView> tensors,
-                          const std::map<std::string, std::string>& metadata) {
-  SLUICE_ASSIGN_OR_RETURN(std::vector<uint64_t> sizes, ValidateForWrite(tensors));
-  Layout layout;
-  layout.order.resize(tensors.size());
-  for (size_t i = 0; i < tensors.size(); ++i) layout.order[i] = i;
-  // Largest element size first keeps every tensor aligned to its element size.
-  std::sort(layout.order.begin(), layout.order.end(), [&](size_t a, size_t b) {
-    size_t sa = DTypeSize(tensors[a].dtype);
-    size_t sb = DTypeSize(tensors[b].dtype);
-    if (sa != sb) return sa > sb;
-    return tensors[a].name < tensors[b].name;
-  });
-  std::vector<uint64_t> begins(tensors.size());
-  for (size_t i : layout.order) {
-    begins[i] = layout.data_bytes;
-    layout.data_bytes += sizes[i];
-  }
-
-  std::vector<size_t> by_name(tensors.size());
-  for (size_t i = 0; i < tensors.size(); ++i) by_name[i] = i;
-  std::sort(by_name.begin(), by_name.end(),
-            [&](size_t a, size_t b) { return tensors[a].name < tensors[b].name; });
-
-  std::string& h = layout.header;
-  h.push_back('{');
-  bool first = true;
-  if (!metadata.empty()) {
-    h.append("\"__metadata__\":{");
-    bool first_key = true;
-    for (const auto& [key, value] : metadata) {
-      SLUICE_ASSIGN_OR_RETURN(std::string k, JsonString(key));
-      SLUICE_ASSIGN_OR_RETURN(std::string v, JsonString(value));
-      if (!first_key) h.push_back(',');
-      first_key = false;
-      h.append(k).append(":").append(v);
-    }
-    h.push_back('}');
-    first = false;
-  }
-  for (size_t i : by_name) {
-    const TensorView& t = tensors[i];
-    SLUICE_ASSIGN_OR_RETURN(std::string name, JsonString(t.name));
-    if (!first) h.push_back(',');
-    first = false;
-    h.append(name);
-    h.append(":{\"dtype\":\"").append(DTypeName(t.dtype)).append("\",\"shape\":");
-    h.append(ShapeString(t.shape));
-    h.append(",\"data_offsets\":[");
-    h.append(std::to_string(begins[i])).append(",").append(std::to_string(begins[i] + sizes[i]));
-    h.append("]}");
-  }
-  h.push_back('}');
-  // Pad with spaces (JSON whitespace) so the data section starts at a multiple of 8.
-  while ((kLengthPrefixBytes + h.size()) % 8 != 0) h.push_back(' ');
-  return layout;
-}
-
-void AppendLengthPrefix(uint64_t n, std::string* out) {
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((n >> (8 * i)) & 0xff));
-}
-
-Status WriteAll(int fd, const void* data, size_t size, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t n = ::write(fd, p, std::min<size_t>(size, size_t{1} << 30));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::Internal("safetensors: cannot write " + path + ": " + Errno(errno));
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return Status::Ok();
-}
-
-Status SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::Internal("safetensors: cannot open " + dir + ": " + Errno(errno));
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  // Some filesystems cannot sync a directory; the rename itself has happened.
-  if (rc != 0 && err != EINVAL) {
-    return Status::Internal("safetensors: cannot fsync " + dir + ": " + Errno(err));
-  }
-  return Status::Ok();
-}
-
-// Writes the pieces to `path` through a temporary file and a rename.
-Status WriteAtomically(const std::string& path,
-                       std::span<const std::span<const std::byte>> pieces) {
-  static std::atomic<uint64_t> counter{0};
-  std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" +
-                    std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Internal("safetensors: cannot create " + tmp + ": " + Errno(errno));
-  Status status;
-  for (std::span<const std::byte> piece : pieces) {
-    status = WriteAll(fd, piece.data(), piece.size(), tmp);
-    if (!status.ok()) break;
-  }
-  if (status.ok() && ::fsync(fd) != 0) {
-    status = Status::Internal("safetensors: cannot fsync " + tmp + ": " + Errno(errno));
-  }
-  if (::close(fd) != 0 && status.ok()) {
-    status = Status::Internal("safetensors: cannot close " + tmp + ": " + Errno(errno));
-  }
-  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    status =
-        Status::Internal("safetensors: cannot rename " + tmp + " to " + path + ": " + Errno(errno));
-  }
-  if (!status.ok()) {
-    ::unlink(tmp.c_str());
-    return status;
-  }
-  std::string dir = fs::path(path).parent_path().string();
-  return SyncDir(dir.empty() ? "." : dir);
-}
-
-std::span<const std::byte> AsBytes(std::string_view s) {
-  return std::as_bytes(std::span<const char>(s.data(), s.size()));
-}
-
-std::string ShardName(size_t index, size_t count) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "model-%05zu-of-%05zu.safetensors", index, count);
-  return buf;
-}
-
-bool IsShardName(std::string_view name) {
-  // model-DDDDD-of-DDDDD.safetensors
-  constexpr std::string_view kPattern = "model-#####-of-#####.safetensors";
-  if (name.size() != kPattern.size()) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    if (kPattern[i] == '#' ? (name[i] < '0' || name[i] > '9') : name[i] != kPattern[i]) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // A shard file name from an index must stay inside the checkpoint directory.
 bool IsPlainFileName(std::string_view name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos &&
@@ -438,27 +190,6 @@ Result<std::string> ReadSmallFile(const std::string& path, uint64_t max_bytes) {
 
 }  // namespace
 
-std::string_view DTypeName(DType dtype) {
-  for (const DTypeInfo& info : kDTypes) {
-    if (info.dtype == dtype) return info.name;
-  }
-  return "?";
-}
-
-std::optional<DType> ParseDType(std::string_view name) {
-  for (const DTypeInfo& info : kDTypes) {
-    if (info.name == name) return info.dtype;
-  }
-  return std::nullopt;
-}
-
-size_t DTypeSize(DType dtype) {
-  for (const DTypeInfo& info : kDTypes) {
-    if (info.dtype == dtype) return info.size;
-  }
-  return 1;
-}
-
 int64_t TensorView::NumElements() const {
   int64_t n = 1;
   for (int64_t dim : shape) {
@@ -466,9 +197,6 @@ int64_t TensorView::NumElements() const {
   }
   return n;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Reading.
 
 Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> file_bytes,
                                                  std::string_view label,
@@ -749,252 +477,6 @@ Result<TensorView> ShardedCheckpoint::Get(std::string_view name) const {
   const TensorView* t = Find(name);
   if (t == nullptr) return Status::NotFound("checkpoint " + dir_ + ": no tensor " + Quote(name));
   return *t;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Writing.
-
-Result<std::vector<std::byte>> SerializeSafetensors(
-    std::span<const TensorView> tensors, const std::map<std::string, std::string>& metadata) {
-  SLUICE_ASSIGN_OR_RETURN(Layout layout, PlanLayout(tensors, metadata));
-  std::string prefix;
-  AppendLengthPrefix(layout.header.size(), &prefix);
-  std::vector<std::byte> out;
-  out.reserve(prefix.size() + layout.header.size() + layout.data_bytes);
-  auto append = [&out](std::span<const std::byte> bytes) {
-    out.insert(out.end(), bytes.begin(), bytes.end());
-  };
-  append(AsBytes(prefix));
-  append(AsBytes(layout.header));
-  for (size_t i : layout.order) append(tensors[i].data);
-  return out;
-}
-
-Status WriteSafetensors(const std::string& path, std::span<const TensorView> tensors,
-                        const std::map<std::string, std::string>& metadata) {
-  SLUICE_ASSIGN_OR_RETURN(Layout layout, PlanLayout(tensors, metadata));
-  std::string prefix;
-  AppendLengthPrefix(layout.header.size(), &prefix);
-  std::vector<std::span<const std::byte>> pieces;
-  pieces.reserve(tensors.size() + 2);
-  pieces.push_back(AsBytes(prefix));
-  pieces.push_back(AsBytes(layout.header));
-  for (size_t i : layout.order) pieces.push_back(tensors[i].data);
-  return WriteAtomically(path, pieces);
-}
-
-Status WriteSharded(const std::string& dir, std::span<const TensorView> tensors,
-                    uint64_t max_shard_bytes, const std::map<std::string, std::string>& metadata) {
-  SLUICE_ASSIGN_OR_RETURN(std::vector<uint64_t> sizes, ValidateForWrite(tensors));
-  std::vector<size_t> order(tensors.size());
-  for (size_t i = 0; i < tensors.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return tensors[a].name < tensors[b].name; });
-
-  std::vector<std::vector<TensorView>> shards(1);
-  uint64_t shard_bytes = 0;
-  uint64_t total = 0;
-  for (size_t i : order) {
-    if (!shards.back().empty() && shard_bytes + sizes[i] > max_shard_bytes) {
-      shards.emplace_back();
-      shard_bytes = 0;
-    }
-    shards.back().push_back(tensors[i]);
-    shard_bytes += sizes[i];
-    total += sizes[i];
-  }
-
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return Status::Internal("safetensors: cannot create " + dir + ": " + ec.message());
-
-  json weight_map = json::object();
-  std::set<std::string> written;
-  for (size_t s = 0; s < shards.size(); ++s) {
-    std::string name = ShardName(s + 1, shards.size());
-    SLUICE_RETURN_IF_ERROR(WriteSafetensors((fs::path(dir) / name).string(), shards[s], metadata));
-    for (const TensorView& t : shards[s]) weight_map[t.name] = name;
-    written.insert(name);
-  }
-  json index = {{"metadata", {{"total_size", total}}}, {"weight_map", std::move(weight_map)}};
-  std::string index_text = index.dump(2) + "\n";
-  std::span<const std::byte> piece = AsBytes(index_text);
-  SLUICE_RETURN_IF_ERROR(
-      WriteAtomically((fs::path(dir) / ShardedCheckpoint::kIndexFileName).string(),
-                      std::span<const std::span<const std::byte>>(&piece, 1)));
-
-  // Shards of an earlier, differently split write would otherwise linger.
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
-    std::string name = entry.path().filename().string();
-    if (IsShardName(name) && written.count(name) == 0) {
-      std::error_code remove_ec;
-      fs::remove(entry.path(), remove_ec);
-    }
-  }
-  return Status::Ok();
-}
-
-// ---------------------------------------------------------------------------------------------
-// Element conversions.
-
-float Float16BitsToFloat32(uint16_t bits) {
-  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
-  const uint32_t exponent = (bits >> 10) & 0x1fu;
-  uint32_t mantissa = bits & 0x3ffu;
-  uint32_t out;
-  if (exponent == 0x1f) {
-    out = sign | 0x7f800000u | (mantissa << 13);  // Inf, or NaN with its payload.
-  } else if (exponent != 0) {
-    out = sign | ((exponent + 112) << 23) | (mantissa << 13);  // Rebias 15 -> 127.
-  } else if (mantissa == 0) {
-    out = sign;  // Signed zero.
-  } else {
-    // Subnormal: mantissa * 2^-24; normalize so the leading one becomes implicit.
-    int e = -14;
-    while ((mantissa & 0x400u) == 0) {
-      mantissa <<= 1;
-      --e;
-    }
-    out = sign | (static_cast<uint32_t>(e + 127) << 23) | ((mantissa & 0x3ffu) << 13);
-  }
-  return std::bit_cast<float>(out);
-}
-
-float BFloat16BitsToFloat32(uint16_t bits) {
-  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
-}
-
-uint16_t Float32ToFloat16Bits(float value) {
-  const uint32_t x = std::bit_cast<uint32_t>(value);
-  const auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  const uint32_t abs = x & 0x7fffffffu;
-  if (abs > 0x7f800000u) {
-    // NaN: keep the high payload bits and set the quiet bit so it cannot become Inf.
-    return static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));
-  }
-  // 65520 is halfway between the largest half (65504, odd mantissa) and 2^16: ties go up.
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
-  const uint32_t exponent = abs >> 23;
-  if (exponent >= 113) {
-    // Normal in half precision: rebias and round away 13 mantissa bits. A carry out of the
-    // mantissa correctly bumps the exponent.
-    uint32_t h = ((exponent - 112) << 10) | ((abs >> 13) & 0x3ffu);
-    const uint32_t rest = abs & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u) != 0)) ++h;
-    return static_cast<uint16_t>(sign | h);
-  }
-  // Below 2^-25 (half the smallest subnormal; a tie that rounds to even zero) -> zero.
-  if (exponent < 102) return sign;
-  // Subnormal in half precision: value = m * 2^(exponent - 150), counted in units of 2^-24.
-  const uint32_t m = (abs & 0x7fffffu) | 0x800000u;
-  const uint32_t shift = 126 - exponent;  // 14..24
-  uint32_t h = m >> shift;
-  const uint32_t rest = m & ((1u << shift) - 1);
-  const uint32_t half = 1u << (shift - 1);
-  if (rest > half || (rest == half && (h & 1u) != 0)) ++h;  // May reach 0x400, the least normal.
-  return static_cast<uint16_t>(sign | h);
-}
-
-uint16_t Float32ToBFloat16Bits(float value) {
-  const uint32_t x = std::bit_cast<uint32_t>(value);
-  if ((x & 0x7fffffffu) > 0x7f800000u) {
-    return static_cast<uint16_t>((x >> 16) | 0x0040u);  // Quiet NaN, sign and payload kept.
-  }
-  // Round to nearest even on the 16 dropped bits; overflow carries into Inf as it should.
-  const uint32_t lsb = (x >> 16) & 1u;
-  return static_cast<uint16_t>((x + 0x7fffu + lsb) >> 16);
-}
-
-Result<std::vector<float>> ToFloat32(const TensorView& tensor) {
-  std::optional<Extent> extent = ComputeExtent(tensor.dtype, tensor.shape);
-  if (!extent || extent->bytes != tensor.data.size()) {
-    return Status::InvalidArgument(
-        "ToFloat32: tensor " + Quote(tensor.name) + " has " + std::to_string(tensor.data.size()) +
-        " bytes, which does not match shape " + ShapeString(tensor.shape) + " of " +
-        std::string(DTypeName(tensor.dtype)));
-  }
-  const size_t n = extent->elements;
-  std::vector<float> out(n);
-  const std::byte* p = tensor.data.data();
-  auto load = [p]<typename T>(size_t i, T* v) { std::memcpy(v, p + i * sizeof(T), sizeof(T)); };
-  switch (tensor.dtype) {
-    case DType::kF32:
-      if (n > 0) std::memcpy(out.data(), p, n * sizeof(float));
-      break;
-    case DType::kF16:
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t v;
-        load(i, &v);
-        out[i] = Float16BitsToFloat32(v);
-      }
-      break;
-    case DType::kBF16:
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t v;
-        load(i, &v);
-        out[i] = BFloat16BitsToFloat32(v);
-      }
-      break;
-    case DType::kF64:
-      for (size_t i = 0; i < n; ++i) {
-        double v;
-        load(i, &v);
-        out[i] = static_cast<float>(v);
-      }
-      break;
-    case DType::kI64:
-      for (size_t i = 0; i < n; ++i) {
-        int64_t v;
-        load(i, &v);
-        out[i] = static_cast<float>(v);
-      }
-      break;
-    case DType::kI32:
-      for (size_t i = 0; i < n; ++i) {
-        int32_t v;
-        load(i, &v);
-        out[i] = static_cast<float>(v);
-      }
-      break;
-    case DType::kU8:
-      for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(std::to_integer<uint8_t>(p[i]));
-      break;
-    case DType::kBool:
-      for (size_t i = 0; i < n; ++i) out[i] = std::to_integer<uint8_t>(p[i]) != 0 ? 1.0f : 0.0f;
-      break;
-  }
-  return out;
-}
-
-Result<std::vector<std::byte>> FromFloat32(std::span<const float> values, DType dtype) {
-  std::vector<std::byte> out(values.size() * DTypeSize(dtype));
-  std::byte* p = out.data();
-  switch (dtype) {
-    case DType::kF32:
-      if (!values.empty()) std::memcpy(p, values.data(), values.size_bytes());
-      return out;
-    case DType::kF16:
-      for (size_t i = 0; i < values.size(); ++i) {
-        uint16_t v = Float32ToFloat16Bits(values[i]);
-        std::memcpy(p + 2 * i, &v, 2);
-      }
-      return out;
-    case DType::kBF16:
-      for (size_t i = 0; i < values.size(); ++i) {
-        uint16_t v = Float32ToBFloat16Bits(values[i]);
-        std::memcpy(p + 2 * i, &v, 2);
-      }
-      return out;
-    case DType::kF64:
-      for (size_t i = 0; i < values.size(); ++i) {
-        double v = values[i];
-        std::memcpy(p + 8 * i, &v, 8);
-      }
-      return out;
-    default:
-      return Status::InvalidArgument("FromFloat32: cannot encode floats as " +
-                                     std::string(DTypeName(dtype)));
-  }
 }
 
 }  // namespace sluice::model

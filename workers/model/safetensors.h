@@ -20,6 +20,9 @@
 // data ordered by dtype size (largest first) then name so every tensor starts at a multiple of
 // its element size, the header padded with spaces so the data starts at a multiple of 8.
 //
+// Element types (DType) and the conversions of element bytes to and from float32 are in
+// tensor_dtype.h, included here. Reading is in safetensors.cpp, writing in safetensors_writer.cpp.
+//
 // Thread safety: a SafetensorsFile or ShardedCheckpoint is immutable after Open; its views may be
 // read from any number of threads while it lives. The free functions are thread-safe.
 #pragma once
@@ -28,33 +31,15 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/status.h"
+#include "workers/model/tensor_dtype.h"
 
 namespace sluice::model {
-
-enum class DType : uint8_t {
-  kF32,
-  kF16,
-  kBF16,
-  kF64,
-  kI64,
-  kI32,
-  kU8,
-  kBool,
-};
-
-// The name used in headers: "F32", "F16", "BF16", "F64", "I64", "I32", "U8", "BOOL".
-std::string_view DTypeName(DType dtype);
-// The dtype for a header name (case-sensitive, as the format is); nullopt when unknown.
-std::optional<DType> ParseDType(std::string_view name);
-// Bytes per element.
-size_t DTypeSize(DType dtype);
 
 // One tensor: its bytes are a view into a memory map (or, when writing, into the caller's
 // buffer) and live as long as that.
@@ -187,18 +172,5 @@ Status WriteSafetensors(const std::string& path, std::span<const TensorView> ten
 Status WriteSharded(const std::string& dir, std::span<const TensorView> tensors,
                     uint64_t max_shard_bytes,
                     const std::map<std::string, std::string>& metadata = {});
-
-// Element conversions. F16 and BF16 decode exactly; encoding rounds to nearest, ties to even,
-// overflows to infinity, and keeps NaN a NaN (quiet, same sign, high payload bits kept).
-float Float16BitsToFloat32(uint16_t bits);
-float BFloat16BitsToFloat32(uint16_t bits);
-uint16_t Float32ToFloat16Bits(float value);
-uint16_t Float32ToBFloat16Bits(float value);
-
-// The tensor's elements as float32 (F16/BF16 exact; F64 and integers rounded; BOOL 0 or 1).
-// InvalidArgument when the byte count does not match the shape.
-Result<std::vector<float>> ToFloat32(const TensorView& tensor);
-// Encodes floats as F32, F16, BF16 or F64 little-endian bytes; InvalidArgument for other dtypes.
-Result<std::vector<std::byte>> FromFloat32(std::span<const float> values, DType dtype);
 
 }  // namespace sluice::model

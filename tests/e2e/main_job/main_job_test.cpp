@@ -204,7 +204,7 @@ TEST(MainJobTest, TheDemoManifestTrainsThroughTheOperatorAndAccountsForEveryTraj
   auto count = [&](const char* key) { return policy_status[key].get<int64_t>(); };
   const std::string context = status.dump(2);
 
-  // The accounting (workers/dataflow/dataflow_core.cpp). All these counters are read in one
+  // The accounting (workers/dataflow/dataflow_core_status.cpp). All these counters are read in one
   // StatusJson call under the core's lock, so the identities hold exactly although the rollout
   // replica keeps submitting groups after the trainer finished (until admission closes). Eval
   // trajectories never reach them: SubmitLocked skips eval samples when splitting by policy and

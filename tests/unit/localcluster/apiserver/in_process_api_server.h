@@ -1,7 +1,7 @@
 // A test fixture running the local API server (api_server.h) in-process on a free port over
 // MemoryStorage, with an admin client (the kubeconfig token's user, in system:masters) and
 // helpers to send requests as other users and to wait for access-log lines. Clients are
-// sluice::http::Client, as in api_server_test.cpp.
+// sluice::http::Client, as in api_server_test_support.h.
 //
 // Thread safety: used from the test's thread; the server's log lines are guarded by log_mu_.
 #pragma once
