@@ -5,9 +5,9 @@
 #include <map>
 #include <set>
 
+#include "common/time_format.h"
 #include "localcluster/node/deployment_conditions.h"
 #include "localcluster/node/workload_objects.h"
-#include "operator/kube/time_format.h"
 
 namespace sluice::node {
 
@@ -29,7 +29,7 @@ std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 Clock::WallTime TimeAt(const json& object, const char* pointer) {
   const std::string text = JsonString(object, pointer);
   if (text.empty()) return Clock::WallTime{};
-  Result<Clock::WallTime> t = kube::ParseTime(text);
+  Result<Clock::WallTime> t = ParseTime(text);
   return t.ok() ? *t : Clock::WallTime{};
 }
 
@@ -117,7 +117,7 @@ Rs FromObject(const json& obj) {
 class Syncer {
  public:
   Syncer(const json& d, Clock::WallTime now) : d_(d), now_(now) {
-    now_text_ = kube::FormatTime(now);
+    now_text_ = FormatTime(now);
     name_ = JsonString(d, "/metadata/name");
     ns_ = JsonString(d, "/metadata/namespace");
     uid_ = JsonString(d, "/metadata/uid");
@@ -784,7 +784,7 @@ json StatusAfterCreateFailure(const json& deployment, const std::string& replica
         status, NewDeploymentCondition(
                     kProgressing, "False", "ReplicaSetCreateError",
                     "Failed to create new replica set " + Quoted(replica_set) + ": " + error,
-                    kube::FormatTime(now)));
+                    FormatTime(now)));
   }
   return status;
 }

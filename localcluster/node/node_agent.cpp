@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <fstream>
 
+#include "common/time_format.h"
 #include "localcluster/node/node_liveness.h"
 #include "localcluster/node/resource_quantity.h"
 #include "localcluster/node/scheduling.h"
 #include "localcluster/node/scrape_targets.h"
 #include "localcluster/node/service_account_volume.h"
 #include "localcluster/node/service_records.h"
-#include "operator/kube/time_format.h"
 
 namespace sluice::node {
 
@@ -30,8 +30,8 @@ const kube::GroupVersionResource kLeases{"coordination.k8s.io", "v1", "leases", 
 
 constexpr char kUnreachableTaint[] = "node.kubernetes.io/unreachable";
 
-std::string Now() { return kube::FormatTime(std::chrono::system_clock::now()); }
-std::string MicroNow() { return kube::FormatMicroTime(std::chrono::system_clock::now()); }
+std::string Now() { return FormatTime(std::chrono::system_clock::now()); }
+std::string MicroNow() { return FormatMicroTime(std::chrono::system_clock::now()); }
 
 std::string Str(const json& obj, const char* pointer, const std::string& fallback = "") {
   const json::json_pointer ptr(pointer);

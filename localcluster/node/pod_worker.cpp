@@ -6,12 +6,12 @@
 #include <fstream>
 #include <optional>
 
+#include "common/time_format.h"
 #include "localcluster/node/container_process.h"
 #include "localcluster/node/pod_status.h"
 #include "localcluster/node/pod_volumes.h"
 #include "localcluster/node/probe.h"
 #include "localcluster/node/restart_backoff.h"
-#include "operator/kube/time_format.h"
 
 namespace sluice::node {
 
@@ -21,7 +21,7 @@ using State = ContainerStatus::State;
 
 namespace {
 
-std::string Now() { return kube::FormatTime(std::chrono::system_clock::now()); }
+std::string Now() { return FormatTime(std::chrono::system_clock::now()); }
 
 std::string Str(const json& obj, const char* pointer, const std::string& fallback = "") {
   const json::json_pointer ptr(pointer);

@@ -4,8 +4,8 @@
 #include <map>
 #include <tuple>
 
+#include "common/time_format.h"
 #include "localcluster/node/workload_objects.h"
-#include "operator/kube/time_format.h"
 
 namespace sluice::node {
 
@@ -18,7 +18,7 @@ constexpr char kReplicaFailure[] = "ReplicaFailure";
 Clock::WallTime TimeAt(const json& object, const char* pointer) {
   const std::string text = JsonString(object, pointer);
   if (text.empty()) return Clock::WallTime{};
-  Result<Clock::WallTime> t = kube::ParseTime(text);
+  Result<Clock::WallTime> t = ParseTime(text);
   return t.ok() ? *t : Clock::WallTime{};
 }
 
@@ -135,7 +135,7 @@ void SetReplicaFailure(json& status, const std::string& reason, const std::strin
   if (!status.is_object()) status = json::object();
   json conditions = status.value("conditions", json::array());
   if (!conditions.is_array()) conditions = json::array();
-  std::string since = kube::FormatTime(now);
+  std::string since = FormatTime(now);
   for (const json& c : conditions) {
     if (c.is_object() && c.value("type", "") == kReplicaFailure &&
         c.value("status", "") == "True" && c.contains("lastTransitionTime")) {

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <system_error>
 
-#include "operator/kube/time_format.h"
+#include "common/time_format.h"
 
 namespace sluice::node {
 namespace {
@@ -83,7 +83,7 @@ Result<ServiceAccountToken> TokenFromTokenRequest(const json& reply) {
     return Status::InvalidArgument("the TokenRequest reply holds no status.token");
   }
   const std::string expires = StringField(status, "expirationTimestamp");
-  Result<Clock::WallTime> parsed = kube::ParseTime(expires);
+  Result<Clock::WallTime> parsed = ParseTime(expires);
   if (!parsed.ok()) {
     return Status::InvalidArgument("the TokenRequest reply's status.expirationTimestamp \"" +
                                    expires + "\" is not a time");

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <chrono>
 
-#include "operator/kube/time_format.h"
+#include "common/time_format.h"
 
 namespace sluice::node {
 
@@ -116,7 +116,7 @@ bool ExpressionHolds(const json& e, const json& labels) {
 
 Clock::WallTime ParseOrZero(const std::string& text) {
   if (text.empty()) return Clock::WallTime{};
-  Result<Clock::WallTime> t = kube::ParseTime(text);
+  Result<Clock::WallTime> t = ParseTime(text);
   return t.ok() ? *t : Clock::WallTime{};
 }
 

@@ -3,12 +3,12 @@
 #include <algorithm>
 
 #include "common/openapi/field_error.h"
+#include "common/time_format.h"
 #include "operator/api/meta.h"
 #include "operator/api/validation.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/trainer_job_children.h"
-#include "operator/kube/time_format.h"
 
 namespace sluice::controllers {
 
@@ -68,7 +68,7 @@ json PolicyStatus(const json& policy, const std::vector<const json*>& jobs,
     status["version"] = version;
     status["weightsURL"] = WeightsUrl(*publisher, version);
     if (version != old_version || !status.contains("updatedAt")) {
-      status["updatedAt"] = kube::FormatTime(now);
+      status["updatedAt"] = FormatTime(now);
     }
     set("WeightsPublished", true, "VersionPublished",
         "version " + std::to_string(version) + " published by TrainerJob " +

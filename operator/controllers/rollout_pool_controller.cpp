@@ -6,6 +6,7 @@
 #include "common/http/bearer_token.h"
 #include "common/http/client.h"
 #include "common/openapi/field_error.h"
+#include "common/time_format.h"
 #include "operator/api/meta.h"
 #include "operator/api/validation.h"
 #include "operator/autoscale/prometheus_client.h"
@@ -15,7 +16,6 @@
 #include "operator/controllers/rollout_pool_children.h"
 #include "operator/controllers/rollout_pool_status.h"
 #include "operator/kube/kubeconfig.h"
-#include "operator/kube/time_format.h"
 #include "operator/placement/region_targets.h"
 #include "operator/placement/scale_down.h"
 #include "operator/placement/spillover.h"
@@ -44,7 +44,7 @@ bool HasCondition(const json& pod, const std::string& type, const std::string& s
 }
 
 int64_t WallSeconds(const std::string& rfc3339) {
-  Result<Clock::WallTime> t = kube::ParseTime(rfc3339);
+  Result<Clock::WallTime> t = ParseTime(rfc3339);
   if (!t.ok()) return 0;
   return std::chrono::duration_cast<std::chrono::seconds>(t->time_since_epoch()).count();
 }
@@ -239,8 +239,8 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
     bool remove = !ready;
     if (ready && since.empty()) {
       Status s = PostDrain(pod, token);
-      json patch = {{"metadata",
-                     {{"annotations", {{kDrainingSinceAnnotation, kube::FormatTime(now_wall)}}}}}};
+      json patch = {
+          {"metadata", {{"annotations", {{kDrainingSinceAnnotation, FormatTime(now_wall)}}}}}};
       SLUICE_RETURN_IF_ERROR(
           pods_client.Patch(pod_name, kube::PatchType::kMerge, patch.dump()).status());
       (void)events_.Record(pool, kube::kEventNormal, "DrainingReplica",

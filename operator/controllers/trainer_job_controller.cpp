@@ -5,6 +5,7 @@
 #include "common/http/bearer_token.h"
 #include "common/http/client.h"
 #include "common/openapi/field_error.h"
+#include "common/time_format.h"
 #include "operator/api/meta.h"
 #include "operator/api/validation.h"
 #include "operator/controllers/data_exhaustion.h"
@@ -13,7 +14,6 @@
 #include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/trainer_job_children.h"
 #include "operator/kube/kubeconfig.h"
-#include "operator/kube/time_format.h"
 
 namespace sluice::controllers {
 
@@ -27,7 +27,7 @@ const kube::GroupVersionResource kServices{"", "v1", "services", true};
 const kube::GroupVersionResource kConfigMaps{"", "v1", "configmaps", true};
 
 int64_t WallSeconds(const std::string& rfc3339) {
-  Result<Clock::WallTime> t = kube::ParseTime(rfc3339);
+  Result<Clock::WallTime> t = ParseTime(rfc3339);
   if (!t.ok()) return 0;
   return std::chrono::duration_cast<std::chrono::seconds>(t->time_since_epoch()).count();
 }
@@ -312,7 +312,7 @@ Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) 
                     (rank0_report.is_object() && rank0_report.value("phase", "") == "Succeeded");
   auto finish = [&](bool ok, const std::string& reason, const std::string& message) -> Status {
     status["phase"] = ok ? "Succeeded" : "Failed";
-    status["completionTime"] = kube::FormatTime(now_wall);
+    status["completionTime"] = FormatTime(now_wall);
     set(ok ? "Complete" : "Failed", true, reason, message);
     set("Running", false, reason, message);
     (void)events_.Record(job, ok ? kube::kEventNormal : kube::kEventWarning, reason, message);
@@ -397,7 +397,7 @@ Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) 
     set("Admitted", true, "GangScheduled", "every rank has a node");
   }
   if (running == replicas) {
-    if (!status.contains("startTime")) status["startTime"] = kube::FormatTime(now_wall);
+    if (!status.contains("startTime")) status["startTime"] = FormatTime(now_wall);
     status["phase"] = "Running";
     if (set("Running", true, "GangRunning",
             "all " + std::to_string(replicas) + " ranks are running")) {

@@ -2,10 +2,10 @@
 
 #include <cstdio>
 
+#include "common/time_format.h"
 #include "operator/kube/core_resources.h"
 #include "operator/kube/errors.h"
 #include "operator/kube/store.h"
-#include "operator/kube/time_format.h"
 
 namespace sluice::kube {
 

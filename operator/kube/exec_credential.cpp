@@ -11,7 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "operator/kube/time_format.h"
+#include "common/time_format.h"
 
 extern char** environ;
 

@@ -4,8 +4,8 @@
 #include <random>
 #include <thread>
 
+#include "common/time_format.h"
 #include "operator/kube/errors.h"
-#include "operator/kube/time_format.h"
 
 namespace sluice::kube {
 

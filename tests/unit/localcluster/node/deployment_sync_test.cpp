@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/time_format.h"
 #include "localcluster/node/workload_objects.h"
-#include "operator/kube/time_format.h"
 
 namespace sluice::node {
 namespace {
@@ -19,7 +19,7 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-const Clock::WallTime kStart = *kube::ParseTime("2026-03-01T12:00:00Z");
+const Clock::WallTime kStart = *ParseTime("2026-03-01T12:00:00Z");
 
 json Template(const std::string& image) {
   return {{"metadata", {{"labels", {{"app", "web"}}}}},
@@ -70,7 +70,7 @@ class Sim {
     if (plan.create) {
       json rs = *plan.create;
       rs["metadata"]["uid"] = "rs-uid-" + std::to_string(++uids_);
-      rs["metadata"]["creationTimestamp"] = kube::FormatTime(now_);
+      rs["metadata"]["creationTimestamp"] = FormatTime(now_);
       rs["metadata"]["generation"] = 1;
       rses_.push_back(rs);
     }

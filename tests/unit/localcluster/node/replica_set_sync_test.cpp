@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/time_format.h"
 #include "localcluster/node/workload_objects.h"
-#include "operator/kube/time_format.h"
 
 namespace sluice::node {
 namespace {
@@ -16,10 +16,10 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-Clock::WallTime At(const std::string& text) { return *kube::ParseTime(text); }
+Clock::WallTime At(const std::string& text) { return *ParseTime(text); }
 
 const Clock::WallTime kNow = At("2026-03-01T12:00:00Z");
-std::string Ago(int s) { return kube::FormatTime(kNow - seconds(s)); }
+std::string Ago(int s) { return FormatTime(kNow - seconds(s)); }
 
 json MakeReplicaSet(int64_t replicas, int64_t min_ready = 0) {
   json rs = {

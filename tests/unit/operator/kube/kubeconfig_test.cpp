@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/time_format.h"
 #include "operator/kube/in_cluster.h"
-#include "operator/kube/time_format.h"
 
 namespace sluice::kube {
 namespace {
@@ -340,14 +340,6 @@ TEST(KubeInClusterTest, PathsUnderAPodRoot) {
             "/pods/p1/var/run/secrets/kubernetes.io/serviceaccount/namespace");
   EXPECT_EQ(InClusterPathsUnder("/r").token_file,
             "/r/var/run/secrets/kubernetes.io/serviceaccount/token");
-}
-
-TEST(KubeTimeTest, FormatsAndParsesRfc3339) {
-  Result<Clock::WallTime> t = ParseTime("2026-11-22T10:00:00.5+01:00");
-  ASSERT_TRUE(t.ok());
-  EXPECT_EQ(FormatMicroTime(*t), "2026-11-22T09:00:00.500000Z");
-  EXPECT_FALSE(ParseTime("2026-11-22 10:00:00").ok());
-  EXPECT_FALSE(ParseTime("2026-13-22T10:00:00Z").ok());
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 
-namespace sluice::kube {
+namespace sluice {
 
 // "2026-11-22T10:00:00Z" (UTC, whole seconds), as metav1.Time is written.
 std::string FormatTime(Clock::WallTime t);
@@ -19,4 +19,4 @@ std::string FormatMicroTime(Clock::WallTime t);
 // Parses RFC 3339 with an optional fraction and a "Z" or "+hh:mm"/"-hh:mm" offset.
 Result<Clock::WallTime> ParseTime(std::string_view text);
 
-}  // namespace sluice::kube
+}  // namespace sluice

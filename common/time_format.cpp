@@ -1,10 +1,10 @@
-#include "operator/kube/time_format.h"
+#include "common/time_format.h"
 
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 
-namespace sluice::kube {
+namespace sluice {
 namespace {
 
 std::string FormatWith(Clock::WallTime t, bool micro) {
@@ -96,4 +96,4 @@ Result<Clock::WallTime> ParseTime(std::string_view s) {
   return Clock::WallTime(duration_cast<Clock::WallTime::duration>(t.time_since_epoch()));
 }
 
-}  // namespace sluice::kube
+}  // namespace sluice

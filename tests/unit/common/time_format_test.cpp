@@ -1,0 +1,18 @@
+// RFC 3339 timestamps as Kubernetes writes them (metav1.Time, metav1.MicroTime).
+#include "common/time_format.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice {
+namespace {
+
+TEST(TimeFormatTest, FormatsAndParsesRfc3339) {
+  Result<Clock::WallTime> t = ParseTime("2026-11-22T10:00:00.5+01:00");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(FormatMicroTime(*t), "2026-11-22T09:00:00.500000Z");
+  EXPECT_FALSE(ParseTime("2026-11-22 10:00:00").ok());
+  EXPECT_FALSE(ParseTime("2026-13-22T10:00:00Z").ok());
+}
+
+}  // namespace
+}  // namespace sluice
