@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "operator/kube/indexer.h"
-#include "operator/kube/watch_decoder.h"
+#include "kube/indexer.h"
+#include "kube/watch_decoder.h"
 
 namespace sluice::kube {
 namespace {

@@ -20,6 +20,8 @@ RUN bash scripts/install-deps.sh
 COPY CMakeLists.txt ./
 COPY cmake/ cmake/
 COPY common/ common/
+COPY kube/ kube/
+COPY api/ api/
 COPY crds/ crds/
 COPY operator/ operator/
 COPY workers/ workers/

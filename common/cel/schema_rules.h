@@ -1,6 +1,6 @@
 // Evaluation of a structural schema's CEL rules (x-kubernetes-validations) over an object, as
 // a Kubernetes API server runs them for custom resources. Shared by the operator's own
-// validation (operator/api/validation.h) and the local API server, so both give the same
+// validation (api/validation.h) and the local API server, so both give the same
 // messages for the same CRD.
 //
 // Rules run top down wherever the schema declares them and the value is present (not null).

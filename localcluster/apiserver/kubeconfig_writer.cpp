@@ -89,7 +89,7 @@ Status WriteKubeconfig(const std::string& path, const KubeconfigParams& params) 
   }
   if (params.insecure_skip_tls_verify && !params.ca_pem.empty()) {
     // kubectl refuses this combination ("specifying a root certificates file with the insecure
-    // flag is not allowed"), as does operator/kube/kubeconfig.h.
+    // flag is not allowed"), as does kube/kubeconfig.h.
     return Status::InvalidArgument(
         "kubeconfig cannot set both a certificate authority and insecure-skip-tls-verify");
   }

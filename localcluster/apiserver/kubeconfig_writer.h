@@ -1,6 +1,6 @@
 // Kubeconfig writer: the kubectl configuration file that `sluice up` hands out for the local API
 // server (server URL, CA, access token), in the schema kubectl v1.32 reads and that
-// operator/kube/kubeconfig.h parses.
+// kube/kubeconfig.h parses.
 //
 // The file holds a bearer token, so it is written with mode 0600, atomically (secret_file.h). It
 // replaces the whole file: point it at a file of its own (e.g. <state>/kubeconfig), never at a

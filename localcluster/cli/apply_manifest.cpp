@@ -1,6 +1,6 @@
 #include "localcluster/cli/apply_manifest.h"
 
-#include "operator/kube/errors.h"
+#include "kube/errors.h"
 
 namespace sluice::cli {
 namespace {

@@ -16,10 +16,10 @@
 #include <string>
 
 #include "common/status.h"
+#include "kube/discovery.h"
+#include "kube/dynamic_client.h"
+#include "kube/rest_client.h"
 #include "localcluster/cli/manifest.h"
-#include "operator/kube/discovery.h"
-#include "operator/kube/dynamic_client.h"
-#include "operator/kube/rest_client.h"
 
 namespace sluice::cli {
 

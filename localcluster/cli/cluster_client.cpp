@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "operator/kube/kubeconfig.h"
+#include "kube/kubeconfig.h"
 
 namespace sluice::cli {
 

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "operator/kube/rest_client.h"
+#include "kube/rest_client.h"
 
 namespace sluice::cli {
 

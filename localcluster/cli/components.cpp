@@ -1,7 +1,7 @@
 #include "localcluster/cli/components.h"
 
+#include "api/operator_rbac.h"
 #include "localcluster/cli/prometheus_config.h"
-#include "operator/api/operator_rbac.h"
 
 namespace sluice::cli {
 namespace {

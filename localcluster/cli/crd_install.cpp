@@ -2,8 +2,8 @@
 
 #include <thread>
 
-#include "operator/api/crds.h"
-#include "operator/kube/errors.h"
+#include "api/crds.h"
+#include "kube/errors.h"
 
 namespace sluice::cli {
 namespace {

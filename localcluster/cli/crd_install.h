@@ -1,4 +1,4 @@
-// Installing the Sluice CRDs (compiled in from crds/*.yaml, operator/api/crds.h) into the API
+// Installing the Sluice CRDs (compiled in from crds/*.yaml, api/crds.h) into the API
 // server, as `sluice up` does once the API server is healthy.
 //
 // Per CRD: create it when absent; update it (PUT, with the stored resourceVersion as the
@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "operator/kube/dynamic_client.h"
-#include "operator/kube/rest_client.h"
+#include "kube/dynamic_client.h"
+#include "kube/rest_client.h"
 
 namespace sluice::cli {
 

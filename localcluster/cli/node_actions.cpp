@@ -1,7 +1,7 @@
 #include "localcluster/cli/node_actions.h"
 
-#include "operator/kube/dynamic_client.h"
-#include "operator/kube/errors.h"
+#include "kube/dynamic_client.h"
+#include "kube/errors.h"
 
 namespace sluice::cli {
 namespace {

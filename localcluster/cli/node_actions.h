@@ -21,7 +21,7 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "operator/kube/rest_client.h"
+#include "kube/rest_client.h"
 
 namespace sluice::cli {
 

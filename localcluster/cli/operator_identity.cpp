@@ -13,9 +13,9 @@
 #include <sstream>
 #include <vector>
 
+#include "api/operator_rbac.h"
 #include "common/yaml/yaml_json.h"
-#include "operator/api/operator_rbac.h"
-#include "operator/kube/dynamic_client.h"
+#include "kube/dynamic_client.h"
 
 namespace sluice::cli {
 namespace {

@@ -1,6 +1,6 @@
 // The operator's least-privilege identity on the local cluster, as `sluice up` sets it up before
 // starting sluice-operator: namespace sluice-system, ServiceAccount sluice-operator, the RBAC
-// objects of operator/api/operator_rbac.h (created, or updated to the table), a token for the
+// objects of api/operator_rbac.h (created, or updated to the table), a token for the
 // ServiceAccount from the TokenRequest API, and <state>/operator/kubeconfig: the admin
 // kubeconfig with that token instead of the admin's. The operator then has exactly the table's
 // rights: a call the table lacks is a 403.
@@ -14,8 +14,8 @@
 #include <string>
 
 #include "common/status.h"
+#include "kube/rest_client.h"
 #include "localcluster/cli/state_layout.h"
-#include "operator/kube/rest_client.h"
 
 namespace sluice::cli {
 

@@ -1,13 +1,13 @@
 #include "localcluster/cli/status_command.h"
 
+#include "kube/dynamic_client.h"
+#include "kube/errors.h"
 #include "localcluster/cli/cluster_client.h"
 #include "localcluster/cli/components.h"
 #include "localcluster/cli/health.h"
 #include "localcluster/cli/install_paths.h"
 #include "localcluster/cli/pid_file.h"
 #include "localcluster/cli/status_report.h"
-#include "operator/kube/dynamic_client.h"
-#include "operator/kube/errors.h"
 
 namespace sluice::cli {
 namespace {

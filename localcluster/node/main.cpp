@@ -21,10 +21,10 @@
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
 #include "common/process/signals.h"
+#include "kube/kubeconfig.h"
+#include "kube/rest_client.h"
 #include "localcluster/node/kubelet_server.h"
 #include "localcluster/node/node_agent.h"
-#include "operator/kube/kubeconfig.h"
-#include "operator/kube/rest_client.h"
 
 namespace sluice::node {
 namespace {

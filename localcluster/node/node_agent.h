@@ -40,13 +40,13 @@
 #include "common/metrics/registry.h"
 #include "common/process/cancellation.h"
 #include "common/status.h"
+#include "kube/dynamic_client.h"
+#include "kube/event_recorder.h"
+#include "kube/informer.h"
 #include "localcluster/node/cluster_config.h"
 #include "localcluster/node/image_map.h"
 #include "localcluster/node/pod_worker.h"
 #include "localcluster/node/workload_controller.h"
-#include "operator/kube/dynamic_client.h"
-#include "operator/kube/event_recorder.h"
-#include "operator/kube/informer.h"
 
 namespace sluice::node {
 

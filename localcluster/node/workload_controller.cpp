@@ -4,8 +4,8 @@
 #include <set>
 #include <utility>
 
+#include "kube/store.h"
 #include "localcluster/node/workload_objects.h"
-#include "operator/kube/store.h"
 
 namespace sluice::node {
 

@@ -35,11 +35,11 @@
 #include "common/clock.h"
 #include "common/logging/logger.h"
 #include "common/status.h"
+#include "kube/dynamic_client.h"
+#include "kube/event_recorder.h"
+#include "kube/informer.h"
 #include "localcluster/node/deployment_sync.h"
 #include "localcluster/node/replica_set_sync.h"
-#include "operator/kube/dynamic_client.h"
-#include "operator/kube/event_recorder.h"
-#include "operator/kube/informer.h"
 
 namespace sluice::node {
 

@@ -41,7 +41,7 @@
 #include <string>
 #include <vector>
 
-#include "operator/api/generated/rollout_pool_types.h"
+#include "api/generated/rollout_pool_types.h"
 
 namespace sluice::autoscale {
 

@@ -7,8 +7,8 @@
 
 #include "common/check.h"
 #include "common/logging/logger.h"
-#include "operator/kube/rate_limiting_queue.h"
-#include "operator/kube/store.h"
+#include "kube/rate_limiting_queue.h"
+#include "kube/store.h"
 
 namespace sluice::controllers {
 

@@ -73,7 +73,7 @@
 #include "common/metrics/registry.h"
 #include "common/process/cancellation.h"
 #include "common/status.h"
-#include "operator/kube/informer.h"
+#include "kube/informer.h"
 
 namespace sluice::controllers {
 

@@ -3,16 +3,16 @@
 #include <random>
 #include <set>
 
+#include "api/meta.h"
+#include "api/validation.h"
 #include "common/http/bearer_token.h"
 #include "common/http/client.h"
 #include "common/openapi/field_error.h"
-#include "operator/api/meta.h"
-#include "operator/api/validation.h"
+#include "kube/core_resources.h"
+#include "kube/kubeconfig.h"
 #include "operator/controllers/data_exhaustion.h"
 #include "operator/controllers/network_policies.h"
 #include "operator/controllers/object_meta.h"
-#include "operator/kube/core_resources.h"
-#include "operator/kube/kubeconfig.h"
 
 namespace sluice::controllers {
 

@@ -25,11 +25,11 @@
 #include <string>
 
 #include "common/status.h"
+#include "kube/dynamic_client.h"
+#include "kube/event_recorder.h"
+#include "kube/informer.h"
 #include "operator/controllers/controller.h"
 #include "operator/controllers/dataflow_children.h"
-#include "operator/kube/dynamic_client.h"
-#include "operator/kube/event_recorder.h"
-#include "operator/kube/informer.h"
 
 namespace sluice::controllers {
 

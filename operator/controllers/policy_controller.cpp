@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
+#include "api/meta.h"
+#include "api/validation.h"
 #include "common/openapi/field_error.h"
 #include "common/time_format.h"
-#include "operator/api/meta.h"
-#include "operator/api/validation.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/trainer_job_children.h"

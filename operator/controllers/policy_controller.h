@@ -18,10 +18,10 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "kube/dynamic_client.h"
+#include "kube/event_recorder.h"
+#include "kube/informer.h"
 #include "operator/controllers/controller.h"
-#include "operator/kube/dynamic_client.h"
-#include "operator/kube/event_recorder.h"
-#include "operator/kube/informer.h"
 
 namespace sluice::controllers {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "operator/kube/indexer.h"
+#include "kube/indexer.h"
 
 namespace sluice::controllers {
 

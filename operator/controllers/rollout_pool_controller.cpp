@@ -3,19 +3,19 @@
 #include <algorithm>
 #include <cmath>
 
+#include "api/meta.h"
+#include "api/validation.h"
 #include "common/http/bearer_token.h"
 #include "common/http/client.h"
 #include "common/openapi/field_error.h"
 #include "common/time_format.h"
-#include "operator/api/meta.h"
-#include "operator/api/validation.h"
+#include "kube/kubeconfig.h"
 #include "operator/autoscale/prometheus_client.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/rollout_pool_children.h"
 #include "operator/controllers/rollout_pool_status.h"
-#include "operator/kube/kubeconfig.h"
 #include "operator/placement/region_targets.h"
 #include "operator/placement/scale_down.h"
 #include "operator/placement/spillover.h"

@@ -35,13 +35,13 @@
 
 #include "common/http/client.h"
 #include "common/status.h"
+#include "kube/dynamic_client.h"
+#include "kube/event_recorder.h"
+#include "kube/informer.h"
 #include "operator/autoscale/recommendation.h"
 #include "operator/controllers/controller.h"
 #include "operator/controllers/dataflow_children.h"
 #include "operator/controllers/rollout_pool_metrics.h"
-#include "operator/kube/dynamic_client.h"
-#include "operator/kube/event_recorder.h"
-#include "operator/kube/informer.h"
 
 namespace sluice::controllers {
 

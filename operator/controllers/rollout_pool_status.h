@@ -48,8 +48,8 @@
 #include <string>
 #include <vector>
 
+#include "api/meta.h"
 #include "common/clock.h"
-#include "operator/api/meta.h"
 #include "operator/placement/region_targets.h"
 
 namespace sluice::controllers {

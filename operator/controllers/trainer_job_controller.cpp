@@ -2,18 +2,18 @@
 
 #include <algorithm>
 
+#include "api/meta.h"
+#include "api/validation.h"
 #include "common/http/bearer_token.h"
 #include "common/http/client.h"
 #include "common/openapi/field_error.h"
 #include "common/time_format.h"
-#include "operator/api/meta.h"
-#include "operator/api/validation.h"
+#include "kube/kubeconfig.h"
 #include "operator/controllers/data_exhaustion.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/trainer_job_children.h"
-#include "operator/kube/kubeconfig.h"
 
 namespace sluice::controllers {
 

@@ -78,15 +78,14 @@ class SluiceSession {
   }
   // Stops the cluster. Every test that ran the operator checks here that RBAC refused it
   // nothing: the operator runs as its ServiceAccount with only its table of rules
-  // (operator/api/operator_rbac.h), so a call the table lacks is a 403 in the access log.
+  // (api/operator_rbac.h), so a call the table lacks is a 403 in the access log.
   CommandResult Down() {
     if (!running_) return {0, ""};
     running_ = false;
     const std::string refused = OperatorForbiddenRequests();
     if (!refused.empty()) {
-      ADD_FAILURE()
-          << "RBAC refused the operator (add the rule to operator/api/operator_rbac.cpp):\n"
-          << refused;
+      ADD_FAILURE() << "RBAC refused the operator (add the rule to api/operator_rbac.cpp):\n"
+                    << refused;
     }
     return RunShell(BinDir() + "/sluice down --state-dir " + state_);
   }

@@ -1,14 +1,14 @@
 // The chart's RBAC, as helm renders it, grants exactly the operator's table (OperatorRbacRules),
 // the same rules `sluice up` installs: cluster-wide, per watched namespace, and the Lease in the
 // release's namespace only with leader election. (That the committed template is the generator's
-// current output is ChartRbacTest, in tests/unit/operator/api/.)
+// current output is ChartRbacTest, in tests/unit/api/.)
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "operator/api/operator_rbac.h"
+#include "api/operator_rbac.h"
 #include "tests/helm/helm_chart.h"
 
 namespace sluice::helm_test {

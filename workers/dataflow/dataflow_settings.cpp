@@ -14,8 +14,8 @@
 #include <variant>
 #include <vector>
 
+#include "api/validation.h"
 #include "common/yaml/yaml_json.h"
-#include "operator/api/validation.h"
 #include "workers/dataflow/algorithms/curators.h"
 #include "workers/dataflow/algorithms/filters.h"
 #include "workers/dataflow/algorithms/group_stats.h"

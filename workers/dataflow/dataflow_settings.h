@@ -22,8 +22,8 @@
 #include <string>
 #include <string_view>
 
+#include "api/generated/dataflow_types.h"
 #include "common/status.h"
-#include "operator/api/generated/dataflow_types.h"
 #include "workers/dataflow/dataflow_core.h"
 #include "workers/dataflow/dataset.h"
 

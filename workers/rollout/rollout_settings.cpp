@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "operator/api/generated/policy_types.h"
-#include "operator/api/validation.h"
+#include "api/generated/policy_types.h"
+#include "api/validation.h"
 #include "workers/trainer/weight_sync.h"
 
 namespace sluice::rollout {

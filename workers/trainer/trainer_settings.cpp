@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "operator/api/validation.h"
+#include "api/validation.h"
 
 namespace sluice::trainer {
 namespace {

@@ -12,10 +12,10 @@
 #include <string>
 #include <string_view>
 
+#include "api/generated/dataflow_types.h"
+#include "api/generated/policy_types.h"
+#include "api/generated/trainer_job_types.h"
 #include "common/status.h"
-#include "operator/api/generated/dataflow_types.h"
-#include "operator/api/generated/policy_types.h"
-#include "operator/api/generated/trainer_job_types.h"
 #include "workers/model/model_download.h"
 
 namespace sluice::trainer {

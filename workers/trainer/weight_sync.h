@@ -18,7 +18,7 @@
 
 #include <cstdint>
 
-#include "operator/api/generated/policy_types.h"
+#include "api/generated/policy_types.h"
 
 namespace sluice::trainer {
 

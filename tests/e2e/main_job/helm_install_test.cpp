@@ -149,7 +149,7 @@ TEST(HelmInstallTest, TheChartsOperatorTrainsAnExampleAndUpgradeAndUninstallKeep
   const AccessLog calls = RequestsOf(cluster, kOperatorUser);
   EXPECT_GT(calls.requests, 0);
   EXPECT_EQ(calls.refused, "") << "RBAC refused the chart's operator (helm/sluice/templates/"
-                                  "rbac.yaml comes from operator/api/operator_rbac.cpp)";
+                                  "rbac.yaml comes from api/operator_rbac.cpp)";
 
   // Upgrade: a new image tag rolls the operator.
   helm_test::HelmResult upgraded =

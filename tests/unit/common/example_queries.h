@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "common/yaml/yaml_json.h"
-#include "tests/unit/operator/api/test_files.h"
+#include "tests/unit/api/test_files.h"
 
 namespace sluice::test_support {
 

@@ -1,5 +1,5 @@
 // Tests of the kubeconfig writer: the YAML it renders, the file it writes, and a round trip
-// through the operator's own kubeconfig reader and REST client (operator/kube) against a TLS
+// through the operator's own kubeconfig reader and REST client (kube/) against a TLS
 // server using the generated certificates and token.
 #include "localcluster/apiserver/kubeconfig_writer.h"
 
@@ -11,8 +11,8 @@
 #include <fstream>
 #include <string>
 
-#include "operator/kube/kubeconfig.h"
-#include "operator/kube/rest_client.h"
+#include "kube/kubeconfig.h"
+#include "kube/rest_client.h"
 #include "tests/unit/localcluster/apiserver/local_tls_server.h"
 
 namespace sluice::apiserver {

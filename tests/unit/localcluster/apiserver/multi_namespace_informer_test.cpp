@@ -16,11 +16,11 @@
 #include "common/http/bearer_token.h"
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
+#include "kube/dynamic_client.h"
+#include "kube/informer.h"
+#include "kube/rest_client.h"
 #include "localcluster/apiserver/api_server.h"
 #include "localcluster/apiserver/memory_storage.h"
-#include "operator/kube/dynamic_client.h"
-#include "operator/kube/informer.h"
-#include "operator/kube/rest_client.h"
 
 namespace sluice::apiserver {
 namespace {

@@ -16,10 +16,10 @@
 #include <thread>
 
 #include "common/metrics/exposition.h"
-#include "operator/kube/dynamic_client.h"
-#include "operator/kube/informer.h"
-#include "operator/kube/rest_client.h"
-#include "tests/unit/operator/kube/test_server.h"
+#include "kube/dynamic_client.h"
+#include "kube/informer.h"
+#include "kube/rest_client.h"
+#include "tests/unit/kube/test_server.h"
 
 namespace sluice::controllers {
 namespace {

@@ -8,11 +8,11 @@
 #include <optional>
 
 #include "common/metrics/exposition.h"
+#include "kube/dynamic_client.h"
+#include "kube/event_recorder.h"
+#include "kube/informer.h"
+#include "kube/rest_client.h"
 #include "operator/controllers/rollout_pool_controller.h"
-#include "operator/kube/dynamic_client.h"
-#include "operator/kube/event_recorder.h"
-#include "operator/kube/informer.h"
-#include "operator/kube/rest_client.h"
 #include "tests/unit/common/promtool_check.h"
 #include "tests/unit/common/scraped_metric.h"
 
