@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "api/json_convert.h"
+#include "common/time_format.h"
 
 namespace sluice::api {
 using nlohmann::json;
@@ -109,15 +110,6 @@ Result<std::vector<Condition>> ConditionsFromJson(const json& j, std::string_vie
   if (j.is_null()) return out;
   SLUICE_RETURN_IF_ERROR(FromJson(j, path, &out));
   return out;
-}
-
-std::string FormatTime(Clock::WallTime t) {
-  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 const Condition* FindCondition(const std::vector<Condition>& conditions, std::string_view type) {

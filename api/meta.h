@@ -81,9 +81,6 @@ Result<ObjectMeta> ObjectMetaFromJson(const nlohmann::json& j);
 Result<Condition> ConditionFromJson(const nlohmann::json& j, std::string_view path);
 Result<std::vector<Condition>> ConditionsFromJson(const nlohmann::json& j, std::string_view path);
 
-// "2026-11-22T10:00:00Z".
-std::string FormatTime(Clock::WallTime t);
-
 // The condition of `type`, or null.
 const Condition* FindCondition(const std::vector<Condition>& conditions, std::string_view type);
 bool IsConditionTrue(const std::vector<Condition>& conditions, std::string_view type);

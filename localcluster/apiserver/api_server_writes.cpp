@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "common/time_format.h"
 #include "localcluster/apiserver/api_errors.h"
 #include "localcluster/apiserver/api_server.h"
 #include "localcluster/apiserver/api_server_request.h"
@@ -59,7 +60,7 @@ void ApiServer::Create(Request& r, httplib::Response& res) {
               conditions.end());
           conditions.push_back({{"type", "PodScheduled"},
                                 {"status", "True"},
-                                {"lastTransitionTime", FormatTimestamp(clock_->WallNow())}});
+                                {"lastTransitionTime", FormatTime(clock_->WallNow())}});
           return next;
         });
     if (!bound.ok()) {

@@ -5,6 +5,7 @@
 
 #include "common/cel/schema_rules.h"
 #include "common/openapi/schema.h"
+#include "common/time_format.h"
 #include "localcluster/apiserver/crd_schema_checks.h"
 #include "localcluster/apiserver/object_rules.h"
 
@@ -136,7 +137,7 @@ json AcceptedCrdStatus(const json& crd, const json& previous_status, Clock::Wall
   const std::string kind = names.value("kind", "");
   if (!names.contains("listKind")) names["listKind"] = kind + "List";
   if (!names.contains("singular")) names["singular"] = Lower(kind);
-  const std::string ts = FormatTimestamp(now);
+  const std::string ts = FormatTime(now);
   auto condition = [&](const std::string& type, const std::string& reason,
                        const std::string& message) {
     std::string since = ts;

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "common/base64.h"
+#include "common/time_format.h"
 
 namespace sluice::apiserver {
 namespace {
@@ -91,16 +92,6 @@ void DefaultService(json& service) {
 }
 
 }  // namespace
-
-std::string FormatTimestamp(Clock::WallTime t) {
-  const std::time_t secs = std::chrono::system_clock::to_time_t(
-      std::chrono::time_point_cast<std::chrono::system_clock::duration>(t));
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string NewUid() {
   std::uniform_int_distribution<int> nibble(0, 15);
@@ -219,7 +210,7 @@ Result<json> PrepareCreate(const ResourceInfo& info, json object, std::string_vi
   meta.erase("managedFields");
   meta.erase("selfLink");
   meta["uid"] = NewUid();
-  meta["creationTimestamp"] = FormatTimestamp(now);
+  meta["creationTimestamp"] = FormatTime(now);
   meta["generation"] = 1;
   if (info.has_status) object.erase("status");
 

@@ -17,8 +17,6 @@
 
 namespace sluice::apiserver {
 
-// "2026-11-22T10:00:00Z": metav1.Time's wire format (RFC 3339, UTC, seconds).
-std::string FormatTimestamp(Clock::WallTime t);
 // A random RFC 4122 version-4 UUID ("6f1c...-4...").
 std::string NewUid();
 // Five characters from kube's generateName alphabet (consonants and digits, no vowels).

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "common/time_format.h"
 #include "localcluster/apiserver/api_errors.h"
 #include "localcluster/apiserver/object_rules.h"
 #include "localcluster/apiserver/service_accounts.h"
@@ -151,7 +152,7 @@ json TokenRequestJson(const std::string& namespace_, const std::string& name,
   out["spec"] = {{"audiences", spec.audiences},
                  {"expirationSeconds", spec.expiration_seconds},
                  {"boundObjectRef", std::move(bound)}};
-  out["status"] = {{"token", token}, {"expirationTimestamp", FormatTimestamp(expires)}};
+  out["status"] = {{"token", token}, {"expirationTimestamp", FormatTime(expires)}};
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "common/time_format.h"
 #include "common/yaml/yaml_json.h"
 #include "localcluster/apiserver/api_errors.h"
 #include "localcluster/apiserver/custom_resources.h"
@@ -48,7 +49,7 @@ TEST(ApiserverObjectRulesTest, CreateFillsServerFields) {
                                std::regex("cfg-[bcdfghjklmnpqrstvwxz2456789]{5}")));
   EXPECT_EQ(meta["namespace"], "ml");
   EXPECT_EQ(meta["generation"], 1);
-  EXPECT_EQ(meta["creationTimestamp"], FormatTimestamp(kNow));
+  EXPECT_EQ(meta["creationTimestamp"], FormatTime(kNow));
   EXPECT_TRUE(std::regex_match(meta["uid"].get<std::string>(),
                                std::regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-"
                                           "[0-9a-f]{12}")));
@@ -228,7 +229,7 @@ TEST(ApiserverCustomResourceTest, CrdChecksAndAcceptedStatus) {
   EXPECT_EQ(status["storedVersions"], json::array({crd["spec"]["versions"][0]["name"]}));
   // A later acceptance keeps the original transition time.
   json again = AcceptedCrdStatus(crd, status, kNow + std::chrono::hours(1));
-  EXPECT_EQ(again["conditions"][0]["lastTransitionTime"], FormatTimestamp(kNow));
+  EXPECT_EQ(again["conditions"][0]["lastTransitionTime"], FormatTime(kNow));
 
   json two_storage = crd;
   json second = two_storage["spec"]["versions"][0];
