@@ -2,10 +2,7 @@
 // sluice-node with fast heartbeats and back-offs, and kubectl against them.
 #pragma once
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,13 +10,13 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/http/client.h"
 #include "tests/e2e/apiserver_process.h"
+#include "tests/support/free_port.h"
 
 namespace sluice::e2e {
 
@@ -62,7 +59,7 @@ class NodeProcess {
     std::filesystem::create_directories(state_dir_);
     const std::string config = state_dir_ + "/cluster.yaml";
     std::ofstream(config) << kTestClusterConfig;
-    port_ = FreePort();
+    port_ = test_support::FreePort();
     std::vector<std::string> args = {BinDir() + "/sluice-node",
                                      "--kubeconfig",
                                      kubeconfig_,
@@ -140,26 +137,9 @@ class NodeProcess {
     return r.ok() && r->status == 200;
   }
 
-  // A port N such that N and N + 1 are both free now (sluice up --operator-port uses both).
-  static int FreePortPair() {
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      const int port = FreePort();
-      if (port >= 65535) continue;
-      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      addr.sin_port = htons(static_cast<uint16_t>(port + 1));
-      const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-      ::close(fd);
-      if (free) return port;
-    }
-    return FreePort();
-  }
-
   // Ports for `sluice up`: --apiserver-port, --node-port and --operator-port (which also takes
-  // the next port), all free now and all distinct. Ports are released after probing, so the
-  // kernel may hand the same one out twice; this picks again until they differ.
+  // the next port), all free now and all distinct (tests/support/free_port.h: the first two are
+  // probed together, and the operator's pair avoids them).
   struct UpPorts {
     int apiserver = 0;
     int node = 0;
@@ -171,27 +151,8 @@ class NodeProcess {
     }
   };
   static UpPorts FreeUpPorts() {
-    UpPorts ports;
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      ports = {FreePort(), FreePort(), FreePortPair()};
-      const std::set<int> taken = {ports.apiserver, ports.node, ports.operator_port,
-                                   ports.operator_port + 1};
-      if (taken.size() == 4) return ports;
-    }
-    return ports;
-  }
-
-  // A port free now (bound to port 0, then released).
-  static int FreePort() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
+    const std::vector<int> two = test_support::FreePorts(2);
+    return {two[0], two[1], test_support::FreePortPair(two)};
   }
 
  private:

@@ -25,6 +25,7 @@
 #include "common/http/url.h"
 #include "common/logging/logger.h"
 #include "tests/e2e/sluice_session.h"
+#include "tests/support/free_port.h"
 
 extern char** environ;
 
@@ -61,7 +62,7 @@ class Prometheus {
  public:
   ~Prometheus() { Stop(); }
   bool Start(const std::string& dir, int target_port) {
-    port_ = NodeProcess::FreePort();
+    port_ = test_support::FreePort();
     std::ofstream(dir + "/prometheus.yml")
         << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1m\nscrape_configs:\n"
            "  - job_name: test\n    static_configs:\n      - targets: ['127.0.0.1:"

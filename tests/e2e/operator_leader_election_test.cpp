@@ -13,6 +13,7 @@
 
 #include "common/http/client.h"
 #include "tests/e2e/sluice_session.h"
+#include "tests/support/free_port.h"
 
 namespace sluice::e2e {
 namespace {
@@ -65,7 +66,7 @@ TEST(OperatorLeaderElectionTest, OnlyTheLeaderReconcilesAndAStandbyTakesOver) {
   ASSERT_TRUE(WaitUntil([&] { return kubectl("get pod first-dataflow").exit_code == 0; }));
 
   // A second candidate joins.
-  const int second_port = NodeProcess::FreePort();
+  const int second_port = test_support::FreePort();
   const pid_t second = fork();
   if (second == 0) {
     const std::string log = dir + "/second.log";
@@ -75,7 +76,7 @@ TEST(OperatorLeaderElectionTest, OnlyTheLeaderReconcilesAndAStandbyTakesOver) {
     // As `sluice up` runs the first: its ServiceAccount, its Lease in sluice-system.
     const std::string kubeconfig = state + "/operator/kubeconfig";
     const std::string metrics = "127.0.0.1:" + std::to_string(second_port);
-    const std::string health = "127.0.0.1:" + std::to_string(NodeProcess::FreePort());
+    const std::string health = "127.0.0.1:" + std::to_string(test_support::FreePort());
     setenv("SLUICE_OPERATOR_LEADER_ELECTION_LEASE_DURATION", "4s", 1);
     setenv("SLUICE_OPERATOR_LEADER_ELECTION_RENEW_DEADLINE", "3s", 1);
     setenv("SLUICE_OPERATOR_LEADER_ELECTION_RETRY_PERIOD", "500ms", 1);

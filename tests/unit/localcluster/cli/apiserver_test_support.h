@@ -1,11 +1,6 @@
-// What the CLI tests that start the real sluice-apiserver share: finding the built binaries and
-// a free loopback port.
+// What the CLI tests that start the real sluice-apiserver share: finding the built binaries (a
+// free port comes from tests/support/free_port.h).
 #pragma once
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -34,21 +29,6 @@ inline std::string FindBinDir() {
     }
   }
   return "";
-}
-
-// A loopback port free now (bound to port 0, then released).
-inline int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
 }
 
 }  // namespace sluice::cli::testing_support

@@ -31,13 +31,14 @@
 #include "localcluster/cli/progress_log.h"
 #include "localcluster/cli/run_command.h"
 #include "localcluster/cli/stop_component.h"
+#include "tests/support/free_port.h"
 #include "tests/unit/localcluster/cli/apiserver_test_support.h"
 
 namespace sluice::cli {
 namespace {
 
+using test_support::FreePort;
 using testing_support::FindBinDir;
-using testing_support::FreePort;
 
 using nlohmann::json;
 

@@ -14,12 +14,15 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/free_port.h"
+
 namespace sluice::node {
 namespace {
 
 using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using test_support::FreePort;
 
 // A listening socket on 127.0.0.1; never accepts (connections complete in the backlog).
 class Listener {
@@ -46,14 +49,6 @@ class Listener {
   int fd_ = -1;
   int port_ = 0;
 };
-
-// A port nothing listens on (bound, then closed).
-int ClosedPort() {
-  Listener l;
-  const int port = l.port();
-  l.Close();
-  return port;
-}
 
 class ProbeHttpTest : public ::testing::Test {
  protected:
@@ -140,7 +135,7 @@ TEST_F(ProbeHttpTest, NamedPortsHostAndHeaders) {
 }
 
 TEST(ProbeTest, HttpConnectionRefused) {
-  const int port = ClosedPort();
+  const int port = FreePort();
   json probe = {{"httpGet", {{"path", "/healthz"}, {"port", port}}}};
   ProbeResult r = RunProbe(probe, "127.0.0.1", json::object(), {});
   EXPECT_FALSE(r.success);
@@ -180,7 +175,7 @@ TEST(ProbeTest, TcpSocket) {
   r = RunProbe({{"tcpSocket", {{"port", "db"}, {"host", "127.0.0.1"}}}}, "", container, {});
   EXPECT_TRUE(r.success) << r.message;
 
-  const int closed = ClosedPort();
+  const int closed = FreePort();
   r = RunProbe({{"tcpSocket", {{"port", closed}}}}, "127.0.0.1", json::object(), {});
   EXPECT_FALSE(r.success);
   EXPECT_EQ(r.message,

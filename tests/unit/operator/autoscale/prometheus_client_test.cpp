@@ -2,13 +2,10 @@
 // replies) and, when /usr/bin/prometheus is installed, against the real one.
 #include "operator/autoscale/prometheus_client.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +21,7 @@
 #include "common/clock.h"
 #include "common/http/server.h"
 #include "common/logging/logger.h"
+#include "tests/support/free_port.h"
 
 extern char** environ;
 
@@ -32,6 +30,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
+using test_support::FreePort;
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -251,20 +250,6 @@ TEST(PrometheusClientTest, CreateRejectsBadUrlsAndTimeouts) {
   ASSERT_FALSE(c.ok());
   EXPECT_TRUE(Contains(c.status().message(), "prometheus:9090")) << c.status().ToString();
   EXPECT_FALSE(PrometheusClient::Create("http://127.0.0.1:9090", milliseconds(0)).ok());
-}
-
-// A port nothing listens on (bound, then closed).
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  socklen_t len = sizeof addr;
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 TEST(PrometheusClientTest, UnreachableServerIsUnavailable) {

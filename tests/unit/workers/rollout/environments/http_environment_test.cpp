@@ -3,11 +3,7 @@
 // that fail, stall, trickle or reply with whatever body a test sets.
 #include "workers/rollout/environments/http_environment.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <map>
@@ -21,31 +17,18 @@
 #include "common/http/json_body.h"
 #include "common/http/server.h"
 #include "common/logging/logger.h"
+#include "tests/support/free_port.h"
 
 namespace sluice::rollout {
 namespace {
 
 using nlohmann::json;
+using ::sluice::test_support::FreePort;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Clock = std::chrono::steady_clock;
 
 constexpr seconds kStall{20};  // How long /slow routes hold a request unless released.
-
-// A loopback port nothing listens on (bound to port 0, then released).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
 
 class HttpEnvironmentTest : public ::testing::Test {
  protected:

@@ -3,11 +3,7 @@
 // the episode with their own reward, fail, or cannot be reached.
 #include "workers/rollout/workflows/multi_turn_workflow.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <memory>
 #include <mutex>
@@ -18,6 +14,7 @@
 #include "common/http/json_body.h"
 #include "common/http/server.h"
 #include "common/logging/logger.h"
+#include "tests/support/free_port.h"
 #include "tests/unit/workers/rollout/workflows/scripted_backend.h"
 #include "workers/model/char_tokenizer.h"
 
@@ -26,27 +23,13 @@ namespace {
 
 using model::CharTokenizer;
 using nlohmann::json;
+using ::sluice::test_support::FreePort;
 using test_support::PlainCharPolicy;
 using test_support::ScriptedBackend;
 
 constexpr char kPrompt[] = "<|user|>\nWhat is 6*7?<|end|>\n<|assistant|>\n";
 
 std::vector<int32_t> Ids(std::string_view text) { return CharTokenizer().Encode(text); }
-
-// A loopback port nothing listens on (bound to port 0, then released).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
 
 std::unique_ptr<Workflow> MakeMultiTurn(json environment, json extra = json::object()) {
   json spec = {{"type", "multi-turn"},

@@ -3,9 +3,6 @@
 #include "workers/trainer/torch/policy_trainer.h"
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <future>
@@ -14,10 +11,13 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/free_port.h"
 #include "workers/trainer/trainer_settings.h"
 
 namespace sluice::trainer {
 namespace {
+
+using test_support::FreePort;
 
 constexpr const char* kModel = "builtin:tiny?layers=1&d=32&heads=2&ff=64&max_pos=128&seed=3";
 
@@ -83,18 +83,6 @@ double MaxDiff(const std::vector<torch::Tensor>& a, const std::vector<torch::Ten
   double d = 0;
   for (size_t i = 0; i < a.size(); ++i) d = std::max(d, (a[i] - b[i]).abs().max().item<double>());
   return d;
-}
-
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 std::unique_ptr<PolicyTrainer> Make(const TrainerSettings& s, Communicator* comm) {
