@@ -202,6 +202,7 @@ void ApiServer::Shutdown() {
 
 int ApiServer::port() const { return http_->port(); }
 std::string ApiServer::BaseUrl() const { return http_->BaseUrl(); }
+uint64_t ApiServer::gc_passes() const { return gc_->passes(); }
 
 std::optional<ResourceInfo> ApiServer::FindResource(const std::string& group,
                                                     const std::string& version,

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -86,6 +87,9 @@ class ApiServer {
   int port() const;
   std::string BaseUrl() const;
   Storage& storage() { return *storage_; }
+  // Garbage collector passes finished so far (GarbageCollector::passes); for tests, which wait
+  // for passes instead of sleeping. Callable from any thread.
+  uint64_t gc_passes() const;
 
  private:
   struct Request;  // One parsed API request; defined in the .cpp.

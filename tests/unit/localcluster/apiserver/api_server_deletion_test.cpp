@@ -3,11 +3,9 @@
 // taking its resources and discovery with it.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "common/http/client.h"
 #include "common/status.h"
@@ -25,7 +23,6 @@ using api_server_testing::kConfigMaps;
 using api_server_testing::kRolloutPools;
 using api_server_testing::RolloutPool;
 using nlohmann::json;
-using std::chrono::milliseconds;
 
 // ---- Garbage collection -------------------------------------------------------------------
 
@@ -41,7 +38,7 @@ TEST_F(ApiServerTest, DependentsOfADeletedOwnerAreCollected) {
   MustCreate(kConfigMaps, ConfigMap("bystander"));
 
   // The owner alive, the dependent stays through several passes.
-  std::this_thread::sleep_for(milliseconds(200));
+  ASSERT_TRUE(WaitForGcPasses(3));
   ASSERT_EQ(Get(std::string(kConfigMaps) + "/dependent").status, 200);
 
   ASSERT_EQ(Delete(std::string(kConfigMaps) + "/owner").status, 200);
@@ -78,7 +75,7 @@ TEST_F(ApiServerTest, ForegroundDeletionWaitsForBlockingDependents) {
   ASSERT_TRUE(Eventually([&] {
     return Body(Get(dependent_path)).contains("/metadata/deletionTimestamp"_json_pointer);
   }));
-  std::this_thread::sleep_for(milliseconds(300));  // Several collector passes.
+  ASSERT_TRUE(WaitForGcPasses(3));  // Several collector passes.
   const http::Response held = Get(owner_path);
   ASSERT_EQ(held.status, 200) << held.body;
   EXPECT_TRUE(Body(held).contains("/metadata/deletionTimestamp"_json_pointer));
@@ -106,7 +103,7 @@ TEST_F(ApiServerTest, FinalizersHoldDeletionUntilRemoved) {
   EXPECT_EQ(deleting.value("/metadata/deletionGracePeriodSeconds"_json_pointer, -1), 0);
 
   // Still there, marked, after collector passes.
-  std::this_thread::sleep_for(milliseconds(200));
+  ASSERT_TRUE(WaitForGcPasses(3));
   r = Get(path);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_TRUE(Body(r).contains("/metadata/deletionTimestamp"_json_pointer));

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -260,6 +261,14 @@ class ApiServerTest : public ::testing::Test {
       std::this_thread::sleep_for(milliseconds(20));
     }
     return done();
+  }
+
+  // Waits until the garbage collector has finished `n` more passes than when called (so with
+  // n >= 2 at least one whole pass began after the call): what a test waits for before checking
+  // that the collector did not do something. False after 30 s.
+  bool WaitForGcPasses(uint64_t n) {
+    const uint64_t from = server_->gc_passes();
+    return Eventually([&] { return server_->gc_passes() >= from + n; }, seconds(30));
   }
 
   // Reads the watch at `path` line by line until `stop` says so or the stream ends.
