@@ -15,7 +15,9 @@ BoundedTaskQueue::~BoundedTaskQueue() { shutdown(); }
 
 void BoundedTaskQueue::enqueue(std::function<void()> fn) {
   std::unique_lock<std::mutex> lock(mu_);
+  ++blocked_;  // Visible to others only while the wait has released mu_.
   not_full_.wait(lock, [&] { return shutdown_ || tasks_.size() < max_queued_; });
+  --blocked_;
   if (shutdown_) return;
   tasks_.push_back(std::move(fn));
   not_empty_.notify_one();
@@ -44,6 +46,11 @@ size_t BoundedTaskQueue::queued() const {
 size_t BoundedTaskQueue::busy() const {
   std::lock_guard<std::mutex> lock(mu_);
   return busy_;
+}
+
+size_t BoundedTaskQueue::blocked() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return blocked_;
 }
 
 void BoundedTaskQueue::Work() {

@@ -34,6 +34,8 @@ class BoundedTaskQueue final : public httplib::TaskQueue {
 
   size_t queued() const;
   size_t busy() const;
+  // Callers of enqueue blocked now, waiting for room (tests wait for one instead of sleeping).
+  size_t blocked() const;
 
  private:
   void Work();
@@ -44,6 +46,7 @@ class BoundedTaskQueue final : public httplib::TaskQueue {
   std::condition_variable not_full_;
   std::deque<std::function<void()>> tasks_;
   size_t busy_ = 0;
+  size_t blocked_ = 0;
   bool shutdown_ = false;
   std::vector<std::thread> workers_;
 };

@@ -240,7 +240,8 @@ TEST(BoundedTaskQueueTest, RunsEverythingAndBlocksWhenFull) {
       q.enqueue([&] { ++ran; });  // Blocks: the queue is full.
       fourth_enqueued = true;
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // Once the producer is blocked in enqueue, it has not got through.
+    while (q.blocked() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     EXPECT_FALSE(fourth_enqueued.load());
     release = true;
     producer.join();
