@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -203,6 +204,25 @@ class DataflowServiceTest : public ::testing::Test {
 
   std::string Metrics() { return Must(client_->Get("/metrics")).body; }
 
+  // Waits (up to 3 s, less than the long polls' 5 s) until a request is in its handler: a long
+  // poll started on another thread is waiting before the test changes what it waits for.
+  void WaitForRequestInFlight() {
+    const auto deadline = std::chrono::steady_clock::now() + seconds(3);
+    while (server_->in_flight() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
+  // Polls `fresh` (up to 10 s) until the metrics show what the test wrote: the status they
+  // read is cached for a moment (DataflowService's status cache). The assertions that follow
+  // report a timeout.
+  static void WaitForScrape(const std::function<bool()>& fresh) {
+    const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+    while (!fresh() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
   FakeClock clock_;
   Dataset dataset_ = MakeDataset(50);
   log::Logger logger_{"dataflow-test"};
@@ -365,7 +385,7 @@ TEST_F(DataflowServiceTest, BatchLongPollReturnsWhenDataArrives) {
   const auto began = std::chrono::steady_clock::now();
   http::Response polled;
   std::thread poller([&] { polled = GetBatch("actor", 1, 5); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  WaitForRequestInFlight();
   SubmitOk(GroupFor(task));
   poller.join();
   EXPECT_EQ(polled.status, 200);
@@ -425,7 +445,7 @@ TEST_F(DataflowServiceTest, BackpressureStopsLeasesUntilAcked) {
   json polled;
   const auto began = std::chrono::steady_clock::now();
   std::thread poller([&] { polled = Lease("w3", 1, 5, other.get()); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  WaitForRequestInFlight();
   EXPECT_EQ(Ack(b.batch_id), 200);
   poller.join();
   EXPECT_EQ(polled["tasks"].size(), 1U) << polled.dump();
@@ -530,7 +550,11 @@ TEST_F(DataflowServiceTest, ExportsTheAutoscalingSignalsTheExamplesUse) {
                      {{"number", 2}, {"url", "s3://w/2"}, {"digest", "d2"}})
                 .status,
             200);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // The metrics' status cache.
+  // The gauges read a status cached for a moment: wait for one taken after the writes.
+  WaitForScrape([&] {
+    return test_support::Scraped(*registry_, "sluice_dataflow_rollout_demand", {}) == 7.0 &&
+           test_support::Scraped(*registry_, "sluice_dataflow_policy_lag", {"actor"}) == 2.0;
+  });
   // 2 leases + room (8 - 1 buffered - 2 leased).
   EXPECT_EQ(test_support::Scraped(*registry_, "sluice_dataflow_rollout_demand", {}), 7.0);
   EXPECT_EQ(test_support::Scraped(*registry_, "sluice_dataflow_policy_lag", {"actor"}), 2.0);
@@ -576,7 +600,7 @@ TEST_F(DataflowServiceTest, DrainedPolicyIsAnsweredGone) {
   http::Response polled;
   const auto began = std::chrono::steady_clock::now();
   std::thread poller([&] { polled = GetBatch("actor", 0, 5); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  WaitForRequestInFlight();
   EXPECT_EQ(Ack(b.batch_id), 200);
   poller.join();
   EXPECT_LT(std::chrono::steady_clock::now() - began, seconds(4));
@@ -610,7 +634,13 @@ TEST_F(DataflowServiceTest, DrainedPolicyIsAnsweredGone) {
   EXPECT_EQ(json::parse(gone.body)["error"]["message"],
             "the dataset is exhausted (epoch 1 of 1) and the 0 buffered groups of policy actor "
             "cannot fill a batch of 1");
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // The metrics' status cache.
+  // The gauges read a status cached for a moment: wait for one taken after the writes.
+  WaitForScrape([&] {
+    const std::string m = Metrics();
+    return m.find("sluice_dataflow_exhausted 1") != std::string::npos &&
+           m.find("sluice_dataflow_drained{policy=\"actor\"} 1") != std::string::npos &&
+           m.find("outcome=\"drained\"} 3") != std::string::npos;
+  });
   const std::string m = Metrics();
   EXPECT_NE(m.find("sluice_dataflow_exhausted 1"), std::string::npos) << m;
   EXPECT_NE(m.find("sluice_dataflow_drained{policy=\"actor\"} 1"), std::string::npos);
