@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <thread>
 
 namespace sluice::cli {
@@ -42,16 +44,32 @@ TEST(LogFileTest, PrintTailAndFollow) {
   follow.tail = 1;
   follow.follow = true;
   follow.poll_interval = std::chrono::milliseconds(10);
-  std::atomic<bool> stop{false};
-  follow.stop = [&] { return stop.load(); };
   std::ostringstream followed;
+  // `stop` is asked on the follower's thread after the tail and after each poll's output, so it
+  // may read `followed`: it counts the polls and notes when "four" is out.
+  std::atomic<int> polls{0};
+  std::atomic<bool> printed_four{false};
+  std::atomic<bool> stop{false};
+  follow.stop = [&] {
+    if (followed.str().find("four\n") != std::string::npos) printed_four = true;
+    ++polls;
+    return stop.load();
+  };
   std::thread t([&] { ASSERT_TRUE(PrintLog(path, follow, followed).ok()); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto wait_until = [&](const auto& done) {
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  };
+  wait_until([&] { return polls.load() >= 1; });  // The tail is out; the line comes after it.
   {
     std::ofstream f(path, std::ios::app);
     f << "four\n";
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  wait_until([&] { return printed_four.load(); });
+  const int seen = polls.load();
+  wait_until([&] { return polls.load() >= seen + 2; });  // A whole poll after it adds nothing.
   stop = true;
   t.join();
   EXPECT_EQ(followed.str(), "three\nfour\n");
