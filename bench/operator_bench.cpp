@@ -58,6 +58,7 @@
 #include "operator/controllers/rollout_pool_controller.h"
 #include "tests/e2e/child_process.h"
 #include "tests/e2e/node_process.h"
+#include "tests/support/free_port.h"
 
 namespace sluice::bench {
 namespace {
@@ -239,9 +240,10 @@ class Bench {
   }
 
   void StartOperator() {
-    metrics_port_ = e2e::NodeProcess::FreePort();
+    const std::vector<int> ports = test_support::FreePorts(2);
+    metrics_port_ = ports[0];
     const int metrics_port = metrics_port_;
-    const int health_port = e2e::NodeProcess::FreePort();
+    const int health_port = ports[1];
     operator_ = std::make_unique<e2e::ChildProcess>(
         "sluice-operator",
         std::vector<std::string>{

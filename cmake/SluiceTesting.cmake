@@ -24,3 +24,22 @@ function(sluice_add_test name)
                ENVIRONMENT "SLUICE_SOURCE_DIR=${CMAKE_SOURCE_DIR}"
     DISCOVERY_TIMEOUT 60)
 endfunction()
+
+# sluice_discover_with_kubectl(<target> <gtest filter> [TIMEOUT <seconds>] [RUN_SERIAL])
+# Registers the tests of <target> matching the filter once more, named "kubectl-1.35/<test>",
+# with SLUICE_TEST_KUBECTL pointing at the kubectl in SLUICE_TOOLS_DIR, so the end-to-end tests
+# run with a current kubectl as well as the machine's. The tests fail (not skip) when that
+# kubectl is missing: scripts/install-deps.sh installs it.
+function(sluice_discover_with_kubectl name filter)
+  cmake_parse_arguments(ARG "RUN_SERIAL" "TIMEOUT" "" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
+  gtest_discover_tests(${name}
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
+    TEST_PREFIX "kubectl-1.35/"
+    TEST_FILTER "${filter}"
+    PROPERTIES TIMEOUT ${ARG_TIMEOUT} RUN_SERIAL ${ARG_RUN_SERIAL}
+               ENVIRONMENT "SLUICE_TEST_KUBECTL=${SLUICE_TOOLS_DIR}/kubectl"
+    DISCOVERY_TIMEOUT 60)
+endfunction()

@@ -394,7 +394,8 @@ TEST_F(DataflowServiceTest, BatchLongPollReturnsWhenDataArrives) {
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(GetBatch("actor", 1, 0.3).status, 204);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(250));
-  EXPECT_GT(Status()["trainer_wait"]["actor"]["seconds_total"].get<double>(), 0.4);
+  // At least the empty poll's 0.3 s (the first poll waited only until the data came).
+  EXPECT_GE(Status()["trainer_wait"]["actor"]["seconds_total"].get<double>(), 0.25);
   EXPECT_NE(Metrics().find("sluice_dataflow_trainer_wait_seconds_total{policy=\"actor\"}"),
             std::string::npos);
 }
