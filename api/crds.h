@@ -19,7 +19,7 @@
 
 namespace sluice::api {
 
-// Generated at build time from crds/*.yaml (operator/CMakeLists.txt).
+// Generated at build time from crds/*.yaml (api/CMakeLists.txt).
 std::span<const EmbeddedFile> EmbeddedCrdFiles();
 
 struct ResourceKind {

@@ -92,7 +92,7 @@ class ApiServer {
   uint64_t gc_passes() const;
 
  private:
-  struct Request;  // One parsed API request; defined in the .cpp.
+  struct Request;  // One parsed API request; defined in api_server_request.h.
 
   ApiServer(ApiServerOptions options, std::unique_ptr<Storage> storage, Clock* clock,
             metrics::Registry* registry, const log::Logger& logger);

@@ -26,9 +26,9 @@ inline std::string SourceDir() {
   return dir != nullptr ? dir : ".";
 }
 
-// The kubectl the end-to-end tests drive the cluster with: $SLUICE_TEST_KUBECTL when set (e.g. the
-// pinned v1.35 in .tools/bin, with which some tests still fail: docs/development.md), else the
-// machine's /usr/bin/kubectl (Debian's).
+// The kubectl the end-to-end tests drive the cluster with: $SLUICE_TEST_KUBECTL when set (ctest's
+// kubectl-1.35/ registrations set it to the pinned v1.35: cmake/SluiceTesting.cmake), else the
+// machine's /usr/bin/kubectl (Debian's 1.32).
 inline std::string KubectlBinary() {
   const char* kubectl = std::getenv("SLUICE_TEST_KUBECTL");
   return kubectl != nullptr && *kubectl != '\0' ? kubectl : "/usr/bin/kubectl";
