@@ -14,7 +14,8 @@ function(sluice_add_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE sluice_build_flags ${ARG_LIBS} GTest::gtest GTest::gtest_main
                                         GTest::gmock)
-  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests
+                                           SLUICE_TEST_PROGRAM ON)
   gtest_discover_tests(${name}
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
     # A hung test fails in two minutes (unless the program says otherwise) instead of holding CI

@@ -2,7 +2,8 @@
 #
 # Only workers/model, workers/rollout engine code and workers/trainer include libtorch headers;
 # each such translation unit costs ~30 s on 2 cores without a PCH. Those targets call
-# sluice_use_torch(<target>), which links Torch and reuses one precompiled <torch/torch.h>.
+# sluice_use_torch(<target>), which links Torch and reuses one precompiled <torch/torch.h>
+# (with nlohmann/json, which most of them include too).
 
 find_package(Torch QUIET)
 if(Torch_FOUND)
@@ -24,9 +25,10 @@ function(sluice_use_torch target)
     # The PCH is compiled once, in this object library, and reused by every torch target.
     file(WRITE ${CMAKE_BINARY_DIR}/sluice_torch_pch.cpp "// Anchor for the shared torch PCH.\n")
     add_library(sluice_torch_pch OBJECT ${CMAKE_BINARY_DIR}/sluice_torch_pch.cpp)
-    target_link_libraries(sluice_torch_pch PUBLIC sluice_build_flags ${TORCH_LIBRARIES})
+    target_link_libraries(sluice_torch_pch PUBLIC sluice_build_flags ${TORCH_LIBRARIES}
+                                                  nlohmann_json::nlohmann_json)
     target_compile_options(sluice_torch_pch PUBLIC ${TORCH_CXX_FLAGS_LIST})
-    target_precompile_headers(sluice_torch_pch PRIVATE <torch/torch.h>)
+    target_precompile_headers(sluice_torch_pch PRIVATE <torch/torch.h> <nlohmann/json.hpp>)
   endif()
   target_link_libraries(${target} PUBLIC sluice_build_flags ${TORCH_LIBRARIES})
   target_compile_options(${target} PUBLIC ${TORCH_CXX_FLAGS_LIST})
