@@ -483,6 +483,20 @@ nlohmann::json ToJson(const TrainerJobStatusLastMetrics& v) {
   return j;
 }
 
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobStatusSkippedCheckpoint* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "reason", path, &out->reason));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "step", path, &out->step));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const TrainerJobStatusSkippedCheckpoint& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "reason", v.reason);
+  WriteField(j, "step", v.step);
+  return j;
+}
+
 Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobStatus* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
   SLUICE_RETURN_IF_ERROR(ReadField(j, "completionTime", path, &out->completion_time));
@@ -492,6 +506,7 @@ Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobStatus
   SLUICE_RETURN_IF_ERROR(ReadField(j, "observedGeneration", path, &out->observed_generation));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "phase", path, &out->phase));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "restarts", path, &out->restarts));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "skippedCheckpoints", path, &out->skipped_checkpoints));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "startTime", path, &out->start_time));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "step", path, &out->step));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "version", path, &out->version));
@@ -507,6 +522,7 @@ nlohmann::json ToJson(const TrainerJobStatus& v) {
   WriteField(j, "observedGeneration", v.observed_generation);
   WriteField(j, "phase", v.phase);
   WriteField(j, "restarts", v.restarts);
+  WriteField(j, "skippedCheckpoints", v.skipped_checkpoints);
   WriteField(j, "startTime", v.start_time);
   WriteField(j, "step", v.step);
   WriteField(j, "version", v.version);

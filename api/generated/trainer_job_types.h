@@ -518,6 +518,18 @@ struct TrainerJobStatusLastMetrics {
 Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobStatusLastMetrics* out);
 nlohmann::json ToJson(const TrainerJobStatusLastMetrics& v);
 
+// One skipped checkpoint.
+struct TrainerJobStatusSkippedCheckpoint {
+  // What was wrong with it.
+  std::string reason;
+  // Step of the skipped checkpoint.
+  int64_t step = 0;
+
+  friend bool operator==(const TrainerJobStatusSkippedCheckpoint&, const TrainerJobStatusSkippedCheckpoint&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobStatusSkippedCheckpoint* out);
+nlohmann::json ToJson(const TrainerJobStatusSkippedCheckpoint& v);
+
 // Observed state of the TrainerJob.
 struct TrainerJobStatus {
   // When the job Succeeded or Failed.
@@ -535,6 +547,10 @@ struct TrainerJobStatus {
   std::optional<std::string> phase;
   // Gang restarts so far (compared with runPolicy.backoffLimit).
   std::optional<int64_t> restarts;
+  // Checkpoints the trainer's resume found damaged (checksums that do not match, or a state that
+  // does not load) and skipped for an older one; each also raised a CheckpointSkipped Warning
+  // event. Steps trained after the checkpoint it resumed from are trained again.
+  std::optional<std::vector<TrainerJobStatusSkippedCheckpoint>> skipped_checkpoints;
   // When the gang first started running (reset on resume).
   std::optional<std::string> start_time;
   // Optimizer steps completed.

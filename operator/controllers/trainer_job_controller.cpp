@@ -13,6 +13,8 @@
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
+#include "operator/controllers/skipped_checkpoints.h"
+#include "operator/controllers/trainer_final_progress.h"
 #include "operator/controllers/trainer_job_children.h"
 
 namespace sluice::controllers {
@@ -295,6 +297,18 @@ Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) 
     if (rank0_report.contains("lastCheckpointStep")) {
       status["lastCheckpointStep"] = rank0_report["lastCheckpointStep"];
     }
+    // Checkpoints the resume skipped as damaged: each new one once, with a Warning event.
+    if (rank0_report.contains("skippedCheckpoints")) {
+      SkippedCheckpointsMerge merged = MergeSkippedCheckpoints(
+          status.value("skippedCheckpoints", json::array()), rank0_report["skippedCheckpoints"]);
+      if (!merged.status.empty()) status["skippedCheckpoints"] = std::move(merged.status);
+      for (const json& c : merged.fresh) {
+        (void)events_.Record(job, kube::kEventWarning, "CheckpointSkipped",
+                             "the trainer's resume skipped the damaged checkpoint of step " +
+                                 std::to_string(c["step"].get<int64_t>()) + ": " +
+                                 c["reason"].get<std::string>());
+      }
+    }
     if (rank0_report.contains("metrics") && rank0_report["metrics"].is_object()) {
       json metrics = json::object();
       for (const char* k : {"loss", "rewardMean", "kl", "entropy", "tokensPerSecond",
@@ -320,12 +334,12 @@ Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) 
     return delete_pods(message);
   };
   if (done) {
-    if (!status.contains("step") || status.value("step", int64_t{0}) < steps)
-      status["step"] = steps;
-    // The last report read may predate the last steps: the final version is known from the spec
-    // (a warm start publishes version warmStart.steps, RL step k version warmStart.steps + k).
-    const int64_t warm = job.value("/spec/warmStart/steps"_json_pointer, int64_t{0});
-    if (status.value("version", int64_t{0}) < warm + steps) status["version"] = warm + steps;
+    // The last report read may predate the last steps (trainer_final_progress.h).
+    const TrainerProgress final_progress =
+        FinalProgress({status.value("step", int64_t{0}), status.value("version", int64_t{0})},
+                      job.value("/spec/warmStart/steps"_json_pointer, int64_t{0}), steps);
+    status["step"] = final_progress.step;
+    status["version"] = final_progress.version;
     SLUICE_RETURN_IF_ERROR(
         finish(true, "StepsCompleted", "all " + std::to_string(steps) + " steps completed"));
     return ReconcileResult{};

@@ -2,8 +2,9 @@
 // synthetic groups (character-vocabulary tokens, reward 1 for completions starting with 'a');
 // the trainer takes batches, trains, acknowledges, publishes and announces each version (seen in
 // the dataflow's lease replies with the weights URL and digest), checkpoints, exits 0 after its
-// steps, and a second run resumes from the newest checkpoint. In between, a run that never gets a
-// batch exports the resumed version as an HF directory (POST /v1/weights/{version}/export) under
+// steps, and a second run resumes from the newest checkpoint; a third, after a crash that lost
+// the newest checkpoint, continues above the dataflow's versions. In between, a run that never gets
+// a batch exports the resumed version as an HF directory (POST /v1/weights/{version}/export) under
 // <checkpoint-dir>/exports, which the resume that follows must ignore.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -16,8 +17,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -79,6 +82,20 @@ int RunTrainer(const std::vector<std::string>& flags, const std::string& log,
 
 bool HaveTrainer() { return fs::exists(BinDir() + "/sluice-trainer"); }
 
+// The dataflow's announcement of "actor" as a lease reply lists it; null when there is none.
+json AnnouncedActor(DataflowProcess& df) {
+  Result<http::Response> r = df.client().Post(
+      "/v1/leases",
+      json({{"worker_id", "probe"}, {"capacity", 0}, {"hosted_policies", {{"actor", 0}}}}).dump(),
+      "application/json");
+  if (!r.ok() || r->status != 200) return nullptr;
+  const json reply = json::parse(r->body);  // Iterating a temporary's member would dangle.
+  for (const json& v : reply["versions"]) {
+    if (v.value("policy", "") == "actor") return v;
+  }
+  return nullptr;
+}
+
 TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
   ASSERT_TRUE(HaveTrainer()) << "sluice-trainer is not built in " << BinDir();
   const std::string dir = ::testing::TempDir() + "/trainer_e2e_" + std::to_string(getpid());
@@ -86,7 +103,9 @@ TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
   fs::create_directories(dir);
   DataflowProcess df(dir, kToken);
   ASSERT_TRUE(df.Start({"--policies=actor", "--group-size=4", "--groups-per-batch=2",
-                        "--capacity=64", "--max-wait=2s", "--builtin-count=1000"}))
+                        "--capacity=64", "--max-wait=2s", "--builtin-count=1000",
+                        // The feeder's samples are all of version 0.
+                        "--max-staleness=100"}))
       << df.Log();
 
   // The feeder: keeps the dataflow supplied until the test ends (however it ends).
@@ -145,25 +164,15 @@ TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
   EXPECT_NE(log1.find("\"msg\":\"finished\""), std::string::npos) << log1;
 
   // The dataflow knows version 3 with its weights URL and digest.
-  json lease = json::parse(
-      df.client()
-          .Post("/v1/leases",
-                json({{"worker_id", "probe"}, {"capacity", 0}, {"hosted_policies", {{"actor", 0}}}})
-                    .dump(),
-                "application/json")
-          ->body);
-  bool found = false;
-  for (const json& v : lease["versions"]) {
-    if (v.value("policy", "") != "actor") continue;
-    found = true;
-    EXPECT_EQ(v["number"], 3) << v.dump();
-    EXPECT_NE(v.value("url", "").find("/v1/weights/3"), std::string::npos) << v.dump();
-    EXPECT_EQ(v.value("digest", "").rfind("sha256:", 0), 0u) << v.dump();
-  }
-  EXPECT_TRUE(found) << lease.dump();
+  const json v3 = AnnouncedActor(df);
+  ASSERT_FALSE(v3.is_null());
+  EXPECT_EQ(v3["number"], 3) << v3.dump();
+  EXPECT_NE(v3.value("url", "").find("/v1/weights/3"), std::string::npos) << v3.dump();
+  EXPECT_EQ(v3.value("digest", "").rfind("sha256:", 0), 0u) << v3.dump();
 
-  // The export run: resumes from step 3, republishes version 3, then asks for batches of more
-  // groups than the dataflow holds, so it stays up (without training) while the route is used.
+  // The export run: resumes from step 3, republishes version 3 (the same image: the dataflow's
+  // version 3 moves to this process's address), then asks for batches of more groups than the
+  // dataflow holds, so it stays up (without training) while the route is used.
   {
     std::vector<std::string> idle = flags;
     idle.push_back("--steps=4");
@@ -178,6 +187,12 @@ TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     const std::string digest = image->Header("X-Sluice-Weights-Digest");
+    EXPECT_EQ(digest, v3["digest"]);
+    const json moved = AnnouncedActor(df);
+    EXPECT_EQ(moved["number"], 3) << moved.dump();
+    EXPECT_EQ(moved["digest"], v3["digest"]) << moved.dump();
+    EXPECT_NE(moved["url"], v3["url"]) << moved.dump();
+    EXPECT_EQ(trainer.Log().find("continuing above"), std::string::npos) << trainer.Log();
 
     Result<http::Response> exported = client->Post("/v1/weights/3/export", "", "application/json");
     ASSERT_TRUE(exported.ok()) << exported.status().ToString();
@@ -246,6 +261,177 @@ TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
   EXPECT_FALSE(fs::exists(dir + "/ckpt/step-00000002"));  // keep: 2.
   // Checkpoint pruning leaves the exports alone.
   EXPECT_TRUE(fs::exists(dir + "/ckpt/exports/actor-v3/model.safetensors"));
+  EXPECT_EQ(AnnouncedActor(df)["number"], 4);
+
+  // A crash after announcing version 4 but before its checkpoint: the restart resumes from step
+  // 3 and must not announce 4 again for other weights. It continues above the dataflow: the
+  // resumed weights become version 5, and steps 4 and 5 versions 6 and 7.
+  fs::remove_all(dir + "/ckpt/step-00000004");
+  std::vector<std::string> after_crash = flags;
+  after_crash.push_back("--steps=5");
+  status = RunTrainer(after_crash, dir + "/trainer-3.log", std::chrono::seconds(120));
+  const std::string log3 = ReadFile(dir + "/trainer-3.log");
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << log3;
+  EXPECT_NE(log3.find("\"msg\":\"continuing above the dataflow's versions\""), std::string::npos)
+      << log3;
+  const json v7 = AnnouncedActor(df);
+  EXPECT_EQ(v7["number"], 7) << v7.dump();
+  EXPECT_NE(v7.value("url", "").find("/v1/weights/7"), std::string::npos) << v7.dump();
+  const json state = json::parse(ReadFile(dir + "/ckpt/step-00000005/state.json"));
+  EXPECT_EQ(state["step"], 5) << state.dump();
+  EXPECT_EQ(state["version"], 7) << state.dump();
+
+  // The disk damages the newest checkpoint: the restart skips it (a warning naming the file),
+  // resumes from step 4 (version 6) and, the dataflow being at 7, continues at 8: steps 5 and 6
+  // are versions 9 and 10.
+  {
+    std::fstream f(dir + "/ckpt/step-00000005/weights.pt",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x5a');
+  }
+  std::vector<std::string> after_damage = flags;
+  after_damage.push_back("--steps=6");
+  status = RunTrainer(after_damage, dir + "/trainer-4.log", std::chrono::seconds(120));
+  const std::string log4 = ReadFile(dir + "/trainer-4.log");
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << log4;
+  EXPECT_NE(log4.find("checkpoint unusable"), std::string::npos) << log4;
+  EXPECT_NE(log4.find("weights.pt does not match its checksum"), std::string::npos) << log4;
+  const size_t resumed = log4.find("\"msg\":\"resumed\"");
+  ASSERT_NE(resumed, std::string::npos) << log4;
+  const size_t line_start = log4.rfind('\n', resumed) + 1;  // npos + 1 == 0 on the first line.
+  const std::string line = log4.substr(line_start, log4.find('\n', resumed) - line_start);
+  EXPECT_NE(line.find("step-00000004"), std::string::npos) << line;
+  EXPECT_EQ(AnnouncedActor(df)["number"], 10);
+  EXPECT_EQ(json::parse(ReadFile(dir + "/ckpt/step-00000006/state.json"))["version"], 10);
+}
+
+// Leases and submits `groups` groups, synchronously (the test decides how much there is to train).
+void Feed(DataflowProcess& df, int groups, std::mt19937& rng) {
+  int fed = 0;
+  std::string last;  // The last failed lease request's answer.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (fed < groups && std::chrono::steady_clock::now() < deadline) {
+    json req = {{"worker_id", "feeder"}, {"capacity", groups - fed}, {"wait", 1}};
+    Result<http::Response> r = df.client().Post("/v1/leases", req.dump(), "application/json");
+    if (!r.ok() || r->status != 200) {
+      last = r.ok() ? std::to_string(r->status) + " " + r->body : r.status().ToString();
+      continue;
+    }
+    const json reply = json::parse(r->body);  // Iterating a temporary's member would dangle.
+    for (const json& t : reply["tasks"]) {
+      Result<http::Response> sub =
+          df.client().Post("/v1/trajectories", GroupFor(t, rng), "application/octet-stream");
+      if (sub.ok() && sub->status == 200) {
+        ++fed;
+      } else {
+        last = sub.ok() ? std::to_string(sub->status) + " " + sub->body : sub.status().ToString();
+      }
+    }
+  }
+  ASSERT_EQ(fed, groups) << last;
+}
+
+json ActorStatus(DataflowProcess& df) {
+  Result<http::Response> r = df.client().Get("/v1/status");
+  if (!r.ok() || r->status != 200) return json::object();
+  return json::parse(r->body)["policies"]["actor"];
+}
+
+// step -> batch id, from a trainer log's "step" lines.
+std::map<int64_t, std::string> StepBatches(const std::string& log) {
+  std::map<int64_t, std::string> out;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("msg", "") == "step") {
+      out[j.value("step", int64_t{-1})] = j.value("batch", "");
+    }
+  }
+  return out;
+}
+
+// kill -9 of the trainer between checkpoints: the batches it trained after its newest checkpoint
+// are held by the dataflow, come back to the restarted trainer in order, and every batch is
+// trained exactly once in the weights that survive.
+TEST(TrainerProcessTest, AKilledTrainerTrainsEveryBatchExactlyOnce) {
+  ASSERT_TRUE(HaveTrainer()) << "sluice-trainer is not built in " << BinDir();
+  const std::string dir = ::testing::TempDir() + "/trainer_e2e_kill_" + std::to_string(getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  DataflowProcess df(dir, kToken);
+  ASSERT_TRUE(
+      df.Start({"--policies=actor", "--group-size=4", "--groups-per-batch=2", "--capacity=64",
+                "--max-wait=2s", "--builtin-count=1000", "--max-staleness=100"}))
+      << df.Log();
+  const json config = json::parse(R"({
+    "trainerJob": {"metadata": {"name": "train", "namespace": "rl"},
+      "spec": {"policyRef": {"name": "actor"}, "dataflowRef": {"name": "arith"}, "steps": 6,
+               "microBatchTokens": 64, "optimizer": {"lr": 0.01},
+               "checkpoint": {"everySteps": 3, "keep": 2, "pvc": {"claimName": "ckpt"}}}},
+    "policy": {"metadata": {"name": "actor", "namespace": "rl"},
+      "spec": {"model": {"dtype": "float32", "source": {"builtin": {"layers": 1, "hiddenSize": 32,
+               "heads": 2, "kvHeads": 2, "intermediateSize": 64, "maxSequenceLength": 64}}}}},
+    "dataflow": {"metadata": {"name": "arith", "namespace": "rl"},
+      "spec": {"dataset": {"builtin": {}},
+               "workflow": {"type": "single-turn", "roles": [{"name": "solver", "policy": "actor"}]}}}
+  })");
+  std::ofstream(dir + "/trainer.json") << config.dump();
+  const std::vector<std::string> flags = {"--config=" + dir + "/trainer.json",
+                                          "--dataflow-url=" + df.base_url(),
+                                          "--token-file=" + dir + "/token",
+                                          "--address=127.0.0.1",
+                                          "--port=0",
+                                          "--checkpoint-dir=" + dir + "/ckpt",
+                                          "--batch-wait=2s"};
+  std::mt19937 rng(11);
+
+  // Four batches' worth: the trainer checkpoints step 3, trains step 4 and waits for more.
+  Feed(df, 8, rng);
+  std::string log1;
+  {
+    ChildProcess trainer("sluice-trainer", flags, dir + "/trainer-1.log");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    // The step's log line comes after its held ack and its announcement.
+    while (StepBatches(trainer.Log()).size() < 4) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << trainer.Log();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    trainer.Signal(SIGKILL);
+    (void)trainer.Wait(std::chrono::seconds(10));
+    log1 = trainer.Log();
+  }
+  ASSERT_TRUE(fs::exists(dir + "/ckpt/step-00000003")) << log1;
+  const std::map<int64_t, std::string> first = StepBatches(log1);
+  ASSERT_EQ(first.size(), 4U) << log1;
+  json actor = ActorStatus(df);
+  EXPECT_EQ(actor["acked_batches"], 4) << actor.dump();
+  EXPECT_EQ(actor["held_batches"], 4) << "step 3's checkpoint keeps its interval held once more";
+
+  // The restart resumes from step 3: batch 4 comes back first; two more batches finish the job.
+  Feed(df, 4, rng);
+  const int status = RunTrainer(flags, dir + "/trainer-2.log", std::chrono::seconds(120));
+  const std::string log2 = ReadFile(dir + "/trainer-2.log");
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << log2;
+  EXPECT_NE(log2.find("batches trained after the checkpoint come back"), std::string::npos) << log2;
+  const std::map<int64_t, std::string> second = StepBatches(log2);
+  ASSERT_EQ(second.size(), 3U) << log2;
+  EXPECT_EQ(second.begin()->first, 4);
+  EXPECT_EQ(second.at(4), first.at(4)) << "the killed run's step 4, trained again as step 4";
+  std::set<std::string> trained;
+  for (int64_t s = 1; s <= 3; ++s) trained.insert(first.at(s));
+  for (const auto& [s, id] : second) trained.insert(id);
+  EXPECT_EQ(trained.size(), 6U) << "six distinct batches in the surviving lineage";
+  actor = ActorStatus(df);
+  EXPECT_EQ(actor["acked_batches"], 6) << actor.dump();
+  EXPECT_EQ(actor["served_batches"], 6) << actor.dump();
+  // Batch 4, and batch 5 when the killed run's long poll took it (for nobody) once fed.
+  EXPECT_GE(actor["reserved_batches"].get<int64_t>(), 1) << actor.dump();
+  EXPECT_LE(actor["reserved_batches"].get<int64_t>(), 2) << actor.dump();
+  EXPECT_EQ(actor["held_batches"], 0) << "the last step's checkpoint releases everything";
+  EXPECT_EQ(actor["unacked_batches"], 0) << actor.dump();
+  // Versions: the killed run announced 4; the resumed weights (step 3) continue at 5.
+  EXPECT_EQ(AnnouncedActor(df)["number"], 8);
 }
 
 TEST(TrainerProcessTest, ABadConfigExitsTwoNamingTheField) {

@@ -86,6 +86,45 @@ Status DataflowClient::Ack(const std::string& batch_id) {
   return res->ToStatus().WithContext("POST /v1/batches/" + batch_id + "/ack");
 }
 
+namespace {
+
+// POSTs `body` to `path` (idempotent: a retry of an applied call changes nothing) and reads the
+// integer `field` of the reply; InvalidArgument naming the field when it is missing.
+Result<int64_t> PostForCount(http::Client& client, const std::string& path,
+                             const nlohmann::json& body, const char* field) {
+  http::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = body.dump();
+  req.content_type = "application/json";
+  req.idempotent = true;
+  Result<http::Response> res = client.Send(std::move(req));
+  if (!res.ok()) return res.status();
+  SLUICE_RETURN_IF_ERROR(res->ToStatus().WithContext("POST " + path));
+  SLUICE_ASSIGN_OR_RETURN(nlohmann::json reply, http::ParseJsonText(res->body, "POST " + path));
+  if (!reply.contains(field) || !reply[field].is_number_integer()) {
+    return Status::InvalidArgument(std::string("the reply to POST ") + path + " has no integer " +
+                                   field);
+  }
+  return reply[field].get<int64_t>();
+}
+
+}  // namespace
+
+Result<int64_t> DataflowClient::AckHeld(const std::string& batch_id) {
+  return PostForCount(*client_, "/v1/batches/" + batch_id + "/ack", {{"hold", true}}, "held");
+}
+
+Result<int64_t> DataflowClient::ReleaseHeld(const std::string& policy, int64_t through) {
+  return PostForCount(*client_, "/v1/policies/" + policy + "/held/release", {{"through", through}},
+                      "released");
+}
+
+Result<int64_t> DataflowClient::ResumeHeld(const std::string& policy, int64_t through) {
+  return PostForCount(*client_, "/v1/policies/" + policy + "/held/resume", {{"through", through}},
+                      "taken_back");
+}
+
 Status DataflowClient::Announce(const std::string& policy, const VersionAnnouncement& version) {
   nlohmann::json body = {{"number", version.number}, {"delta_base", version.delta_base}};
   if (!version.url.empty()) body["url"] = version.url;
@@ -96,10 +135,10 @@ Status DataflowClient::Announce(const std::string& policy, const VersionAnnounce
   req.path = "/v1/policies/" + policy + "/versions";
   req.body = body.dump();
   req.content_type = "application/json";
-  req.idempotent = true;  // Re-announcing is answered 409, which is fine.
+  // A retry of an announcement that was applied is answered 200 (the same announcement again).
+  req.idempotent = true;
   Result<http::Response> res = client_->Send(std::move(req));
   if (!res.ok()) return res.status();
-  if (res->status == 409) return Status::Ok();
   return res->ToStatus().WithContext("POST /v1/policies/" + policy + "/versions");
 }
 

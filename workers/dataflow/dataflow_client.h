@@ -92,8 +92,18 @@ class DataflowClient {
                                                     const CancellationToken& cancel);
   // POST /v1/batches/{id}/ack.
   Status Ack(const std::string& batch_id);
-  // POST /v1/policies/{policy}/versions. A version that is not newer than the dataflow's (409,
-  // e.g. re-announced after a restart) is OK.
+  // Held acknowledgements (a trainer that checkpoints; dataflow_core.h): POST
+  // /v1/batches/{id}/ack {"hold": true} returns the batch's hold number (0: it was already
+  // acknowledged for good); .../held/release and .../held/resume {"through"} return how many
+  // held batches were released / taken back. Errors: the dataflow's (NotFound for an unknown
+  // batch or policy), Unavailable when it cannot be reached, InvalidArgument naming the field for
+  // a malformed reply.
+  Result<int64_t> AckHeld(const std::string& batch_id);
+  Result<int64_t> ReleaseHeld(const std::string& policy, int64_t through);
+  Result<int64_t> ResumeHeld(const std::string& policy, int64_t through);
+  // POST /v1/policies/{policy}/versions. Conflict (the dataflow's 409 and its message) for a
+  // version that is not newer than the dataflow's, unless it is the same announcement again or
+  // the same image (digest) at another url: a version number never names two weight images.
   Status Announce(const std::string& policy, const VersionAnnouncement& version);
 
   // GET /v1/dataset/train?offset=N&limit=M: train rows offset .. offset+limit-1 (fewer at the end

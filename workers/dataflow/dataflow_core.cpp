@@ -122,7 +122,9 @@ DataflowCore::DataflowCore(DataflowConfig config, const Dataset* dataset, Clock*
                                                        .replay_groups = {},
                                                        .counters = {},
                                                        .filters = chain_.counters(),
-                                                       .acked_since_announce = false});
+                                                       .acked_since_announce = false,
+                                                       .held = {},
+                                                       .held_seq = 0});
     for (FilterCounters& f : p->filters) f.groups_dropped = f.samples_dropped = 0;
     p->version.number = 0;
     policies_.push_back(std::move(p));

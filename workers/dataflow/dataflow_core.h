@@ -46,8 +46,11 @@
 //    request, StatusJson reports it, WaitForBatch returns once it holds.
 //  - Versions. Every policy starts at version 0 (initial weights, not announced). Announcements
 //    must increase (re-announcing the current version with the same url/digest/delta_base is an
-//    idempotent no-op). Announcements of the first policy in `policies` (the primary policy) also
-//    drive the curator's OnVersion and evaluation: every eval.every_versions versions one eval
+//    idempotent no-op; with the same non-empty digest and evaluate flag but another url or
+//    delta_base it moves the version: a restarted trainer serving the same image elsewhere). A
+//    version number names one weight image: the current number with another digest is a
+//    Conflict that says so. Announcements of the first policy in `policies` (the primary policy)
+//    also drive the curator's OnVersion and evaluation: every eval.every_versions versions one eval
 //    round of all eval rows is queued; when all its tasks are done or set aside it is scored
 //    (avg@k, pass@k; eval_metrics.h) into the status's "last_eval". An eval completion is correct
 //    when it earns the full reward (>= 1 − 1e-9): partial credit counts in mean_reward only.
@@ -274,9 +277,34 @@ class DataflowCore {
   // limit); the batch has then been taken (and recorded) all the same, as when EncodeBatch of
   // TakeBatch's result fails.
   Result<std::optional<BatchFrame>> TakeBatchFrame(std::string_view policy, int64_t groups);
-  // OK also for a batch already acknowledged; NotFound for an id never served.
+  // OK also for a batch already acknowledged; NotFound for an id never served. A held batch
+  // (AckHeld) is released.
   Status Ack(std::string_view batch_id);
-  // NotFound for an unknown policy; Conflict when the number does not increase.
+
+  // Held acknowledgements: exactly-once training across trainer crashes (docs/dataflow.md,
+  // "Held batches"). A trainer that checkpoints acknowledges each batch it trained with
+  // AckHeld: the batch counts as acknowledged (its fresh groups enter replay memory, admission
+  // stops counting it) but is kept, numbered by its policy's hold sequence (1, 2, ...), until the
+  // weights that trained on it are durable. The trainer's checkpoint records the newest number it
+  // holds; ReleaseHeld after the checkpoint forgets the batches through it; ResumeHeld, when a
+  // trainer (re)starts from that checkpoint, forgets those too and takes back every newer held
+  // batch: un-acknowledged again (its fresh groups leave replay memory, the ack counters go
+  // back), it is served again, unchanged and with the same id, from the next TakeBatch on, in
+  // the order they were trained, then every unacknowledged batch of the policy (the dead
+  // trainer's batch in hand).
+  //
+  // AckHeld returns the batch's hold number (the same number again for a batch already held),
+  // or 0 for a batch already acknowledged for good (durable already); NotFound as Ack.
+  Result<int64_t> AckHeld(std::string_view batch_id);
+  // Forgets the held batches of `policy` numbered <= through; returns how many. NotFound for an
+  // unknown policy, InvalidArgument for through < 0.
+  Result<int64_t> ReleaseHeld(std::string_view policy, int64_t through);
+  // Releases through `through`, takes back the newer held batches and makes every
+  // unacknowledged batch of `policy` due now; returns how many held batches were taken back.
+  // Errors as ReleaseHeld.
+  Result<int64_t> ResumeHeld(std::string_view policy, int64_t through);
+  // NotFound for an unknown policy; Conflict when the number does not increase (except the
+  // idempotent re-announce and the move above).
   Status AnnounceVersion(std::string_view policy, const VersionInfo& version);
 
   nlohmann::json StatusJson() const;
@@ -341,7 +369,14 @@ class DataflowCore {
                                             int64_t now_ns);
   // TakeBatchLocked at the current time, emitting its record when it changed state.
   Result<OutstandingBatch*> TakeAndLogLocked(std::string_view policy, int64_t groups);
-  Status AckLocked(std::string_view batch_id);
+  // `hold`: AckHeld (returns the hold number); else Ack (returns 0).
+  Result<int64_t> AckLocked(std::string_view batch_id, bool hold = false);
+  Result<int64_t> ReleaseHeldLocked(std::string_view policy, int64_t through);
+  Result<int64_t> ResumeHeldLocked(std::string_view policy, int64_t through);
+  // The replay-memory and counter effects of acknowledging `b` (copying its groups when
+  // `copy`), and their undoing.
+  void ConsumeLocked(PolicyState& p, OutstandingBatch& b, bool copy);
+  void UnconsumeLocked(PolicyState& p, const OutstandingBatch& b);
   Status AnnounceLocked(std::string_view policy, const VersionInfo& version);
   // Whether `task` reads its prompt from the eval split (an eval task, unless eval.from_train).
   bool EvalFromEvalSplit(const Task& task) const;
@@ -375,6 +410,9 @@ class DataflowCore {
   static nlohmann::json ServedStats(const OutstandingBatch& b);
   Result<BatchFrameWriter> FrameWriterLocked(const std::shared_ptr<OutstandingBatch>& b) const;
   nlohmann::json SnapshotJsonLocked() const;
+  // A batch (outstanding or held) in snapshots, and back (Corruption naming the batch).
+  static nlohmann::json BatchToJson(const OutstandingBatch& b);
+  static Result<std::shared_ptr<OutstandingBatch>> BatchFromJson(const nlohmann::json& j);
   bool Wait(const std::atomic<bool>& cancel, std::chrono::steady_clock::time_point deadline,
             const std::function<bool()>& ready);
 

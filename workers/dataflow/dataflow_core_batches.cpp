@@ -1,7 +1,8 @@
 // DataflowCore's training batches: taking one for a policy (a re-serve of an unacknowledged
 // batch past its ack timeout, else fresh groups past the staleness rules and the version barrier,
 // plus replayed ones), handing it out as a Batch or as a frame writer for the wire, and the
-// acknowledgement that moves its fresh groups into replay memory (dataflow_core.h, "Batches").
+// acknowledgement that moves its fresh groups into replay memory (dataflow_core.h, "Batches"),
+// for good or held until the trainer's checkpoint (dataflow_core_held.cpp).
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -212,22 +213,11 @@ Result<std::optional<BatchFrame>> DataflowCore::TakeBatchFrame(std::string_view 
   return std::optional<BatchFrame>(BatchFrame{taken->id, std::move(*writer)});
 }
 
-Status DataflowCore::AckLocked(std::string_view batch_id) {
-  auto it = outstanding_.find(std::string(batch_id));
-  if (it == outstanding_.end()) {
-    if (acked_.Contains(batch_id)) return Status::Ok();
-    return Status::NotFound("no batch " + std::string(batch_id));
-  }
-  dirty_ = true;
-  OutstandingBatch& b = *it->second;
-  PolicyState& p = *FindPolicy(b.policy);
+void DataflowCore::ConsumeLocked(PolicyState& p, OutstandingBatch& b, bool copy) {
   if (config_.replay.replay_ratio > 0) {
-    // A frame writer may still be reading this batch's samples outside the lock (a slow
-    // client, or an ack sent as soon as the X-Sluice-Batch-Id header arrived): copy them then.
-    const bool held = it->second.use_count() > 1;
     for (size_t i = 0; i < b.groups.size(); ++i) {
       if (b.replayed[i] != 0) continue;
-      BufferedGroup g = held ? b.groups[i] : std::move(b.groups[i]);
+      BufferedGroup g = copy ? b.groups[i] : std::move(b.groups[i]);
       for (Sample& s : g.samples) s.loss_weight = 1.0;
       p.replay.Add(g.group_id, GroupPriority(g.samples));
       p.replay_groups[g.group_id] = std::move(g);
@@ -239,21 +229,59 @@ Status DataflowCore::AckLocked(std::string_view batch_id) {
   ++p.counters.acked_batches;
   p.counters.acked_groups += b.fresh_groups;
   p.acked_since_announce = true;
-  acked_.Insert(b.id);
+}
+
+Result<int64_t> DataflowCore::AckLocked(std::string_view batch_id, bool hold) {
+  auto it = outstanding_.find(std::string(batch_id));
+  if (it == outstanding_.end()) {
+    for (const auto& p : policies_) {
+      for (auto h = p->held.begin(); h != p->held.end(); ++h) {
+        if (h->second->id != batch_id) continue;
+        if (hold) return h->first;  // A retried AckHeld: the same number.
+        dirty_ = true;              // A final ack releases it.
+        p->held.erase(h);
+        return int64_t{0};
+      }
+    }
+    if (acked_.Contains(batch_id)) return int64_t{0};
+    return Status::NotFound("no batch " + std::string(batch_id));
+  }
+  dirty_ = true;
+  std::shared_ptr<OutstandingBatch> b = it->second;
+  PolicyState& p = *FindPolicy(b->policy);
+  // A held batch keeps its groups (it may be served again); so does one a frame writer may still
+  // be reading outside the lock (a slow client, or an ack sent as soon as the X-Sluice-Batch-Id
+  // header arrived).
+  ConsumeLocked(p, *b, hold || b.use_count() > 2);
+  acked_.Insert(b->id);
   outstanding_.erase(it);
-  return Status::Ok();
+  if (!hold) return int64_t{0};
+  p.held.emplace(++p.held_seq, std::move(b));
+  return p.held_seq;
 }
 
 Status DataflowCore::Ack(std::string_view batch_id) {
   std::lock_guard<std::mutex> lock(mu_);
   dirty_ = false;
   const int64_t now = NowNs();
-  Status s = AckLocked(batch_id);
+  Result<int64_t> r = AckLocked(batch_id);
   if (dirty_) {
     Emit(RecordType::kAck, {{"now", now}, {"batch", batch_id}});
     changed_.notify_all();
   }
-  return s;
+  return r.status();
+}
+
+Result<int64_t> DataflowCore::AckHeld(std::string_view batch_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  dirty_ = false;
+  const int64_t now = NowNs();
+  Result<int64_t> r = AckLocked(batch_id, /*hold=*/true);
+  if (dirty_) {
+    Emit(RecordType::kAck, {{"now", now}, {"batch", batch_id}, {"hold", true}});
+    changed_.notify_all();
+  }
+  return r;
 }
 
 }  // namespace sluice::dataflow

@@ -76,7 +76,17 @@ Status DataflowCore::ApplyRecord(const Record& record) {
                       .status();
         break;
       case RecordType::kAck:
-        applied = AckLocked(j.at("batch").get<std::string>());
+        applied = AckLocked(j.at("batch").get<std::string>(), j.value("hold", false)).status();
+        break;
+      case RecordType::kReleaseHeld:
+        applied =
+            ReleaseHeldLocked(j.at("policy").get<std::string>(), j.at("through").get<int64_t>())
+                .status();
+        break;
+      case RecordType::kResumeHeld:
+        applied =
+            ResumeHeldLocked(j.at("policy").get<std::string>(), j.at("through").get<int64_t>())
+                .status();
         break;
       case RecordType::kAnnounce:
         applied = AnnounceLocked(j.at("policy").get<std::string>(), VersionFromJson(j));

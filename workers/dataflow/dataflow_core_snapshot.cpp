@@ -90,6 +90,35 @@ Result<std::vector<BufferedGroup>> GroupsFromJson(const json& j) {
 
 }  // namespace
 
+json DataflowCore::BatchToJson(const OutstandingBatch& b) {
+  return {{"id", b.id},
+          {"policy", b.policy},
+          {"version", b.version},
+          {"served_at", b.served_at_ns},
+          {"serves", b.serves},
+          {"fresh", b.fresh_groups},
+          {"replayed", b.replayed},
+          {"stats", b.stats},
+          {"groups", GroupsToJson(b.groups).value()}};
+}
+
+Result<std::shared_ptr<DataflowCore::OutstandingBatch>> DataflowCore::BatchFromJson(const json& j) {
+  auto b = std::make_shared<OutstandingBatch>();
+  b->id = j.at("id").get<std::string>();
+  b->policy = j.at("policy").get<std::string>();
+  b->version = j.at("version").get<int64_t>();
+  b->served_at_ns = j.at("served_at").get<int64_t>();
+  b->serves = j.at("serves").get<int64_t>();
+  b->fresh_groups = j.at("fresh").get<int64_t>();
+  b->replayed = j.at("replayed").get<std::vector<uint8_t>>();
+  b->stats = j.at("stats");
+  SLUICE_ASSIGN_OR_RETURN(b->groups, GroupsFromJson(j.at("groups")));
+  if (b->replayed.size() != b->groups.size()) {
+    return Status::Corruption("malformed batch " + b->id, "outstanding");
+  }
+  return b;
+}
+
 json DataflowCore::SnapshotJsonLocked() const {
   json j;
   j["format"] = 1;
@@ -132,6 +161,10 @@ json DataflowCore::SnapshotJsonLocked() const {
     pj["replay_groups"] = GroupsToJson(replay_groups).value();
     pj["counters"] = CountersToJson(p->counters, kPolicyCounterFields);
     pj["acked_since_announce"] = p->acked_since_announce;
+    json held = json::array();
+    for (const auto& [seq, b] : p->held) held.push_back({{"seq", seq}, {"batch", BatchToJson(*b)}});
+    pj["held"] = std::move(held);
+    pj["held_seq"] = p->held_seq;
     json filters = json::array();
     for (const FilterCounters& f : p->filters) {
       filters.push_back({f.type, f.groups_dropped, f.samples_dropped});
@@ -141,17 +174,7 @@ json DataflowCore::SnapshotJsonLocked() const {
   }
   j["policies"] = std::move(policies);
   json outstanding = json::array();
-  for (const auto& [id, b] : outstanding_) {
-    outstanding.push_back({{"id", b->id},
-                           {"policy", b->policy},
-                           {"version", b->version},
-                           {"served_at", b->served_at_ns},
-                           {"serves", b->serves},
-                           {"fresh", b->fresh_groups},
-                           {"replayed", b->replayed},
-                           {"stats", b->stats},
-                           {"groups", GroupsToJson(b->groups).value()}});
-  }
+  for (const auto& [id, b] : outstanding_) outstanding.push_back(BatchToJson(*b));
   j["outstanding"] = std::move(outstanding);
   j["acked"] = acked_.ToJson();
   json rounds = json::array();
@@ -263,7 +286,9 @@ Status DataflowCore::RestoreSnapshot(std::string_view snapshot) {
                                                          .replay_groups = {},
                                                          .counters = {},
                                                          .filters = policies_[i]->filters,
-                                                         .acked_since_announce = false});
+                                                         .acked_since_announce = false,
+                                                         .held = {},
+                                                         .held_seq = 0});
       if (pj.at("name").get<std::string>() != p->name) {
         return Status::Corruption("policy order differs", "policies");
       }
@@ -285,6 +310,15 @@ Status DataflowCore::RestoreSnapshot(std::string_view snapshot) {
       CountersFromJson(pj.at("counters"), p->counters, kPolicyCounterFields);
       // Absent in snapshots written before it was kept.
       p->acked_since_announce = pj.value("acked_since_announce", false);
+      // Absent in snapshots written before held acknowledgements: none held.
+      p->held_seq = pj.value("held_seq", int64_t{0});
+      for (const json& hj : pj.value("held", json::array())) {
+        SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<OutstandingBatch> b, BatchFromJson(hj.at("batch")));
+        if (b->policy != p->name) {
+          return Status::Corruption("held batch " + b->id + " of another policy", "held");
+        }
+        p->held.emplace(hj.at("seq").get<int64_t>(), std::move(b));
+      }
       const json& fj = pj.at("filters");
       if (fj.size() != p->filters.size()) return Status::Corruption("filter count", "filters");
       for (size_t f = 0; f < fj.size(); ++f) {
@@ -295,18 +329,9 @@ Status DataflowCore::RestoreSnapshot(std::string_view snapshot) {
     }
     std::map<std::string, std::shared_ptr<OutstandingBatch>> outstanding;
     for (const json& bj : j.at("outstanding")) {
-      auto b = std::make_unique<OutstandingBatch>();
-      b->id = bj.at("id").get<std::string>();
-      b->policy = bj.at("policy").get<std::string>();
-      b->version = bj.at("version").get<int64_t>();
-      b->served_at_ns = bj.at("served_at").get<int64_t>();
-      b->serves = bj.at("serves").get<int64_t>();
-      b->fresh_groups = bj.at("fresh").get<int64_t>();
-      b->replayed = bj.at("replayed").get<std::vector<uint8_t>>();
-      b->stats = bj.at("stats");
-      SLUICE_ASSIGN_OR_RETURN(b->groups, GroupsFromJson(bj.at("groups")));
-      if (b->replayed.size() != b->groups.size() || FindPolicy(b->policy) == nullptr) {
-        return Status::Corruption("malformed batch " + b->id, "outstanding");
+      SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<OutstandingBatch> b, BatchFromJson(bj));
+      if (FindPolicy(b->policy) == nullptr) {
+        return Status::Corruption("batch " + b->id + " of an unknown policy", "outstanding");
       }
       outstanding.emplace(b->id, std::move(b));
     }

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -155,6 +156,9 @@ struct DataflowCore::PolicyState {
   // A batch was acknowledged after the newest announcement: its trainer is about to announce the
   // version it trained (the drain decision's announce_due).
   bool acked_since_announce = false;
+  // Batches acknowledged with AckHeld and not yet released, by hold number.
+  std::map<int64_t, std::shared_ptr<OutstandingBatch>> held;
+  int64_t held_seq = 0;  // The newest hold number given (never reused).
 };
 
 struct DataflowCore::OutstandingBatch {

@@ -59,6 +59,9 @@ json DataflowCore::StatusJson() const {
     }
     j["unacked_batches"] = unacked;
     j["unacked_groups"] = unacked_groups;
+    // Acknowledged, kept until the trainer's checkpoint (AckHeld), and the newest hold number.
+    j["held_batches"] = static_cast<int64_t>(p->held.size());
+    j["held_seq"] = p->held_seq;
     j["replay_size"] = static_cast<int64_t>(p->replay.size());
     json filters = json::array();
     for (const FilterCounters& f : p->filters) {

@@ -25,6 +25,23 @@ Status DataflowCore::AnnounceLocked(std::string_view policy, const VersionInfo& 
   if (p == nullptr) return Status::NotFound("no policy " + std::string(policy));
   if (version.number <= p->version.number) {
     if (p->announced && version == p->version) return Status::Ok();
+    if (p->announced && version.number == p->version.number) {
+      if (!version.digest.empty() && version.digest == p->version.digest &&
+          version.evaluate == p->version.evaluate) {
+        // The same image from a restarted trainer: only where to fetch it moved.
+        dirty_ = true;
+        p->version.url = version.url;
+        p->version.delta_base = version.delta_base;
+        return Status::Ok();
+      }
+      return Status::Conflict(
+          "version " + std::to_string(version.number) + " of " + p->name +
+          " is already announced with digest \"" + p->version.digest + "\" (evaluate " +
+          (p->version.evaluate ? "true" : "false") + "), not \"" + version.digest +
+          "\" (evaluate " + (version.evaluate ? "true" : "false") +
+          "): a version number names one weight image; announce a version above " +
+          std::to_string(p->version.number));
+    }
     return Status::Conflict("version " + std::to_string(version.number) +
                             " is not newer than the current version " +
                             std::to_string(p->version.number) + " of " + p->name);

@@ -331,6 +331,8 @@ void DataflowService::Register(http::Server& server) {
   server.Post("/v1/trajectories", route(&DataflowService::HandleSubmit));
   server.Get(R"(/v1/batches/([^/]+))", route(&DataflowService::HandleTakeBatch));
   server.Post(R"(/v1/batches/([^/]+)/ack)", route(&DataflowService::HandleAck));
+  server.Post(R"(/v1/policies/([^/]+)/held/release)", route(&DataflowService::HandleReleaseHeld));
+  server.Post(R"(/v1/policies/([^/]+)/held/resume)", route(&DataflowService::HandleResumeHeld));
   server.Post(R"(/v1/policies/([^/]+)/versions)", route(&DataflowService::HandleAnnounce));
   server.Get("/v1/status", route(&DataflowService::HandleStatus));
   // Read-only, no record: what a joining rollout replica loads before it leases (docs/rollout.md).
@@ -522,16 +524,6 @@ void DataflowService::HandleTakeBatch(const httplib::Request& req, httplib::Resp
   res.status = 204;
 }
 
-void DataflowService::HandleAck(const httplib::Request& req, httplib::Response& res) {
-  const std::string id = req.matches[1];
-  BeginOp();
-  Status s = core_->Ack(id);
-  Status durable = EndOp();
-  if (!s.ok()) return http::ReplyError(res, s);
-  if (!durable.ok()) return http::ReplyError(res, durable);
-  http::ReplyJson(res, {{"batch_id", id}, {"acked", true}});
-}
-
 void DataflowService::HandleAnnounce(const httplib::Request& req, httplib::Response& res) {
   const std::string policy = req.matches[1];
   Result<json> body = http::ParseJsonObject(req);
@@ -706,6 +698,8 @@ void DataflowService::RegisterMetrics() {
        false},
       {"sluice_dataflow_unacked_batches", "unacked_batches", "Served batches not yet acknowledged.",
        false},
+      {"sluice_dataflow_held_batches", "held_batches",
+       "Batches acknowledged held, kept until the trainer's checkpoint releases them.", false},
       {"sluice_dataflow_policy_version", "version", "Newest announced weight version.", false},
       {"sluice_dataflow_policy_lag", "buffer_lag",
        "Versions the oldest buffered data is behind the newest announced version (0 with an "

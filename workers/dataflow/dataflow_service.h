@@ -9,7 +9,11 @@
 //   POST /v1/trajectories                one TrajectoryGroup frame -> JSON SubmitResult
 //   GET  /v1/batches/{policy}?groups=N&wait=S   one Batch frame, or 204 after `wait` s, or
 //                                        410 (reason DataflowDrained) once the policy is drained
-//   POST /v1/batches/{id}/ack            -> {"batch_id", "acked"}
+//   POST /v1/batches/{id}/ack            optional JSON {"hold"} -> {"batch_id", "acked"} (and
+//                                        "held": the hold number, with hold: true)
+//   POST /v1/policies/{policy}/held/release   JSON {"through"} -> {"policy", "released"}
+//   POST /v1/policies/{policy}/held/resume    JSON {"through"} -> {"policy", "taken_back"}
+//                                        (held acknowledgements: dataflow_core.h)
 //   POST /v1/policies/{policy}/versions  JSON VersionInfo (optional "evaluate": queue an eval
 //                                        round at this version) -> {"policy", "version"}
 //   GET  /v1/status                      core status plus WAL, recovery and trainer-wait stats
@@ -128,7 +132,11 @@ class DataflowService {
   void HandleRelease(const httplib::Request& req, httplib::Response& res);
   void HandleSubmit(const httplib::Request& req, httplib::Response& res);
   void HandleTakeBatch(const httplib::Request& req, httplib::Response& res);
+  // dataflow_service_acks.cpp: acknowledgements, final or held, and the held ones' release and
+  // take-back.
   void HandleAck(const httplib::Request& req, httplib::Response& res);
+  void HandleReleaseHeld(const httplib::Request& req, httplib::Response& res);
+  void HandleResumeHeld(const httplib::Request& req, httplib::Response& res);
   void HandleAnnounce(const httplib::Request& req, httplib::Response& res);
   void HandleStatus(const httplib::Request& req, httplib::Response& res);
 

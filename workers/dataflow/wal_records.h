@@ -22,7 +22,8 @@ struct Record {
 //  - kRenew: {now, lease}. kRelease: {now, lease, error}. kExpire: {now}.
 //  - kSubmit: the group's wire encoding (trajectory_codec.h), not CBOR.
 //  - kDuplicateSubmit: {task, attempt}.
-//  - kTakeBatch: {now, policy, groups}. kAck: {now, batch}.
+//  - kTakeBatch: {now, policy, groups}. kAck: {now, batch} (and hold: true for AckHeld).
+//  - kReleaseHeld, kResumeHeld: {now, policy, through}.
 //  - kAnnounce: {now, policy} and the VersionInfo's fields (no evaluate in older logs).
 enum class RecordType : uint32_t {
   kLease = 1,
@@ -34,6 +35,8 @@ enum class RecordType : uint32_t {
   kTakeBatch = 7,
   kAck = 8,
   kAnnounce = 9,
+  kReleaseHeld = 10,
+  kResumeHeld = 11,
 };
 
 }  // namespace sluice::dataflow

@@ -19,11 +19,25 @@
 // version spec.warmStart.steps with "evaluate": true, so the Dataflow evaluates exactly the model
 // RL starts from. RL step k publishes version spec.warmStart.steps + k.
 //
+// Restarts: before it publishes, rank 0 reads the dataflow's newest announcement of the policy
+// (GET /v1/versions). When a dead run announced versions at or above the resumed one, and the
+// newest is not these very weights, training continues above it (version_continuity.h), so a
+// version number never names two weight images; an announcement the dataflow refuses (409)
+// fails the run.
+//
 // A Policy whose spec.model.source is a uri is downloaded into --model-cache-dir (or found there
 // complete) after the HTTP server starts and before the rendezvous (FetchModelSource).
 //
 // SIGTERM stops between steps: the batch in hand (if any) is not acknowledged, so the dataflow
-// serves it again after its ack timeout; nothing accepted is lost.
+// serves it again (at once to a restarted trainer); with checkpoints, rank 0 then checkpoints the
+// steps since the last one. Nothing accepted is lost.
+//
+// Exactly once: with checkpoints, rank 0 acknowledges each batch held (POST .../ack {"hold":
+// true}; workers/dataflow/dataflow_core.h, "Held acknowledgements"), records the newest hold
+// number in each checkpoint (dataflow.json) and releases the held batches through it once the
+// checkpoint is committed. On start it asks the dataflow to take back every batch held after the
+// checkpoint it resumed from (POST .../held/resume): those, and the dead run's batch in hand, are
+// served again in order, so every batch is trained exactly once in the weights that survive.
 //
 // The end of the data: when the dataflow answers that it can never feed this policy again (410
 // DataflowDrained: the dataset is exhausted and what is left cannot fill a batch) before --steps,
@@ -67,9 +81,11 @@
 #include "workers/trainer/torch/warm_start_runner.h"
 #include "workers/trainer/trainer_settings.h"
 #include "workers/trainer/trainer_status.h"
+#include "workers/trainer/version_continuity.h"
 #include "workers/trainer/weight_sync.h"
 #include "workers/weights/hf_export.h"
 #include "workers/weights/weight_routes.h"
+#include "workers/weights/weight_snapshot.h"
 #include "workers/weights/weight_store.h"
 
 namespace sluice::trainer {
@@ -157,6 +173,47 @@ Status Publish(const model::DecoderModel& m, int64_t version, const std::string&
   Result<PublishedWeights> w = PublishWeights(m, dtype);
   if (!w.ok()) return w.status();
   return store.Publish(w->views, version, EncodeDeltaFor(sync, version));
+}
+
+// Calls `call` until it is not Unavailable (the dataflow unreachable), for up to `timeout`, once a
+// second, unless `stop` fires.
+template <typename Call>
+auto RetryWhileUnavailable(const Call& call, std::chrono::nanoseconds timeout,
+                           const CancellationToken& stop) {
+  const Clock::time_point deadline = Clock::now() + timeout;
+  auto result = call();
+  while (!result.ok() && result.status().code() == StatusCode::kUnavailable &&
+         Clock::now() < deadline && !stop.IsCancelled()) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    result = call();
+  }
+  return result;
+}
+
+// Rank 0: the version to publish the trainer's current weights as (version_continuity.h), from
+// the dataflow's newest announcement of `policy` (GET /v1/versions, retried while the dataflow is
+// unreachable for up to `timeout`). Cancelled when `stop` fires first.
+Result<int64_t> VersionToContinueAt(dataflow::DataflowClient& dataflow, const std::string& policy,
+                                    const PolicyTrainer& t, const std::string& dtype,
+                                    std::chrono::nanoseconds timeout,
+                                    const CancellationToken& stop) {
+  Result<std::vector<dataflow::AnnouncedVersion>> versions =
+      RetryWhileUnavailable([&] { return dataflow.AnnouncedVersions(stop); }, timeout, stop);
+  if (!versions.ok()) return versions.status();
+  std::optional<AnnouncedImage> announced;
+  for (const dataflow::AnnouncedVersion& v : *versions) {
+    if (v.policy == policy) announced = AnnouncedImage{v.number, v.digest};
+  }
+  std::string held_digest;
+  if (announced && announced->number == t.version()) {
+    // Only then can the announcement be these weights: compare images.
+    Result<PublishedWeights> w = PublishWeights(t.model(), dtype);
+    if (!w.ok()) return w.status();
+    Result<weights::WeightSnapshot> image = weights::WeightSnapshot::Build(w->views, t.version());
+    if (!image.ok()) return image.status();
+    held_digest = image->digest();
+  }
+  return ContinuedVersion(t.version(), announced, held_digest);
 }
 
 // The export root: --export-dir, else <checkpoint-dir>/exports, else none ("").
@@ -382,15 +439,67 @@ int Main(int argc, char** argv) {
 
   // Resume from the newest complete checkpoint.
   int64_t checkpointed_step = -1;  // Of the newest checkpoint written or resumed from.
+  // The newest hold number among the batches the weights trained on (rank 0, with checkpoints:
+  // batches are acknowledged held until a checkpoint makes them durable).
+  int64_t held_through = 0;
   if (!checkpoint_dir.empty()) {
     Result<std::vector<int64_t>> held = ListCheckpoints(checkpoint_dir);
     if (!held.ok()) return fail("cannot list checkpoints", held.status());
-    if (!held->empty()) {
-      const std::string path = checkpoint_dir + "/" + CheckpointName(held->back());
-      if (Status s = t.LoadState(path); !s.ok()) return fail("cannot resume", s);
-      board.RecordCheckpoint(held->back());
-      checkpointed_step = held->back();
-      logger.Info("resumed", {{"checkpoint", path}, {"step", t.step()}});
+    // Newest first; a damaged checkpoint (checksums, or a state that does not load) falls back
+    // to the one before it. LoadState overwrites every tensor, so a failed load leaves nothing
+    // behind.
+    Status last = Status::Ok();
+    for (auto it = held->rbegin(); it != held->rend(); ++it) {
+      const std::string path = checkpoint_dir + "/" + CheckpointName(*it);
+      Status s = VerifyCheckpoint(checkpoint_dir, *it);
+      Result<int64_t> through = s.ok() ? ReadHeldThrough(path) : Result<int64_t>(s);
+      s = through.status();
+      if (s.ok()) s = t.LoadState(path);
+      if (s.ok()) {
+        held_through = *through;
+        board.RecordCheckpoint(*it);
+        checkpointed_step = *it;
+        logger.Info("resumed", {{"checkpoint", path}, {"step", t.step()}});
+        break;
+      }
+      logger.Warn("checkpoint unusable; trying the previous one",
+                  {{"checkpoint", path}, {"error", s.ToString()}});
+      board.RecordCheckpointFallback(*it, s.ToString());
+      last = s;
+    }
+    if (!held->empty() && checkpointed_step < 0) return fail("no usable checkpoint", last);
+  }
+  // A version number never names two weight images: continue above what the dataflow already
+  // announced for this policy (a dead run's versions) unless that is these very weights.
+  {
+    std::string decided;
+    if (rank == 0) {
+      // Every batch trained after the resumed checkpoint (held by the dataflow) and the dead
+      // run's batch in hand come back, in order: each is trained exactly once in these weights.
+      Result<int64_t> back =
+          RetryWhileUnavailable([&] { return dataflow.ResumeHeld(settings->policy, held_through); },
+                                cfg->GetDuration("dataflow-timeout"), stop.Token());
+      if (!back.ok()) return fail("cannot resume the dataflow's held batches", back.status());
+      if (*back > 0) {
+        logger.Info("batches trained after the checkpoint come back",
+                    {{"batches", *back}, {"held_through", held_through}});
+      }
+      Result<int64_t> v =
+          VersionToContinueAt(dataflow, settings->policy, t, settings->policy_spec.model.dtype,
+                              cfg->GetDuration("dataflow-timeout"), stop.Token());
+      if (!v.ok()) return fail("cannot read the dataflow's versions", v.status());
+      decided = std::to_string(*v);
+    }
+    if (Status s = (*comm)->Broadcast(decided, 0); !s.ok()) return fail("broadcast failed", s);
+    if (decided.empty()) {  // Rank 0 was stopped while asking.
+      server.Shutdown();
+      return 0;
+    }
+    const int64_t version = std::stoll(decided);
+    if (version != t.version()) {
+      logger.Info("continuing above the dataflow's versions",
+                  {{"held", t.version()}, {"version", version}, {"step", t.step()}});
+      t.ContinueAt(version);
     }
   }
   board.SetStart(t.step(), t.version());
@@ -430,13 +539,25 @@ int Main(int argc, char** argv) {
                            {"from_step", t.step()},
                            {"algorithm", settings->spec.algorithm.type}});
 
-  // Rank 0, with checkpoints: writes the checkpoint of the current step.
-  auto write_checkpoint = [&]() -> Status {
+  // Rank 0, with checkpoints: writes the checkpoint of the current step. The dataflow keeps the
+  // held batches of the newest checkpoint's interval one checkpoint longer (it releases through
+  // the previous checkpoint's number), so a resume that falls back from a damaged newest
+  // checkpoint still gets them back; the last step's checkpoint (`last`) releases everything.
+  int64_t release_next = held_through;  // The newest checkpoint's number, released at the next.
+  auto write_checkpoint = [&](bool last) -> Status {
     const api::TrainerJobSpecCheckpoint& c = *settings->spec.checkpoint;
     Result<std::string> tmp = BeginCheckpoint(checkpoint_dir, t.step());
     Status s = tmp.ok() ? t.SaveState(*tmp) : tmp.status();
+    if (s.ok()) s = WriteHeldThrough(*tmp, held_through);
     if (s.ok()) s = CommitCheckpoint(checkpoint_dir, t.step(), static_cast<int>(c.keep));
     if (!s.ok()) return s;
+    // A failed release only keeps the batches longer (the next one releases through more).
+    const int64_t release = last ? held_through : release_next;
+    release_next = held_through;
+    if (Result<int64_t> r = dataflow.ReleaseHeld(settings->policy, release); !r.ok()) {
+      logger.Warn("releasing held batches failed",
+                  {{"through", release}, {"error", r.status().ToString()}});
+    }
     checkpointed_step = t.step();
     board.RecordCheckpoint(t.step());
     logger.Info("checkpoint", {{"step", t.step()}, {"dir", checkpoint_dir}});
@@ -510,9 +631,19 @@ int Main(int argc, char** argv) {
     f.tokens = report->tokens;
     f.data_wait_fraction = waited / std::max(waited + report->seconds, 1e-9);
     if (rank == 0) {
-      if (Status s = dataflow.Ack(batch->batch_id); !s.ok()) {
+      // With checkpoints the ack is held until the next checkpoint makes this step durable.
+      Status acked;
+      if (checkpoints) {
+        // Hold numbers grow in ack order (0: acknowledged for good already).
+        Result<int64_t> held = dataflow.AckHeld(batch->batch_id);
+        if (held.ok()) held_through = std::max(held_through, *held);
+        acked = held.status();
+      } else {
+        acked = dataflow.Ack(batch->batch_id);
+      }
+      if (!acked.ok()) {
         // Not fatal: the dataflow re-serves the batch after its ack timeout.
-        logger.Warn("ack failed", {{"batch", batch->batch_id}, {"error", s.ToString()}});
+        logger.Warn("ack failed", {{"batch", batch->batch_id}, {"error", acked.ToString()}});
       }
       if (Status s = publish_and_announce(&f.publish_seconds); !s.ok()) {
         return fail("publishing failed", s);
@@ -526,6 +657,7 @@ int Main(int argc, char** argv) {
     }
     board.RecordStep(f);
     logger.Info("step", {{"step", f.step},
+                         {"batch", batch->batch_id},
                          {"loss", f.loss},
                          {"reward_mean", f.reward_mean},
                          {"entropy", f.entropy},
@@ -535,14 +667,16 @@ int Main(int argc, char** argv) {
                          {"data_wait_fraction", f.data_wait_fraction}});
     if (rank == 0 && checkpoints) {
       if (t.step() % settings->spec.checkpoint->every_steps == 0 || t.step() == steps) {
-        if (Status s = write_checkpoint(); !s.ok()) return fail("checkpoint failed", s);
+        if (Status s = write_checkpoint(t.step() == steps); !s.ok()) {
+          return fail("checkpoint failed", s);
+        }
       }
     }
   }
   if (!starved.empty()) {
     // The data ran out before --steps: keep what was learned, say so, and wait to be stopped.
     if (rank == 0 && checkpoints && t.step() > 0 && checkpointed_step != t.step()) {
-      if (Status s = write_checkpoint(); !s.ok()) return fail("checkpoint failed", s);
+      if (Status s = write_checkpoint(false); !s.ok()) return fail("checkpoint failed", s);
     }
     board.SetPhase("Starved", "the dataflow can no longer feed policy " + settings->policy +
                                   " after step " + std::to_string(t.step()) + " of " +
@@ -554,6 +688,11 @@ int Main(int argc, char** argv) {
     return 1;
   }
   const bool finished = t.step() >= steps;
+  if (!finished && rank == 0 && checkpoints && t.step() > 0 && checkpointed_step != t.step()) {
+    // Stopped (SIGTERM) between checkpoints: make the steps since durable, so the batches the
+    // dataflow holds for them are not trained again after the restart.
+    if (Status s = write_checkpoint(false); !s.ok()) return fail("checkpoint failed", s);
+  }
   board.SetPhase(finished ? "Succeeded" : "Running");
   logger.Info(finished ? "finished" : "stopped", {{"step", t.step()}, {"version", t.version()}});
   server.Shutdown();

@@ -108,6 +108,11 @@ void TrainerStatusBoard::RecordCheckpoint(int64_t step) {
   if (checkpoint_step_) checkpoint_step_->Set(static_cast<double>(step));
 }
 
+void TrainerStatusBoard::RecordCheckpointFallback(int64_t step, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  skipped_checkpoints_.push_back({{"step", step}, {"reason", reason}});
+}
+
 void TrainerStatusBoard::RecordDataWait(double seconds) {
   if (wait_seconds_total_) wait_seconds_total_->Inc(seconds);
 }
@@ -130,6 +135,7 @@ nlohmann::json TrainerStatusBoard::StatusJson() const {
   nlohmann::json out = {{"phase", phase_}, {"step", step_},     {"version", version_},
                         {"rank", rank_},   {"policy", policy_}, {"metrics", metrics}};
   if (last_checkpoint_) out["lastCheckpointStep"] = *last_checkpoint_;
+  if (!skipped_checkpoints_.empty()) out["skippedCheckpoints"] = skipped_checkpoints_;
   if (!message_.empty()) out["message"] = message_;
   return out;
 }

@@ -53,12 +53,15 @@ class TrainerStatusBoard {
   void SetStart(int64_t step, int64_t version);
   void RecordStep(const StepFigures& figures);
   void RecordCheckpoint(int64_t step);
+  // A checkpoint the resume skipped as damaged (`reason` says how), newest first.
+  void RecordCheckpointFallback(int64_t step, const std::string& reason);
   void RecordDataWait(double seconds);
 
   bool ready() const;
   // {"phase", "step", "version", "rank", "policy", "metrics": {loss, rewardMean, kl, entropy,
   // tokensPerSecond, stalenessMean, dataWaitFraction, clipFraction, gradNorm, learningRate},
-  // "lastCheckpointStep" (absent before the first), "message" (absent when empty)}.
+  // "lastCheckpointStep" (absent before the first), "skippedCheckpoints": [{"step", "reason"}]
+  // (absent when the resume skipped none), "message" (absent when empty)}.
   nlohmann::json StatusJson() const;
 
  private:
@@ -72,6 +75,7 @@ class TrainerStatusBoard {
   int64_t version_ = 0;
   std::optional<StepFigures> last_;
   std::optional<int64_t> last_checkpoint_;
+  nlohmann::json skipped_checkpoints_ = nlohmann::json::array();
 
   metrics::Gauge* step_gauge_ = nullptr;
   metrics::Gauge* version_gauge_ = nullptr;

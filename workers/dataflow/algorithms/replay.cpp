@@ -69,6 +69,14 @@ void ReplayMemory::Add(uint64_t group_id, double priority) {
   entries_.push_back(ReplayEntry{group_id, priority, 0});
 }
 
+bool ReplayMemory::Remove(uint64_t group_id) {
+  const auto it = std::find_if(entries_.begin(), entries_.end(),
+                               [&](const ReplayEntry& e) { return e.group_id == group_id; });
+  if (it == entries_.end()) return false;
+  entries_.erase(it);
+  return true;
+}
+
 size_t ReplayMemory::ReplayCount(size_t batch_groups) const {
   const auto wanted =
       static_cast<size_t>(std::floor(static_cast<double>(batch_groups) * options_.replay_ratio));

@@ -69,6 +69,9 @@ class ReplayMemory {
 
   // Records a consumed group (priority must be finite and >= 0, else clamped to 0).
   void Add(uint64_t group_id, double priority);
+  // Forgets the entry of `group_id` (a group whose training was taken back: the trainer
+  // restarted from a checkpoint before it). Returns whether there was one.
+  bool Remove(uint64_t group_id);
   // floor(batch_groups × replayRatio), at most size().
   size_t ReplayCount(size_t batch_groups) const;
   // Selects up to `count` distinct entries and increments their reuse counts. Returns group

@@ -563,6 +563,9 @@ Status PolicyTrainer::LoadState(const std::string& dir) {
   }
   step_ = meta["step"].get<int64_t>();
   im.updates = meta["updates"].get<int64_t>();
+  if (meta.contains("version") && meta["version"].is_number_integer()) {
+    version_base_ = meta["version"].get<int64_t>() - step_;
+  }
   return Status::Ok();
 }
 

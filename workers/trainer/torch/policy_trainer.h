@@ -94,12 +94,16 @@ class PolicyTrainer {
 
   int64_t step() const { return step_; }
   int64_t version() const { return version_base_ + step_; }
+  // From now on the weights are version `version` (and after k more steps version + k): a
+  // restarted trainer continuing above a dead run's versions (version_continuity.h).
+  void ContinueAt(int64_t version) { version_base_ = version - step_; }
   const model::DecoderModel& model() const { return *model_; }
 
   // Writes the full training state (weights, AdamW state, critic, step, optimizer-update count,
   // the CPU RNG state) into `dir` (an existing empty directory; see checkpoint_directory.h).
   Status SaveState(const std::string& dir) const;
-  // Restores a state written by SaveState for the same settings.
+  // Restores a state written by SaveState for the same settings, including its version (a
+  // state.json without one keeps version base + step).
   Status LoadState(const std::string& dir);
 
  private:

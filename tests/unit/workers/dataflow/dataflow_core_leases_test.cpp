@@ -215,9 +215,26 @@ TEST_F(DataflowCoreTest, VersionAnnouncementsAppearInLeaseReplies) {
   EXPECT_TRUE(core->Lease(other).versions.empty());
 
   EXPECT_TRUE(core->AnnounceVersion("actor", v1).ok());  // Idempotent retry.
-  VersionInfo changed = v1;
-  changed.url = "elsewhere";
-  EXPECT_EQ(core->AnnounceVersion("actor", changed).code(), StatusCode::kConflict);
+  // The same image from a restarted trainer: the version moves to its new url.
+  VersionInfo moved = v1;
+  moved.url = "http://trainer-0b:8080/v1/weights/1";
+  EXPECT_TRUE(core->AnnounceVersion("actor", moved).ok());
+  EXPECT_EQ(core->Lease(Req(1)).versions[0].version, moved);
+  // Another image under the same number is refused, naming both digests.
+  VersionInfo other_image = moved;
+  other_image.digest = "sha256:cc";
+  const Status refused = core->AnnounceVersion("actor", other_image);
+  EXPECT_EQ(refused.code(), StatusCode::kConflict);
+  EXPECT_NE(refused.message().find("already announced with digest \"sha256:aa\""),
+            std::string::npos)
+      << refused.ToString();
+  EXPECT_NE(refused.message().find("announce a version above 1"), std::string::npos)
+      << refused.ToString();
+  VersionInfo undigested = moved;
+  undigested.digest = "";
+  undigested.url = "elsewhere";
+  EXPECT_EQ(core->AnnounceVersion("actor", undigested).code(), StatusCode::kConflict);
+  EXPECT_EQ(core->Lease(Req(1)).versions[0].version, moved);
   EXPECT_EQ(core->AnnounceVersion("actor", {0, "", "", -1}).code(), StatusCode::kConflict);
   EXPECT_EQ(core->AnnounceVersion("critic", {2, "", "", -1}).code(), StatusCode::kNotFound);
   VersionInfo v2{2, "http://trainer-0:8080/v1/weights/2?base=1", "sha256:bb", 1};

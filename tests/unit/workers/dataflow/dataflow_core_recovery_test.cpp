@@ -83,7 +83,9 @@ TEST_F(DataflowCoreTest, RecoveryFromRecordsAndFromSnapshotPlusRecords) {
   ASSERT_GT(records_.size(), mid_records);
   std::set<uint32_t> types;
   for (const Record& r : records_) types.insert(r.type);
-  EXPECT_EQ(types.size(), 9U) << "every record type exercised";
+  EXPECT_EQ(types.size(), 11U) << "every record type exercised";
+  EXPECT_EQ(original->StatusJson()["policies"]["solver"]["held_batches"], 1);
+  EXPECT_EQ(original->StatusJson()["policies"]["verifier"]["held_seq"], 2);
   nlohmann::json st = original->StatusJson();
   EXPECT_GT(st["policies"]["verifier"]["reserved_batches"].get<int>(), 0) << st.dump();
   EXPECT_GT(st["submits"]["duplicates"].get<int>(), 0);

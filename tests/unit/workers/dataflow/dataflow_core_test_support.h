@@ -106,7 +106,8 @@ inline void Script(DataflowCore& core, FakeClock& clock, int phase) {
     submit(ts[2], 0);  // Late or duplicate.
     (void)core.AnnounceVersion("solver", {1, "u1", "d1", -1});
     auto b = core.TakeBatch("solver", 2);
-    if (b.ok() && b->has_value()) (void)core.Ack((*b)->batch_id);
+    // Held by a checkpointing trainer (and still held at the end of the script).
+    if (b.ok() && b->has_value()) (void)core.AckHeld((*b)->batch_id);
   } else {
     (void)core.TakeBatch("verifier", 2);  // Left unacked.
     auto ts = lease(3, "c");
@@ -114,7 +115,15 @@ inline void Script(DataflowCore& core, FakeClock& clock, int phase) {
     (void)core.AnnounceVersion("solver", {2, "u2", "d2", 1});
     (void)core.AnnounceVersion("verifier", {4, "v4", "e4", -1});
     clock.Advance(std::chrono::seconds(150));
-    (void)core.TakeBatch("verifier", 2);  // Re-served.
+    auto reserved = core.TakeBatch("verifier", 2);  // Re-served.
+    // Held, taken back by a trainer restarted before its checkpoint, trained and held again,
+    // then released by its checkpoint.
+    if (reserved.ok() && reserved->has_value()) {
+      (void)core.AckHeld((*reserved)->batch_id);
+      (void)core.ResumeHeld("verifier", 0);
+      (void)core.AckHeld((*reserved)->batch_id);
+      (void)core.ReleaseHeld("verifier", 2);
+    }
     (void)core.TakeBatch("solver", 2);
     auto evals = lease(2, "d");
     for (const LeasedTask& t : evals) submit(t, 2);

@@ -48,5 +48,18 @@ TEST(TrainerStatusBoardTest, ExportsTheDataWaitTheExamplesScaleOn) {
   EXPECT_GE(checked, 1) << "examples/gpu-cluster-qwen3.yaml scales on the trainer's data wait";
 }
 
+TEST(TrainerStatusBoardTest, ReportsTheCheckpointsAResumeSkipped) {
+  TrainerStatusBoard board(nullptr, "qwen3", 0);
+  EXPECT_FALSE(board.StatusJson().contains("skippedCheckpoints"));
+  EXPECT_FALSE(board.StatusJson().contains("lastCheckpointStep"));
+  board.RecordCheckpointFallback(40, "weights.pt does not match its checksum");
+  board.RecordCheckpoint(30);
+  const nlohmann::json s = board.StatusJson();
+  EXPECT_EQ(s["lastCheckpointStep"], 30);
+  ASSERT_EQ(s["skippedCheckpoints"].size(), 1U) << s.dump();
+  EXPECT_EQ(s["skippedCheckpoints"][0]["step"], 40);
+  EXPECT_EQ(s["skippedCheckpoints"][0]["reason"], "weights.pt does not match its checksum");
+}
+
 }  // namespace
 }  // namespace sluice::trainer

@@ -202,6 +202,31 @@ TEST(PolicyTrainerTest, ResumingFromASavedStateContinuesExactly) {
   }
 }
 
+// A trainer that continued above a dead run's versions keeps that numbering in its checkpoints.
+TEST(PolicyTrainerTest, AContinuedVersionSurvivesSaveAndLoad) {
+  TrainerSettings s = Settings("grpo");
+  s.spec.steps = 4;
+  std::unique_ptr<Communicator> comm = MakeLocalCommunicator();
+  const std::string dir = ::testing::TempDir() + "/trainer_state_continued";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    std::unique_ptr<PolicyTrainer> first = Make(s, comm.get());
+    ASSERT_TRUE(first->Step(MakeBatch(0)).ok());
+    EXPECT_EQ(first->version(), 1);
+    first->ContinueAt(8);  // The dead run had announced up to 7.
+    EXPECT_EQ(first->version(), 8);
+    Result<StepReport> r = first->Step(MakeBatch(1));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->version, 9);
+    ASSERT_TRUE(first->SaveState(dir).ok());
+  }
+  std::unique_ptr<PolicyTrainer> resumed = Make(s, comm.get());
+  ASSERT_TRUE(resumed->LoadState(dir).ok());
+  EXPECT_EQ(resumed->step(), 2);
+  EXPECT_EQ(resumed->version(), 9);
+}
+
 TEST(PolicyTrainerTest, LoadStateRejectsAMissingState) {
   std::unique_ptr<Communicator> comm = MakeLocalCommunicator();
   std::unique_ptr<PolicyTrainer> t = Make(Settings("grpo"), comm.get());

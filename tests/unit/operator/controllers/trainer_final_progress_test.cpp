@@ -1,0 +1,32 @@
+#include "operator/controllers/trainer_final_progress.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice::controllers {
+namespace {
+
+TEST(FinalProgressTest, CountsStepsAfterTheLastReport) {
+  struct Case {
+    const char* name;
+    TrainerProgress reported;
+    int64_t warm;
+    int64_t steps;
+    TrainerProgress want;
+  };
+  const Case cases[] = {
+      {"no report read", {0, 0}, 0, 10, {10, 10}},
+      {"no report, warm start", {0, 0}, 5, 10, {10, 15}},
+      {"the last report is final", {10, 10}, 0, 10, {10, 10}},
+      {"two steps after the last report", {8, 8}, 0, 10, {10, 10}},
+      {"two steps after, warm start", {8, 13}, 5, 10, {10, 15}},
+      {"continued above a dead run's versions", {8, 21}, 0, 10, {10, 23}},
+      {"continued, final report", {10, 23}, 0, 10, {10, 23}},
+      {"a report below the spec's floor", {10, 4}, 0, 10, {10, 10}},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(FinalProgress(c.reported, c.warm, c.steps), c.want) << c.name;
+  }
+}
+
+}  // namespace
+}  // namespace sluice::controllers
