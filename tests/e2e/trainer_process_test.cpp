@@ -82,6 +82,26 @@ int RunTrainer(const std::vector<std::string>& flags, const std::string& log,
 
 bool HaveTrainer() { return fs::exists(BinDir() + "/sluice-trainer"); }
 
+// trainer.json for a tiny built-in policy trained for `steps` steps, checkpointing every
+// `every_steps` (keep 2).
+json TrainerConfig(int steps, int every_steps) {
+  json config = json::parse(R"({
+    "trainerJob": {"metadata": {"name": "train", "namespace": "rl"},
+      "spec": {"policyRef": {"name": "actor"}, "dataflowRef": {"name": "arith"},
+               "microBatchTokens": 64, "optimizer": {"lr": 0.01},
+               "checkpoint": {"keep": 2, "pvc": {"claimName": "ckpt"}}}},
+    "policy": {"metadata": {"name": "actor", "namespace": "rl"},
+      "spec": {"model": {"dtype": "float32", "source": {"builtin": {"layers": 1, "hiddenSize": 32,
+               "heads": 2, "kvHeads": 2, "intermediateSize": 64, "maxSequenceLength": 64}}}}},
+    "dataflow": {"metadata": {"name": "arith", "namespace": "rl"},
+      "spec": {"dataset": {"builtin": {}},
+               "workflow": {"type": "single-turn", "roles": [{"name": "solver", "policy": "actor"}]}}}
+  })");
+  config["trainerJob"]["spec"]["steps"] = steps;
+  config["trainerJob"]["spec"]["checkpoint"]["everySteps"] = every_steps;
+  return config;
+}
+
 // The dataflow's announcement of "actor" as a lease reply lists it; null when there is none.
 json AnnouncedActor(DataflowProcess& df) {
   Result<http::Response> r = df.client().Post(
@@ -133,19 +153,7 @@ TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
              }
            })};
 
-  const json config = json::parse(R"({
-    "trainerJob": {"metadata": {"name": "train", "namespace": "rl"},
-      "spec": {"policyRef": {"name": "actor"}, "dataflowRef": {"name": "arith"}, "steps": 3,
-               "microBatchTokens": 64, "optimizer": {"lr": 0.01},
-               "checkpoint": {"everySteps": 2, "keep": 2, "pvc": {"claimName": "ckpt"}}}},
-    "policy": {"metadata": {"name": "actor", "namespace": "rl"},
-      "spec": {"model": {"dtype": "float32", "source": {"builtin": {"layers": 1, "hiddenSize": 32,
-               "heads": 2, "kvHeads": 2, "intermediateSize": 64, "maxSequenceLength": 64}}}}},
-    "dataflow": {"metadata": {"name": "arith", "namespace": "rl"},
-      "spec": {"dataset": {"builtin": {}},
-               "workflow": {"type": "single-turn", "roles": [{"name": "solver", "policy": "actor"}]}}}
-  })");
-  std::ofstream(dir + "/trainer.json") << config.dump();
+  std::ofstream(dir + "/trainer.json") << TrainerConfig(3, 2).dump();
   const std::string url = df.base_url();
   const std::vector<std::string> flags = {"--config=" + dir + "/trainer.json",
                                           "--dataflow-url=" + url,
@@ -364,19 +372,7 @@ TEST(TrainerProcessTest, AKilledTrainerTrainsEveryBatchExactlyOnce) {
       df.Start({"--policies=actor", "--group-size=4", "--groups-per-batch=2", "--capacity=64",
                 "--max-wait=2s", "--builtin-count=1000", "--max-staleness=100"}))
       << df.Log();
-  const json config = json::parse(R"({
-    "trainerJob": {"metadata": {"name": "train", "namespace": "rl"},
-      "spec": {"policyRef": {"name": "actor"}, "dataflowRef": {"name": "arith"}, "steps": 6,
-               "microBatchTokens": 64, "optimizer": {"lr": 0.01},
-               "checkpoint": {"everySteps": 3, "keep": 2, "pvc": {"claimName": "ckpt"}}}},
-    "policy": {"metadata": {"name": "actor", "namespace": "rl"},
-      "spec": {"model": {"dtype": "float32", "source": {"builtin": {"layers": 1, "hiddenSize": 32,
-               "heads": 2, "kvHeads": 2, "intermediateSize": 64, "maxSequenceLength": 64}}}}},
-    "dataflow": {"metadata": {"name": "arith", "namespace": "rl"},
-      "spec": {"dataset": {"builtin": {}},
-               "workflow": {"type": "single-turn", "roles": [{"name": "solver", "policy": "actor"}]}}}
-  })");
-  std::ofstream(dir + "/trainer.json") << config.dump();
+  std::ofstream(dir + "/trainer.json") << TrainerConfig(6, 3).dump();
   const std::vector<std::string> flags = {"--config=" + dir + "/trainer.json",
                                           "--dataflow-url=" + df.base_url(),
                                           "--token-file=" + dir + "/token",

@@ -137,6 +137,10 @@ class DataflowService {
   void HandleAck(const httplib::Request& req, httplib::Response& res);
   void HandleReleaseHeld(const httplib::Request& req, httplib::Response& res);
   void HandleResumeHeld(const httplib::Request& req, httplib::Response& res);
+  // Both: reads {"through"}, calls `call` on the core and replies {"policy", <count>: n}.
+  void HandleHeld(const httplib::Request& req, httplib::Response& res,
+                  Result<int64_t> (DataflowCore::*call)(std::string_view, int64_t),
+                  const char* count);
   void HandleAnnounce(const httplib::Request& req, httplib::Response& res);
   void HandleStatus(const httplib::Request& req, httplib::Response& res);
 

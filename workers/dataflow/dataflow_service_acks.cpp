@@ -53,27 +53,25 @@ void DataflowService::HandleAck(const httplib::Request& req, httplib::Response& 
 }
 
 void DataflowService::HandleReleaseHeld(const httplib::Request& req, httplib::Response& res) {
-  const std::string policy = req.matches[1];
-  int64_t through = 0;
-  if (Status s = ReadThrough(req, through); !s.ok()) return http::ReplyError(res, s);
-  BeginOp();
-  Result<int64_t> released = core_->ReleaseHeld(policy, through);
-  Status durable = EndOp();
-  if (!released.ok()) return http::ReplyError(res, released.status());
-  if (!durable.ok()) return http::ReplyError(res, durable);
-  http::ReplyJson(res, {{"policy", policy}, {"released", *released}});
+  HandleHeld(req, res, &DataflowCore::ReleaseHeld, "released");
 }
 
 void DataflowService::HandleResumeHeld(const httplib::Request& req, httplib::Response& res) {
+  HandleHeld(req, res, &DataflowCore::ResumeHeld, "taken_back");
+}
+
+void DataflowService::HandleHeld(const httplib::Request& req, httplib::Response& res,
+                                 Result<int64_t> (DataflowCore::*call)(std::string_view, int64_t),
+                                 const char* count) {
   const std::string policy = req.matches[1];
   int64_t through = 0;
   if (Status s = ReadThrough(req, through); !s.ok()) return http::ReplyError(res, s);
   BeginOp();
-  Result<int64_t> taken_back = core_->ResumeHeld(policy, through);
+  Result<int64_t> n = ((*core_).*call)(policy, through);
   Status durable = EndOp();
-  if (!taken_back.ok()) return http::ReplyError(res, taken_back.status());
+  if (!n.ok()) return http::ReplyError(res, n.status());
   if (!durable.ok()) return http::ReplyError(res, durable);
-  http::ReplyJson(res, {{"policy", policy}, {"taken_back", *taken_back}});
+  http::ReplyJson(res, {{"policy", policy}, {count, *n}});
 }
 
 }  // namespace sluice::dataflow

@@ -491,10 +491,6 @@ int Main(int argc, char** argv) {
       decided = std::to_string(*v);
     }
     if (Status s = (*comm)->Broadcast(decided, 0); !s.ok()) return fail("broadcast failed", s);
-    if (decided.empty()) {  // Rank 0 was stopped while asking.
-      server.Shutdown();
-      return 0;
-    }
     const int64_t version = std::stoll(decided);
     if (version != t.version()) {
       logger.Info("continuing above the dataflow's versions",
