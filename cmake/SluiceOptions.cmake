@@ -9,6 +9,16 @@ add_library(sluice_build_flags INTERFACE)
 target_compile_options(sluice_build_flags INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${SLUICE_WERROR}>>:-Werror>)
+# lld links the large test programs several times faster than ld.bfd (about 1.7 s against 6 s
+# for the API server's tests), which adds up over some sixty programs in a fresh build.
+option(SLUICE_LLD "Link with lld when the compiler accepts -fuse-ld=lld" ON)
+if(SLUICE_LLD)
+  include(CheckLinkerFlag)
+  check_linker_flag(CXX "-fuse-ld=lld" SLUICE_HAVE_LLD)
+  if(SLUICE_HAVE_LLD)
+    add_link_options($<$<LINK_LANGUAGE:CXX>:-fuse-ld=lld>)
+  endif()
+endif()
 # Sources include each other relative to the repository root: #include "common/status.h".
 target_include_directories(sluice_build_flags INTERFACE ${CMAKE_SOURCE_DIR})
 
