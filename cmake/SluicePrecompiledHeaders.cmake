@@ -48,6 +48,10 @@ function(sluice_apply_pch)
   _sluice_collect_targets(${CMAKE_SOURCE_DIR} all_targets)
   _sluice_make_pch(sluice_pch)
   _sluice_make_pch(sluice_test_pch LIBS GTest::gtest HEADERS <gtest/gtest.h>)
+  if(SLUICE_TEST_O0)
+    # Built as the test programs that reuse it are compiled (sluice_unoptimize_tests).
+    target_compile_options(sluice_test_pch PRIVATE -O0)
+  endif()
   foreach(target IN LISTS all_targets)
     get_target_property(type ${target} TYPE)
     if(NOT type MATCHES "^(STATIC_LIBRARY|OBJECT_LIBRARY|EXECUTABLE)$"

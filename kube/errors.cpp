@@ -86,4 +86,8 @@ ApiError ParseApiError(int http_code, std::string_view body, std::string_view re
   return err;
 }
 
+bool IsNamespaceTerminating(const Status& s) {
+  return IsForbidden(s) && s.message().find("because it is being terminated") != std::string::npos;
+}
+
 }  // namespace sluice::kube

@@ -58,6 +58,10 @@ inline bool IsConflict(const Status& s) { return s.code() == StatusCode::kConfli
 inline bool IsInvalid(const Status& s) { return s.code() == StatusCode::kUnprocessable; }
 inline bool IsForbidden(const Status& s) { return s.code() == StatusCode::kPermissionDenied; }
 inline bool IsUnauthorized(const Status& s) { return s.code() == StatusCode::kUnauthenticated; }
+// A create refused because its namespace is being deleted (403 Forbidden, "unable to create new
+// content in namespace <ns> because it is being terminated"; the cause type NamespaceTerminating
+// is not kept in a Status, the message is what both the real and the local API server say).
+bool IsNamespaceTerminating(const Status& s);
 inline bool IsGone(const Status& s) { return s.code() == StatusCode::kGone; }
 inline bool IsTooManyRequests(const Status& s) { return s.code() == StatusCode::kTooManyRequests; }
 inline bool IsServerTimeout(const Status& s) { return s.code() == StatusCode::kDeadlineExceeded; }

@@ -132,8 +132,9 @@ nlohmann::json ToJson(const RolloutPoolSpecPlacementRegion& v);
 struct RolloutPoolSpecPlacement {
   // Placement targets, keyed by name.
   std::vector<RolloutPoolSpecPlacementRegion> regions;
-  // With strategy Priority, a replica Pending this long is deleted and re-created in the next
-  // region in order.
+  // With strategy Priority, a replica Pending and Unschedulable this long is deleted and re-created
+  // in the next region in order. Once every region has refused, the replicas that fit nowhere wait
+  // where they are and RegionDegraded reports InsufficientCapacity.
   int64_t spillover_after_seconds = 300;
   // Spread: place replicas over all regions in proportion to weight. Priority: fill the
   // highest-priority regions first (regions of equal priority share by weight) and spill over to

@@ -7,6 +7,7 @@
 
 #include "common/check.h"
 #include "common/logging/logger.h"
+#include "kube/errors.h"
 #include "kube/rate_limiting_queue.h"
 #include "kube/store.h"
 
@@ -230,6 +231,15 @@ void Controller::ReconcileOne(const std::string& key) {
     metrics_->active_workers->Dec();
   }
 
+  if (!result.ok() && kube::IsNamespaceTerminating(result.status())) {
+    // The namespace is going and takes the object with it: creating its children is pointless,
+    // and retrying would only repeat the refusal. The object's deletion brings the key back.
+    shared_->logger.Info("namespace is being deleted; not creating children",
+                         {{"key", key}, {"error", result.status().message()}});
+    queue.Forget(key);
+    if (metrics_) metrics_->success->Inc();
+    return;
+  }
   if (!result.ok()) {
     if (metrics_) {
       metrics_->error->Inc();

@@ -11,11 +11,13 @@
 #include "common/time_format.h"
 #include "kube/kubeconfig.h"
 #include "operator/autoscale/prometheus_client.h"
+#include "operator/controllers/abandoned_termination.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/rollout_pool_children.h"
 #include "operator/controllers/rollout_pool_status.h"
+#include "operator/placement/capacity_refusals.h"
 #include "operator/placement/region_targets.h"
 #include "operator/placement/scale_down.h"
 #include "operator/placement/spillover.h"
@@ -85,6 +87,12 @@ struct RolloutPoolController::PoolState {
   // this set changes, not on every reconcile, which would spend the pool's Event budget (25,
   // then one per 5 minutes) and crowd out the Events that follow.
   std::string reported_missing_policies;
+  // Spill-over (placement/capacity_refusals.h): the regions that refused replicas during the
+  // current crunch, forgotten at a new generation (a changed spec may fit), and whether the
+  // InsufficientCapacity event of the current settled episode was recorded.
+  placement::Refusals refusals;
+  int64_t refusals_generation = 0;
+  bool reported_settled = false;
 };
 
 RolloutPoolController::RolloutPoolController(kube::DynamicClient& client,
@@ -265,6 +273,26 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
     return Status::Ok();
   };
 
+  // Replicas whose node abandoned their deletion are gone: remove the objects, so that neither the
+  // drain finalizer nor a re-created replica of the same name waits on them forever.
+  for (const json& pod : pods) {
+    if (!TerminationAbandoned(pod, now_s, grace)) continue;
+    const std::string pod_name = Str(pod, "/metadata/name");
+    kube::DeleteOptions force;
+    force.grace_period_seconds = 0;
+    force.precondition_uid = Str(pod, "/metadata/uid");
+    Result<json> r = pods_client.Delete(pod_name, force);
+    if (!r.ok() && r.status().code() != StatusCode::kNotFound &&
+        r.status().code() != StatusCode::kConflict) {
+      return r.status();
+    }
+    (void)events_.Record(pool, kube::kEventWarning, "ForceDeletedReplica",
+                         "Replica " + pod_name + " stayed Terminating and not Ready for " +
+                             std::to_string(grace) + "s past its deletion deadline on node " +
+                             Str(pod, "/spec/nodeName", "(none)") +
+                             ": its node no longer answers; deleted it with no grace period");
+  }
+
   if (deleting) {
     // Every replica is leaving: the pool's counts and autoscaler no longer mean anything.
     if (metrics_) metrics_->RemovePool(ns, name);
@@ -378,6 +406,12 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
     const std::string phase = Str(pod, "/status/phase", "Pending");
     f.pending_unschedulable =
         phase == "Pending" && HasCondition(pod, "PodScheduled", "False", "Unschedulable");
+    f.unscheduled = phase == "Pending" && !HasCondition(pod, "PodScheduled", "True");
+    if (f.pending_unschedulable) {
+      for (const json& c : pod.value("/status/conditions"_json_pointer, json::array())) {
+        if (c.value("type", "") == "PodScheduled") f.scheduler_message = c.value("message", "");
+      }
+    }
     if (phase == "Pending") {
       f.pending_since_seconds = WallSeconds(Str(pod, "/metadata/creationTimestamp"));
     }
@@ -509,6 +543,8 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
   // 4. Placement: how many replicas each region should have.
   std::vector<placement::RegionTarget> targets;
   int64_t unplaced = 0;
+  std::set<std::string> spilled;
+  bool settled = false;
   const json* placement_json = pool.contains("/spec/placement"_json_pointer)
                                    ? &pool.at("/spec/placement"_json_pointer)
                                    : nullptr;
@@ -520,23 +556,36 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
     // spilloverAfterSeconds have really passed (0 still moves at once).
     const int64_t spill_after =
         placement_spec.spillover_after_seconds > 0 ? placement_spec.spillover_after_seconds + 1 : 0;
-    std::set<std::string> blocked;
+    if (state.refusals_generation != generation) {
+      state.refusals.clear();
+      state.refusals_generation = generation;
+    }
     if (placement_spec.strategy == "Priority") {
-      blocked = placement::BlockedRegions(facts, now_s, spill_after);
+      state.refusals = placement::RememberRefusals(state.refusals, facts, now_s, spill_after);
+    } else {
+      state.refusals.clear();
     }
-    placement::PlacementPlan plan = placement::DesiredPerRegionSticky(
-        placement_spec, replicas, placement::RunningInBlocked(facts, blocked),
-        placement::PlacedPerRegion(facts));
-    targets = plan.targets;
-    unplaced = plan.unplaced;
-    for (const std::string& spilled : placement::ReplicasToSpill(facts, now_s, spill_after)) {
-      if (!blocked.empty()) {
-        (void)events_.Record(pool, kube::kEventNormal, "SpilledOver",
-                             "Replica " + spilled + " stayed unschedulable for " +
-                                 std::to_string(placement_spec.spillover_after_seconds) +
-                                 "s; placing it in the next region");
+    placement::SpilloverPlan plan = placement::PlanWithRefusals(placement_spec, replicas, facts,
+                                                                state.refusals, now_s, spill_after);
+    targets = plan.plan.targets;
+    unplaced = plan.plan.unplaced;
+    settled = plan.settled;
+    for (const std::string& name : plan.spill) {
+      spilled.insert(name);
+      std::string from;
+      for (const placement::ReplicaFacts& f : facts) {
+        if (f.name == name) from = f.region;
       }
+      (void)events_.Record(pool, kube::kEventNormal, "SpilledOver",
+                           "Replica " + name + " stayed unschedulable in region " + from + " for " +
+                               std::to_string(placement_spec.spillover_after_seconds) +
+                               "s; placing it in the next region");
     }
+    if (settled && !state.reported_settled) {
+      (void)events_.Record(pool, kube::kEventWarning, "InsufficientCapacity",
+                           SettledMessage(state.refusals, facts));
+    }
+    state.reported_settled = settled;
   } else {
     targets = {{"", replicas}};
   }
@@ -550,8 +599,10 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
     const bool draining =
         pod.contains("/metadata/annotations/sluice.dev~1draining-since"_json_pointer);
     if (leaving.count(pod_name) || draining) {
-      SLUICE_RETURN_IF_ERROR(
-          drain_or_delete(pod, leaving.count(pod_name) ? "scale-down" : "drain"));
+      SLUICE_RETURN_IF_ERROR(drain_or_delete(pod, spilled.count(pod_name)
+                                                      ? "spill-over: its region has no room"
+                                                  : leaving.count(pod_name) ? "scale-down"
+                                                                            : "drain"));
     } else if ((phase == "Failed" || phase == "Succeeded") &&
                !pod.contains("/metadata/deletionTimestamp"_json_pointer)) {
       // Ended: delete now, re-create after a back-off that grows with each failure.
@@ -617,7 +668,8 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
   for (const api::Condition& c : state.scaling_conditions) {
     api::SetCondition(base, c, now_wall);
   }
-  json status = PoolStatus(pool, observed, targets, unplaced, base, now_wall);
+  json status = PoolStatus(pool, observed, targets, unplaced, base, now_wall,
+                           settled ? SettledMessage(state.refusals, facts) : "");
   if (metrics_) metrics_->SetReplicas(ns, name, ReplicaCountsOf(pool, status, targets, unplaced));
   if (status != pool.value("status", json::object())) {
     Result<json> r =

@@ -53,7 +53,8 @@ std::string PoolSelector(const std::string& pool) {
 
 json PoolStatus(const json& pool, const std::vector<ReplicaObservation>& replicas,
                 const std::vector<placement::RegionTarget>& targets, int64_t unplaced,
-                const std::vector<api::Condition>& old_conditions, Clock::WallTime now) {
+                const std::vector<api::Condition>& old_conditions, Clock::WallTime now,
+                const std::string& settled_message) {
   const std::string name = pool.value("/metadata/name"_json_pointer, "");
   const int64_t generation = pool.value("/metadata/generation"_json_pointer, int64_t{0});
   const int64_t desired = pool.value("/spec/replicas"_json_pointer, int64_t{1});
@@ -207,7 +208,11 @@ json PoolStatus(const json& pool, const std::vector<ReplicaObservation>& replica
   if (unplaced > 0) {
     problems.push_back(Replicas(unplaced) + " placed in no region (every region is full)");
   }
-  if (unschedulable) {
+  if (!settled_message.empty()) {
+    api::SetCondition(
+        conditions,
+        Make("RegionDegraded", true, "InsufficientCapacity", settled_message, generation), now);
+  } else if (unschedulable) {
     api::SetCondition(
         conditions,
         Make("RegionDegraded", true, "ReplicasUnschedulable", Join(problems, "; "), generation),
@@ -226,6 +231,22 @@ json PoolStatus(const json& pool, const std::vector<ReplicaObservation>& replica
   }
   status["conditions"] = api::ToJson(conditions);
   return status;
+}
+
+std::string SettledMessage(const placement::Refusals& refusals,
+                           const std::vector<placement::ReplicaFacts>& replicas) {
+  int64_t waiting = 0;
+  for (const placement::ReplicaFacts& r : replicas) {
+    if (!r.draining && r.pending_unschedulable) ++waiting;
+  }
+  std::vector<std::string> regions;
+  for (const auto& [region, refusal] : refusals) {
+    regions.push_back(region + ": " +
+                      (refusal.message.empty() ? "Unschedulable" : refusal.message));
+  }
+  return Replicas(waiting) + (waiting == 1 ? " waits" : " wait") +
+         " for a node: every placement region refused (" + Join(regions, "; ") +
+         "); they start when their region has room (change the spec to try every region again)";
 }
 
 }  // namespace sluice::controllers

@@ -30,7 +30,10 @@
 //                   True  Rebalancing        a region's replicas differ from its target
 //                                            (with spec.placement and non-empty `targets`)
 //                   False NewReplicaSetAvailable  none of the above
-//   RegionDegraded  True  ReplicasUnschedulable  some non-draining replica is Pending and
+//   RegionDegraded  True  InsufficientCapacity   the pool settled: every region that could take
+//                                                its replicas refused them (`settled_message`,
+//                                                placement/capacity_refusals.h)
+//                   True  ReplicasUnschedulable  some non-draining replica is Pending and
 //                                                Unschedulable (message names regions, counts
 //                                                and any unplaced replicas)
 //                   True  InsufficientCapacity   only unplaced > 0 (every region at maxReplicas)
@@ -50,7 +53,9 @@
 
 #include "api/meta.h"
 #include "common/clock.h"
+#include "operator/placement/capacity_refusals.h"
 #include "operator/placement/region_targets.h"
+#include "operator/placement/spillover.h"
 
 namespace sluice::controllers {
 
@@ -76,9 +81,16 @@ std::string PoolSelector(const std::string& pool);
 
 // The whole status object of `pool` (see above). `targets` and `unplaced` are the placement plan
 // the controller is working towards (placement/region_targets.h; empty and 0 without placement).
+// `settled_message` is SettledMessage's text when the plan settled, "" otherwise.
 nlohmann::json PoolStatus(const nlohmann::json& pool,
                           const std::vector<ReplicaObservation>& replicas,
                           const std::vector<placement::RegionTarget>& targets, int64_t unplaced,
-                          const std::vector<api::Condition>& old_conditions, Clock::WallTime now);
+                          const std::vector<api::Condition>& old_conditions, Clock::WallTime now,
+                          const std::string& settled_message = "");
+
+// Why a settled pool's replicas wait (the InsufficientCapacity condition and Warning event): how
+// many replicas wait for a node and, per refused region by name, the scheduler's reason.
+std::string SettledMessage(const placement::Refusals& refusals,
+                           const std::vector<placement::ReplicaFacts>& replicas);
 
 }  // namespace sluice::controllers

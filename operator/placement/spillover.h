@@ -40,6 +40,11 @@ struct ReplicaFacts {
   bool ready = false;     // Pod Ready condition True.
   // Pod Pending with PodScheduled=False, reason Unschedulable.
   bool pending_unschedulable = false;
+  // Pod Pending and not bound to a node yet (PodScheduled not True): just created, or refused.
+  bool unscheduled = false;
+  // The scheduler's reason when it refused the Pod (the PodScheduled condition's message, e.g.
+  // "0/4 nodes are available: 2 Insufficient nvidia.com/gpu, ..."); "" otherwise.
+  std::string scheduler_message;
   // When the Pod became Pending (absolute seconds; its creationTimestamp); unset when the Pod is
   // not Pending or the time is unknown.
   std::optional<int64_t> pending_since_seconds;

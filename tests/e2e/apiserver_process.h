@@ -27,11 +27,15 @@ inline std::string SourceDir() {
 }
 
 // The kubectl the end-to-end tests drive the cluster with: $SLUICE_TEST_KUBECTL when set (ctest's
-// kubectl-1.35/ registrations set it to the pinned v1.35: cmake/SluiceTesting.cmake), else the
-// machine's /usr/bin/kubectl (Debian's 1.32).
+// kubectl-machine/ registrations set it to the machine's /usr/bin/kubectl, Debian's 1.32:
+// cmake/SluiceTesting.cmake), else the pinned v1.35 scripts/install-deps.sh installs.
+#ifndef SLUICE_DEFAULT_KUBECTL
+// Programs not made by sluice_add_test (the benchmarks) drive the machine's.
+#define SLUICE_DEFAULT_KUBECTL "/usr/bin/kubectl"
+#endif
 inline std::string KubectlBinary() {
   const char* kubectl = std::getenv("SLUICE_TEST_KUBECTL");
-  return kubectl != nullptr && *kubectl != '\0' ? kubectl : "/usr/bin/kubectl";
+  return kubectl != nullptr && *kubectl != '\0' ? kubectl : SLUICE_DEFAULT_KUBECTL;
 }
 
 inline bool HaveKubectl() { return ::access(KubectlBinary().c_str(), X_OK) == 0; }

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/e2e/sluice_session.h"
@@ -215,6 +216,82 @@ TEST(OperatorPlacementTest, PriorityPoolSpillsUnschedulableReplicasToTheNextRegi
         << pod << "\n"
         << kubectl("get events").output;
   }
+
+  EXPECT_EQ(cluster.Down().exit_code, 0);
+}
+
+TEST(OperatorPlacementTest, APoolLargerThanTheClusterSettlesWithInsufficientCapacity) {
+  ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
+  SluiceSession cluster;
+  ASSERT_TRUE(cluster.Up("SLUICE_OPERATOR_STATUS_PERIOD=500ms")) << cluster.up().output;
+  auto kubectl = [&](const std::string& args) { return cluster.Kubectl(args); };
+  auto diagnose = [&] {
+    return kubectl("get rolloutpool spill -o yaml").output + kubectl("get pods -o wide").output +
+           kubectl("get events").output + cluster.Log("operator");
+  };
+  // Four GPU replicas; the cluster has three GPUs (west one, east two).
+  std::string pool_manifest = kSpillPool;
+  pool_manifest.replace(pool_manifest.find("replicas: 3"), 11, "replicas: 4");
+  ASSERT_EQ(cluster.Apply(kTestPolicyManifest + std::string(kTestDataflowManifest) + "---\n" +
+                          pool_manifest),
+            0);
+  const std::string degraded_reason = "{.status.conditions[?(@.type==\"RegionDegraded\")].reason}";
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const json pool = cluster.Get("rolloutpool spill");
+        return pool.is_object() && pool.value("/status/readyReplicas"_json_pointer, 0) == 3 &&
+               cluster.JsonPath("rolloutpool spill", degraded_reason) == "InsufficientCapacity";
+      },
+      std::chrono::seconds(60)))
+      << diagnose();
+
+  // Settled: for six spill-over periods no replica is deleted or created.
+  auto pod_uids = [&] {
+    std::set<std::string> uids;
+    const json pods = cluster.Get("pods -l sluice.dev/pool=spill");
+    for (const json& p : pods.value("items", json::array())) {
+      uids.insert(p.value("/metadata/uid"_json_pointer, ""));
+    }
+    return uids;
+  };
+  const std::set<std::string> settled = pod_uids();
+  EXPECT_EQ(settled.size(), 4u) << diagnose();
+  std::this_thread::sleep_for(std::chrono::seconds(12));
+  EXPECT_EQ(pod_uids(), settled) << diagnose();
+
+  const json pool = cluster.Get("rolloutpool spill");
+  EXPECT_EQ(RegionStatus(pool, "west").value("ready", -1), 1) << pool.dump();
+  EXPECT_EQ(RegionStatus(pool, "east").value("ready", -1), 2) << pool.dump();
+  EXPECT_EQ(RegionStatus(pool, "east").value("pending", -1), 1) << pool.dump();
+  const std::string message = cluster.JsonPath(
+      "rolloutpool spill", "{.status.conditions[?(@.type==\"RegionDegraded\")].message}");
+  EXPECT_EQ(message.rfind("1 replica waits for a node: every placement region refused (east: ", 0),
+            0u)
+      << message;
+  EXPECT_NE(message.find("; west: "), std::string::npos) << message;
+  EXPECT_NE(message.find("Insufficient nvidia.com/gpu"), std::string::npos) << message;
+  // Said once, as a Warning.
+  const std::vector<json> warned = EventsWithReason(cluster, "spill", "InsufficientCapacity");
+  ASSERT_EQ(warned.size(), 1u) << kubectl("get events").output;
+  EXPECT_EQ(warned[0].value("type", ""), "Warning");
+  EXPECT_EQ(warned[0].value("count", 1), 1);
+  // The replicas that left west were deleted for spill-over, not scale-down.
+  const std::vector<json> deleted = EventsWithReason(cluster, "spill", "DeletedReplica");
+  ASSERT_FALSE(deleted.empty()) << kubectl("get events").output;
+  for (const json& e : deleted) {
+    const std::string m = e.value("message", "");
+    EXPECT_NE(m.find("(spill-over: its region has no room)"), std::string::npos) << m;
+  }
+
+  // Scaling down to what fits removes the waiting replica and the pool is whole.
+  ASSERT_EQ(kubectl("scale rolloutpool spill --replicas=3").exit_code, 0);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return cluster.JsonPath("rolloutpool spill", degraded_reason) == "AllReplicasPlaced" &&
+               pod_uids().size() == 3;
+      },
+      std::chrono::seconds(30)))
+      << diagnose();
 
   EXPECT_EQ(cluster.Down().exit_code, 0);
 }

@@ -5,14 +5,18 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/e2e/apiserver_process.h"
 #include "tests/e2e/node_process.h"
@@ -70,11 +74,27 @@ class SluiceSession {
   bool Up(const std::string& env = "", const std::string& flags = "") {
     const NodeProcess::UpPorts ports = NodeProcess::FreeUpPorts();
     operator_port_ = ports.operator_port;
-    up_ = RunShell(env + " " + BinDir() + "/sluice up --config " + dir_ + "/cluster.yaml" +
-                   " --state-dir " + state_ + " --bin-dir " + BinDir() + ports.Flags() +
-                   " --pod-ip-prefix " + TestPodIpPrefix() + " " + flags);
+    up_command_ = env + " " + BinDir() + "/sluice up --config " + dir_ + "/cluster.yaml" +
+                  " --state-dir " + state_ + " --bin-dir " + BinDir() + ports.Flags() +
+                  " --pod-ip-prefix " + TestPodIpPrefix() + " " + flags;
+    up_ = RunShell(up_command_);
     running_ = up_.exit_code == 0;
     return running_;
+  }
+  // Kills each of `components` (apiserver, node, operator) with SIGKILL, by its pid file, waits
+  // for it to be gone, then runs the same `sluice up` again: it starts what is missing, on the
+  // same ports and state, and leaves the rest running. Returns `sluice up`'s result.
+  CommandResult KillAndRestart(const std::vector<std::string>& components) {
+    for (const std::string& c : components) {
+      std::ifstream in(state_ + "/run/" + c + ".pid");
+      pid_t pid = 0;
+      if (!(in >> pid) || pid <= 1) return {1, "no pid file for " + c};
+      if (::kill(pid, SIGKILL) != 0) return {1, "kill " + std::to_string(pid) + " failed"};
+      for (int i = 0; i < 500 && ::kill(pid, 0) == 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+    return RunShell(up_command_);
   }
   // Stops the cluster. Every test that ran the operator checks here that RBAC refused it
   // nothing: the operator runs as its ServiceAccount with only its table of rules
@@ -138,6 +158,7 @@ class SluiceSession {
 
  private:
   std::string dir_, state_;
+  std::string up_command_;
   CommandResult up_;
   bool running_ = false;
   int operator_port_ = 0;

@@ -190,6 +190,16 @@ auto RetryWhileUnavailable(const Call& call, std::chrono::nanoseconds timeout,
   return result;
 }
 
+// A Status call as a Result, for RetryWhileUnavailable.
+template <typename Call>
+auto AsResult(const Call& call) {
+  return [call]() -> Result<bool> {
+    Status s = call();
+    if (!s.ok()) return s;
+    return true;
+  };
+}
+
 // Rank 0: the version to publish the trainer's current weights as (version_continuity.h), from
 // the dataflow's newest announcement of `policy` (GET /v1/versions, retried while the dataflow is
 // unreachable for up to `timeout`). Cancelled when `stop` fires first.
@@ -523,7 +533,11 @@ int Main(int argc, char** argv) {
     for (const weights::VersionInfo& v : store.Versions()) {
       if (v.version == t.version() && v.delta_from) a.delta_base = *v.delta_from;
     }
-    return dataflow.Announce(settings->policy, a);
+    // The dataflow may be restarting (its log brings it back): wait for it rather than fail the
+    // gang. Announcing again is idempotent.
+    return RetryWhileUnavailable(AsResult([&] { return dataflow.Announce(settings->policy, a); }),
+                                 cfg->GetDuration("dataflow-timeout"), stop.Token())
+        .status();
   };
   if (rank == 0) {
     if (Status s = publish_and_announce(nullptr); !s.ok()) return fail("publishing failed", s);
@@ -629,13 +643,18 @@ int Main(int argc, char** argv) {
     if (rank == 0) {
       // With checkpoints the ack is held until the next checkpoint makes this step durable.
       Status acked;
+      // Retried while the dataflow is unreachable (a restart): a lost ack would have the batch
+      // served again after its ack timeout and trained twice. Acking again is idempotent.
       if (checkpoints) {
         // Hold numbers grow in ack order (0: acknowledged for good already).
-        Result<int64_t> held = dataflow.AckHeld(batch->batch_id);
+        Result<int64_t> held = RetryWhileUnavailable(
+            [&] { return dataflow.AckHeld(batch->batch_id); }, dataflow_timeout, stop.Token());
         if (held.ok()) held_through = std::max(held_through, *held);
         acked = held.status();
       } else {
-        acked = dataflow.Ack(batch->batch_id);
+        acked = RetryWhileUnavailable(AsResult([&] { return dataflow.Ack(batch->batch_id); }),
+                                      dataflow_timeout, stop.Token())
+                    .status();
       }
       if (!acked.ok()) {
         // Not fatal: the dataflow re-serves the batch after its ack timeout.

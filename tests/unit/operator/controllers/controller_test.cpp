@@ -17,6 +17,7 @@
 
 #include "common/metrics/exposition.h"
 #include "kube/dynamic_client.h"
+#include "kube/errors.h"
 #include "kube/informer.h"
 #include "kube/rest_client.h"
 #include "tests/unit/kube/test_server.h"
@@ -367,6 +368,40 @@ TEST_F(ControllerTest, AnErrorIsRetriedWithBackoffUntilItSucceeds) {
   controller.Enqueue("ns/marker");
   ASSERT_TRUE(recorder.WaitForCount("ns/marker", 1));
   EXPECT_EQ(recorder.Count("ns/a"), 4);
+}
+
+TEST_F(ControllerTest, ATerminatingNamespaceIsNeitherAnErrorNorRetried) {
+  server_.Put(CollectionPath(kPools), Object("RolloutPool", "a"));
+  kube::Informer& pools = MakeInformer(kPools);
+  metrics::Registry registry;
+  Recorder recorder;
+  Controller controller({.name = "pools", .registry = &registry}, pools,
+                        [&](const std::string& key) -> Result<ReconcileResult> {
+                          recorder.Record(key);
+                          if (key == "ns/a") {
+                            return Status::PermissionDenied(
+                                "unable to create new content in namespace ns because it is "
+                                "being terminated");
+                          }
+                          return ReconcileResult{};
+                        });
+  StartInformers();
+  Running running(controller);
+
+  ASSERT_TRUE(recorder.WaitForCount("ns/a", 1));
+  // Long enough for the first backoff retries (5, 10, 20 ms) had it been an error.
+  std::this_thread::sleep_for(milliseconds(100));
+  controller.Enqueue("ns/marker");
+  ASSERT_TRUE(recorder.WaitForCount("ns/marker", 1));
+  EXPECT_EQ(recorder.Count("ns/a"), 1);
+  const std::string text = metrics::ExposeText(registry);
+  EXPECT_NE(text.find(R"(controller_runtime_reconcile_errors_total{controller="pools"} 0)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find(R"(workqueue_retries_total{name="pools"} 1)"), std::string::npos) << text;
+  // Any other Forbidden is an error, retried.
+  EXPECT_FALSE(kube::IsNamespaceTerminating(Status::PermissionDenied("pods is forbidden")));
+  EXPECT_FALSE(kube::IsNamespaceTerminating(Status::Internal("because it is being terminated")));
 }
 
 TEST_F(ControllerTest, RequeueAfterRunsTheKeyAgainOnceTheDelayHasPassed) {

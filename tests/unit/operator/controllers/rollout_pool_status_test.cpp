@@ -276,6 +276,30 @@ TEST(RolloutPoolStatusTest, RegionDegradedNamesUnschedulableRegionsAndUnplacedRe
   EXPECT_EQ(f["reason"], "InsufficientCapacity");
   EXPECT_EQ(f["message"], "2 replicas placed in no region (every region is full)");
 
+  // A settled pool: every region refused; the settled message wins over the per-region counts.
+  placement::ReplicaFacts waiting;
+  waiting.name = "pool-eu-west-0";
+  waiting.region = "eu-west";
+  waiting.pending_unschedulable = true;
+  waiting.unscheduled = true;
+  const placement::Refusals refused = {
+      {"us-east", {100, "0/2 nodes are available: 2 Insufficient nvidia.com/gpu"}},
+      {"eu-west", {90, ""}}};
+  const std::string why = SettledMessage(refused, {waiting});
+  EXPECT_EQ(why,
+            "1 replica waits for a node: every placement region refused (eu-west: Unschedulable; "
+            "us-east: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu); they start when "
+            "their region has room (change the spec to try every region again)");
+  placement::ReplicaFacts leaving = waiting;
+  leaving.draining = true;
+  EXPECT_EQ(SettledMessage(refused, {waiting, waiting, leaving}).substr(0, 28),
+            "2 replicas wait for a node: ");
+  const json settled = PoolStatus(Pool(), stuck, kTargets, 0, Conditions(degraded), kT1, why);
+  const json s = FindCondition(settled, "RegionDegraded");
+  EXPECT_EQ(s["status"], "True");
+  EXPECT_EQ(s["reason"], "InsufficientCapacity");
+  EXPECT_EQ(s["message"], why);
+
   // A draining unschedulable replica (being spilled) no longer degrades its region.
   std::vector<ReplicaObservation> spilled = stuck;
   for (ReplicaObservation& r : spilled) r.draining = r.pending_unschedulable;

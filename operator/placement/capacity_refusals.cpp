@@ -1,0 +1,86 @@
+#include "operator/placement/capacity_refusals.h"
+
+#include <algorithm>
+#include <set>
+
+#include "operator/placement/scale_down.h"
+
+namespace sluice::placement {
+
+Refusals RememberRefusals(const Refusals& remembered, const std::vector<ReplicaFacts>& replicas,
+                          int64_t now_seconds, int64_t spillover_after_seconds) {
+  const bool waiting = std::any_of(replicas.begin(), replicas.end(), [](const ReplicaFacts& r) {
+    return !r.draining && !r.ready && r.unscheduled;
+  });
+  if (!waiting) return {};
+  Refusals refusals = remembered;
+  const std::set<std::string> blocked =
+      BlockedRegions(replicas, now_seconds, spillover_after_seconds);
+  // The first stuck replica by name speaks for its region, so the message is stable.
+  std::vector<const ReplicaFacts*> by_name;
+  for (const ReplicaFacts& r : replicas) by_name.push_back(&r);
+  std::sort(by_name.begin(), by_name.end(),
+            [](const ReplicaFacts* a, const ReplicaFacts* b) { return a->name < b->name; });
+  for (const std::string& region : blocked) {
+    auto [it, added] = refusals.try_emplace(region, Refusal{now_seconds, ""});
+    for (const ReplicaFacts* r : by_name) {
+      if (r->region == region && r->pending_unschedulable && !r->scheduler_message.empty()) {
+        it->second.message = r->scheduler_message;
+        break;
+      }
+    }
+  }
+  return refusals;
+}
+
+SpilloverPlan PlanWithRefusals(const api::RolloutPoolSpecPlacement& placement, int64_t replicas,
+                               const std::vector<ReplicaFacts>& facts, const Refusals& refusals,
+                               int64_t now_seconds, int64_t spillover_after_seconds) {
+  SpilloverPlan out;
+  if (placement.strategy != "Priority" || refusals.empty()) {
+    out.plan = DesiredPerRegionSticky(placement, replicas, {}, PlacedPerRegion(facts));
+    return out;
+  }
+  std::set<std::string> blocked;
+  for (const auto& [region, refusal] : refusals) blocked.insert(region);
+  std::map<std::string, int64_t> caps = RunningInBlocked(facts, blocked);
+  out.plan = DesiredPerRegionSticky(placement, replicas, caps, PlacedPerRegion(facts));
+  if (out.plan.unplaced > 0) {
+    // Replicas that fit nowhere: rather than deleting stuck replicas only to find no region for
+    // them, keep that many where they wait, in the regions the strategy prefers first (higher
+    // priority, then spec order).
+    std::vector<const api::RolloutPoolSpecPlacementRegion*> order;
+    for (const api::RolloutPoolSpecPlacementRegion& r : placement.regions) order.push_back(&r);
+    std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+      return a->priority.value_or(0) > b->priority.value_or(0);
+    });
+    int64_t to_park = out.plan.unplaced;
+    for (const api::RolloutPoolSpecPlacementRegion* r : order) {
+      if (to_park == 0 || !blocked.contains(r->name)) continue;
+      int64_t stuck = 0;
+      for (const ReplicaFacts& f : facts) {
+        if (f.region == r->name && !f.draining && !f.ready && f.pending_unschedulable) ++stuck;
+      }
+      const int64_t parked = std::min(stuck, to_park);
+      caps[r->name] += parked;
+      to_park -= parked;
+      if (parked > 0) out.settled = true;
+    }
+    if (out.settled) {
+      out.plan = DesiredPerRegionSticky(placement, replicas, caps, PlacedPerRegion(facts));
+    }
+  }
+  // Spilled: the replicas stuck in a refused region that the plan removes from it.
+  const std::vector<std::string> stuck =
+      ReplicasToSpill(facts, now_seconds, spillover_after_seconds);
+  for (const std::string& name : ChooseReplicasToRemove(facts, out.plan.targets)) {
+    if (std::find(stuck.begin(), stuck.end(), name) == stuck.end()) continue;
+    for (const ReplicaFacts& f : facts) {
+      if (f.name == name && blocked.contains(f.region)) out.spill.push_back(name);
+    }
+  }
+  std::sort(out.spill.begin(), out.spill.end());
+  return out;
+}
+
+}  // namespace sluice::placement
