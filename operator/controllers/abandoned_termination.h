@@ -9,16 +9,24 @@
 // runs behind a partition, its leases expire and the dataflow hands the work to another replica.
 //
 // Abandoned: metadata.deletionTimestamp is set (the moment by which the kubelet should have
-// finished, creation of the deletion plus its grace period), at least `grace_seconds` (the pool's
-// spec.drain.gracePeriodSeconds) have passed since then, and the Pod is not Ready (the node
-// lifecycle controller marks the Pods of an unreachable node NotReady; a kubelet that is alive
-// but slow keeps reporting). Times are Unix seconds. Pure function. Thread safety: values only.
+// finished: the deletion's start plus its grace period), at least `grace_seconds` have passed
+// since then, and the Pod is not Ready (the node lifecycle controller marks the Pods of an
+// unreachable node NotReady). The Pod's own status cannot tell a dead node from a live kubelet
+// stuck tearing the Pod down (a volume that will not unmount): both are handled alike, which
+// for a stateless replica only ends a teardown that was overdue anyway. The controller passes
+// max(spec.drain.gracePeriodSeconds, kAbandonedTerminationFloorSeconds), so a pool whose drain
+// grace is 0 still leaves a live kubelet a minute past the deadline. Times are Unix seconds.
+// Pure function. Thread safety: values only.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
 namespace sluice::controllers {
+
+// The least time past its deletion deadline after which a Terminating replica counts as
+// abandoned, whatever the pool's drain grace.
+inline constexpr int64_t kAbandonedTerminationFloorSeconds = 60;
 
 bool TerminationAbandoned(const nlohmann::json& pod, int64_t now_seconds, int64_t grace_seconds);
 

@@ -88,11 +88,16 @@ struct RolloutPoolController::PoolState {
   // then one per 5 minutes) and crowd out the Events that follow.
   std::string reported_missing_policies;
   // Spill-over (placement/capacity_refusals.h): the regions that refused replicas during the
-  // current crunch, forgotten at a new generation (a changed spec may fit), and whether the
-  // InsufficientCapacity event of the current settled episode was recorded.
+  // current crunch, forgotten when spec.placement or the replica template changes (what might
+  // fit then differs; spec.replicas alone does not count, or every autoscaler step would restart
+  // the spill-over cycle), and whether the InsufficientCapacity event of the current settled
+  // episode was recorded.
   placement::Refusals refusals;
-  int64_t refusals_generation = 0;
+  std::string refusals_key;
   bool reported_settled = false;
+  // The uids of replicas force-deleted (abandoned_termination.h): each is deleted and reported
+  // once.
+  std::set<std::string> force_deleted;
 };
 
 RolloutPoolController::RolloutPoolController(kube::DynamicClient& client,
@@ -275,23 +280,34 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
 
   // Replicas whose node abandoned their deletion are gone: remove the objects, so that neither the
   // drain finalizer nor a re-created replica of the same name waits on them forever.
+  const int64_t abandon_after = std::max<int64_t>(grace, kAbandonedTerminationFloorSeconds);
   for (const json& pod : pods) {
-    if (!TerminationAbandoned(pod, now_s, grace)) continue;
+    const std::string uid = Str(pod, "/metadata/uid");
+    if (state.force_deleted.contains(uid) || !TerminationAbandoned(pod, now_s, abandon_after)) {
+      continue;
+    }
     const std::string pod_name = Str(pod, "/metadata/name");
     kube::DeleteOptions force;
     force.grace_period_seconds = 0;
-    force.precondition_uid = Str(pod, "/metadata/uid");
+    force.precondition_uid = uid;
     Result<json> r = pods_client.Delete(pod_name, force);
     if (!r.ok() && r.status().code() != StatusCode::kNotFound &&
         r.status().code() != StatusCode::kConflict) {
       return r.status();
     }
+    state.force_deleted.insert(uid);
+    if (!r.ok()) continue;  // Gone already, or another Pod holds the name now.
     (void)events_.Record(pool, kube::kEventWarning, "ForceDeletedReplica",
                          "Replica " + pod_name + " stayed Terminating and not Ready for " +
-                             std::to_string(grace) + "s past its deletion deadline on node " +
+                             std::to_string(abandon_after) +
+                             "s past its deletion deadline on node " +
                              Str(pod, "/spec/nodeName", "(none)") +
                              ": its node no longer answers; deleted it with no grace period");
   }
+  std::erase_if(state.force_deleted, [&](const std::string& uid) {
+    return std::none_of(pods.begin(), pods.end(),
+                        [&](const json& p) { return Str(p, "/metadata/uid") == uid; });
+  });
 
   if (deleting) {
     // Every replica is leaving: the pool's counts and autoscaler no longer mean anything.
@@ -556,12 +572,14 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
     // spilloverAfterSeconds have really passed (0 still moves at once).
     const int64_t spill_after =
         placement_spec.spillover_after_seconds > 0 ? placement_spec.spillover_after_seconds + 1 : 0;
-    if (state.refusals_generation != generation) {
+    const std::string refusals_key = placement_json->dump() + "/" + hash;
+    if (state.refusals_key != refusals_key) {
       state.refusals.clear();
-      state.refusals_generation = generation;
+      state.refusals_key = refusals_key;
     }
     if (placement_spec.strategy == "Priority") {
-      state.refusals = placement::RememberRefusals(state.refusals, facts, now_s, spill_after);
+      state.refusals =
+          placement::RememberRefusals(state.refusals, facts, replicas, now_s, spill_after);
     } else {
       state.refusals.clear();
     }

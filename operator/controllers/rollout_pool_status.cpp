@@ -245,8 +245,9 @@ std::string SettledMessage(const placement::Refusals& refusals,
                       (refusal.message.empty() ? "Unschedulable" : refusal.message));
   }
   return Replicas(waiting) + (waiting == 1 ? " waits" : " wait") +
-         " for a node: every placement region refused (" + Join(regions, "; ") +
-         "); they start when their region has room (change the spec to try every region again)";
+         " for a node: no placement region has room (refused: " + Join(regions, "; ") +
+         "); they start when the region where they wait has room (change the placement to try "
+         "every region again)";
 }
 
 }  // namespace sluice::controllers

@@ -30,8 +30,8 @@
 //                   True  Rebalancing        a region's replicas differ from its target
 //                                            (with spec.placement and non-empty `targets`)
 //                   False NewReplicaSetAvailable  none of the above
-//   RegionDegraded  True  InsufficientCapacity   the pool settled: every region that could take
-//                                                its replicas refused them (`settled_message`,
+//   RegionDegraded  True  InsufficientCapacity   the pool settled: replicas fit in no region
+//                                                (refused, or at maxReplicas; `settled_message`,
 //                                                placement/capacity_refusals.h)
 //                   True  ReplicasUnschedulable  some non-draining replica is Pending and
 //                                                Unschedulable (message names regions, counts

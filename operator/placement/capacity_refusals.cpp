@@ -8,11 +8,15 @@
 namespace sluice::placement {
 
 Refusals RememberRefusals(const Refusals& remembered, const std::vector<ReplicaFacts>& replicas,
-                          int64_t now_seconds, int64_t spillover_after_seconds) {
-  const bool waiting = std::any_of(replicas.begin(), replicas.end(), [](const ReplicaFacts& r) {
-    return !r.draining && !r.ready && r.unscheduled;
-  });
-  if (!waiting) return {};
+                          int64_t desired, int64_t now_seconds, int64_t spillover_after_seconds) {
+  int64_t held = 0;
+  bool all_ready = true;
+  for (const ReplicaFacts& r : replicas) {
+    if (r.draining) continue;
+    ++held;
+    all_ready = all_ready && r.ready;
+  }
+  if (held == desired && all_ready) return {};
   Refusals refusals = remembered;
   const std::set<std::string> blocked =
       BlockedRegions(replicas, now_seconds, spillover_after_seconds);
@@ -22,12 +26,18 @@ Refusals RememberRefusals(const Refusals& remembered, const std::vector<ReplicaF
   std::sort(by_name.begin(), by_name.end(),
             [](const ReplicaFacts* a, const ReplicaFacts* b) { return a->name < b->name; });
   for (const std::string& region : blocked) {
-    auto [it, added] = refusals.try_emplace(region, Refusal{now_seconds, ""});
+    auto [it, added] = refusals.try_emplace(region, Refusal{now_seconds, "", 0});
     for (const ReplicaFacts* r : by_name) {
       if (r->region == region && r->pending_unschedulable && !r->scheduler_message.empty()) {
         it->second.message = r->scheduler_message;
         break;
       }
+    }
+  }
+  const std::map<std::string, int64_t> placed = PlacedPerRegion(replicas);
+  for (auto& [region, refusal] : refusals) {
+    if (auto it = placed.find(region); it != placed.end()) {
+      refusal.placed = std::max(refusal.placed, it->second);
     }
   }
   return refusals;
@@ -44,6 +54,9 @@ SpilloverPlan PlanWithRefusals(const api::RolloutPoolSpecPlacement& placement, i
   std::set<std::string> blocked;
   for (const auto& [region, refusal] : refusals) blocked.insert(region);
   std::map<std::string, int64_t> caps = RunningInBlocked(facts, blocked);
+  for (const auto& [region, refusal] : refusals) {
+    caps[region] = std::max(caps[region], refusal.placed);
+  }
   out.plan = DesiredPerRegionSticky(placement, replicas, caps, PlacedPerRegion(facts));
   if (out.plan.unplaced > 0) {
     // Replicas that fit nowhere: rather than deleting stuck replicas only to find no region for
@@ -70,7 +83,9 @@ SpilloverPlan PlanWithRefusals(const api::RolloutPoolSpecPlacement& placement, i
       out.plan = DesiredPerRegionSticky(placement, replicas, caps, PlacedPerRegion(facts));
     }
   }
-  // Spilled: the replicas stuck in a refused region that the plan removes from it.
+  // Spilled: the replicas stuck in a refused region that the plan removes from it while it adds
+  // replicas elsewhere (removed with nothing added is a scale-down).
+  if (ReplicasToCreate(facts, out.plan.targets).empty()) return out;
   const std::vector<std::string> stuck =
       ReplicasToSpill(facts, now_seconds, spillover_after_seconds);
   for (const std::string& name : ChooseReplicasToRemove(facts, out.plan.targets)) {

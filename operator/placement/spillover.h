@@ -2,11 +2,12 @@
 // them.
 //
 // A replica whose Pod has been Pending with PodScheduled=False/Unschedulable for at least
-// spec.placement.spilloverAfterSeconds blocks its region. The controller passes the blocked
-// regions, with the replicas still placed there (RunningInBlocked), to the planner
-// (region_targets.h); the plan then caps the blocked region at what it already runs, so the
-// spilled replicas are deleted (ReplicasToSpill, or equally ChooseReplicasToRemove against that
-// plan) and re-created by ReplicasToCreate in the next region that can take them.
+// spec.placement.spilloverAfterSeconds blocks its region. capacity_refusals.h remembers the
+// blocked regions through the crunch and passes them, with the replicas still placed there
+// (RunningInBlocked), to the planner (region_targets.h); the plan then caps the blocked region at
+// what it already runs, so the spilled replicas are deleted (ChooseReplicasToRemove against that
+// plan) and re-created by ReplicasToCreate in the next region that can take them, or, when no
+// region can, wait where they are.
 //
 // Per the CRD, spill-over belongs to strategy Priority ("a replica Pending this long is deleted
 // and re-created in the next region in order"); these functions do not look at the strategy, so

@@ -265,8 +265,9 @@ TEST(OperatorPlacementTest, APoolLargerThanTheClusterSettlesWithInsufficientCapa
   EXPECT_EQ(RegionStatus(pool, "east").value("pending", -1), 1) << pool.dump();
   const std::string message = cluster.JsonPath(
       "rolloutpool spill", "{.status.conditions[?(@.type==\"RegionDegraded\")].message}");
-  EXPECT_EQ(message.rfind("1 replica waits for a node: every placement region refused (east: ", 0),
-            0u)
+  EXPECT_EQ(
+      message.rfind("1 replica waits for a node: no placement region has room (refused: east: ", 0),
+      0u)
       << message;
   EXPECT_NE(message.find("; west: "), std::string::npos) << message;
   EXPECT_NE(message.find("Insufficient nvidia.com/gpu"), std::string::npos) << message;

@@ -93,6 +93,8 @@ class SluiceSession {
       for (int i = 0; i < 500 && ::kill(pid, 0) == 0; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
+      if (::kill(pid, 0) == 0)
+        return {1, c + " (pid " + std::to_string(pid) + ") outlived SIGKILL"};
     }
     return RunShell(up_command_);
   }

@@ -151,6 +151,8 @@ TEST(MainJobFaultsTest, ADeletedReplicaAKilledDataflowAndARestartedControlPlaneL
   EXPECT_EQ(job.value("/status/phase"_json_pointer, ""), "Succeeded") << job.dump(2);
   EXPECT_EQ(job.value("/status/version"_json_pointer, int64_t{0}), kFinalVersion) << job.dump(2);
   EXPECT_EQ(job.value("/status/step"_json_pointer, int64_t{0}), kFaultRun.steps) << job.dump(2);
+  // None of the faults restarted the trainer's gang: it waited for the dataflow.
+  EXPECT_EQ(job.value("/status/restarts"_json_pointer, int64_t{-1}), 0) << job.dump(2);
   const json df = cluster.Get(std::string("dataflow ") + kDataflow);
   ASSERT_TRUE(df.is_object()) << Diagnostics(cluster);
 

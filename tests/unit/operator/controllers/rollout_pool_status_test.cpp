@@ -287,9 +287,10 @@ TEST(RolloutPoolStatusTest, RegionDegradedNamesUnschedulableRegionsAndUnplacedRe
       {"eu-west", {90, ""}}};
   const std::string why = SettledMessage(refused, {waiting});
   EXPECT_EQ(why,
-            "1 replica waits for a node: every placement region refused (eu-west: Unschedulable; "
-            "us-east: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu); they start when "
-            "their region has room (change the spec to try every region again)");
+            "1 replica waits for a node: no placement region has room (refused: eu-west: "
+            "Unschedulable; us-east: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu); "
+            "they start when the region where they wait has room (change the placement to try "
+            "every region again)");
   placement::ReplicaFacts leaving = waiting;
   leaving.draining = true;
   EXPECT_EQ(SettledMessage(refused, {waiting, waiting, leaving}).substr(0, 28),

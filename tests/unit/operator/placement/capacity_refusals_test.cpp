@@ -51,46 +51,56 @@ ReplicaFacts Stuck(const std::string& region, int index, int64_t since,
 
 using Names = std::vector<std::string>;
 
-TEST(RememberRefusals, ARegionIsRememberedWhileAnyReplicaWaitsForANode) {
+TEST(RememberRefusals, ARegionIsRememberedUntilThePoolIsWholeAndReady) {
   std::vector<ReplicaFacts> rs = {Running("west", 0), Stuck("west", 1, 100, "west is full")};
-  Refusals r = RememberRefusals({}, rs, 110, 5);
+  Refusals r = RememberRefusals({}, rs, 2, 110, 5);
   ASSERT_EQ(r.size(), 1u);
-  EXPECT_EQ(r.at("west"), (Refusal{110, "west is full"}));
+  EXPECT_EQ(r.at("west"), (Refusal{110, "west is full", 1}));
 
   // The stuck replica moved to east, where it is not yet refused: west stays refused, since
   // the first time it was seen.
   rs = {Running("west", 0), Stuck("east", 0, 111, "east is full")};
-  r = RememberRefusals(r, rs, 112, 5);
-  EXPECT_EQ(r, (Refusals{{"west", {110, "west is full"}}}));
-  r = RememberRefusals(r, rs, 116, 5);
-  EXPECT_EQ(r, (Refusals{{"west", {110, "west is full"}}, {"east", {116, "east is full"}}}));
+  r = RememberRefusals(r, rs, 2, 112, 5);
+  EXPECT_EQ(r, (Refusals{{"west", {110, "west is full", 1}}}));
+  r = RememberRefusals(r, rs, 2, 116, 5);
+  EXPECT_EQ(r, (Refusals{{"west", {110, "west is full", 1}}, {"east", {116, "east is full", 0}}}));
 
-  // A freshly created replica (not yet seen by the scheduler) still waits: kept.
+  // A freshly created replica (not yet Ready) keeps the memory, and so does a pool that sees
+  // fewer replicas than it wants (its cache has not caught up with a spill yet).
   ReplicaFacts fresh = Running("east", 1);
   fresh.ready = false;
   fresh.unscheduled = true;
-  EXPECT_EQ(RememberRefusals(r, {Running("west", 0), fresh}, 120, 5), r);
+  const Refusals kept = RememberRefusals(r, {Running("west", 0), fresh}, 2, 120, 5);
+  EXPECT_EQ(kept.size(), 2u);
+  EXPECT_EQ(kept.at("east").placed, 1);  // Not refused yet: it counts as placed there.
+  EXPECT_EQ(RememberRefusals(r, {Running("west", 0)}, 2, 120, 5), r);
 
-  // Every replica bound to a node: the crunch is over.
-  EXPECT_EQ(RememberRefusals(r, {Running("west", 0), Running("east", 0)}, 120, 5), Refusals{});
-  // A draining replica that waits does not keep the memory.
+  // Every replica there and Ready: the crunch is over.
+  EXPECT_EQ(RememberRefusals(r, {Running("west", 0), Running("east", 0)}, 2, 120, 5), Refusals{});
+  // A draining replica does not count.
   ReplicaFacts leaving = Stuck("east", 1, 100);
   leaving.draining = true;
-  EXPECT_EQ(RememberRefusals(r, {Running("west", 0), leaving}, 120, 5), Refusals{});
+  EXPECT_EQ(RememberRefusals(r, {Running("west", 0), leaving}, 1, 120, 5), Refusals{});
+  // The most replicas a refused region placed is kept when it loses one.
+  r = RememberRefusals({}, {Running("west", 0), Running("west", 1), Stuck("west", 2, 100)}, 3, 200,
+                       5);
+  EXPECT_EQ(r.at("west").placed, 2);
+  r = RememberRefusals(r, {Running("west", 0), Stuck("west", 2, 100)}, 3, 201, 5);
+  EXPECT_EQ(r.at("west").placed, 2);
 }
 
 TEST(RememberRefusals, TheFirstStuckReplicaByNameGivesTheMessage) {
   std::vector<ReplicaFacts> rs = {Stuck("west", 2, 100, "later"), Stuck("west", 1, 100, "first"),
                                   Stuck("west", 3, 100, "")};
-  EXPECT_EQ(RememberRefusals({}, rs, 200, 5).at("west").message, "first");
+  EXPECT_EQ(RememberRefusals({}, rs, 3, 200, 5).at("west").message, "first");
   // Not yet stuck long enough: nothing refused, nothing remembered.
-  EXPECT_EQ(RememberRefusals({}, rs, 102, 5), Refusals{});
+  EXPECT_EQ(RememberRefusals({}, rs, 3, 102, 5), Refusals{});
 }
 
 TEST(PlanWithRefusals, SpillsStuckReplicasIntoARegionWithRoom) {
   const auto spec = Priority({{"west", 2}, {"east", 1}});
   std::vector<ReplicaFacts> rs = {Running("west", 0), Stuck("west", 1, 100), Stuck("west", 2, 100)};
-  const Refusals refused = RememberRefusals({}, rs, 200, 5);
+  const Refusals refused = RememberRefusals({}, rs, 3, 200, 5);
   SpilloverPlan p = PlanWithRefusals(spec, 3, rs, refused, 200, 5);
   EXPECT_FALSE(p.settled);
   EXPECT_EQ(p.plan.targets, (std::vector<RegionTarget>{{"west", 1}, {"east", 2}}));
@@ -162,7 +172,7 @@ class Cluster {
       f.scheduler_message = f.pending_unschedulable ? p.region + " has no free GPU" : "";
       facts.push_back(f);
     }
-    refusals_ = RememberRefusals(refusals_, facts, now, spill_after);
+    refusals_ = RememberRefusals(refusals_, facts, replicas, now, spill_after);
     last_ = PlanWithRefusals(spec_, replicas, facts, refusals_, now, spill_after);
     const Names removed = ChooseReplicasToRemove(facts, last_.plan.targets);
     std::erase_if(pods_, [&](const Pod& p) {
@@ -182,6 +192,10 @@ class Cluster {
     return out;
   }
   void AddGpus(const std::string& region, int n) { gpus_[region] += n; }
+  // The replica's pod disappears (it crashed and was deleted, or its node failed).
+  void Lose(const std::string& name) {
+    std::erase_if(pods_, [&](const Pod& p) { return p.name() == name; });
+  }
 
  private:
   struct Pod {
@@ -243,6 +257,23 @@ TEST(PlanWithRefusals, APoolLargerThanTheClusterSettlesInsteadOfFlapping) {
   EXPECT_TRUE(cluster.refusals().empty());
   EXPECT_FALSE(cluster.last().settled);
   EXPECT_EQ(cluster.PodsPerRegion(), (std::map<std::string, int>{{"west", 1}, {"east", 3}}));
+}
+
+TEST(PlanWithRefusals, ASettledPoolReplacesAReplicaLostInARefusedRegionThere) {
+  Cluster cluster(Priority({{"west", 2}, {"east", 1}}), {{"west", 1}, {"east", 2}});
+  for (int64_t now = 0; now < 30; ++now) cluster.Reconcile(now, 4, 3);
+  ASSERT_TRUE(cluster.last().settled);
+  ASSERT_EQ(cluster.PodsPerRegion(), (std::map<std::string, int>{{"west", 1}, {"east", 3}}));
+  // West's one replica is lost: it comes back in west (its GPU is free again), nothing else
+  // moves.
+  cluster.Lose("pool-west-0");
+  int deletions = 0;
+  for (int64_t now = 30; now < 60; ++now) {
+    deletions += static_cast<int>(cluster.Reconcile(now, 4, 3).size());
+  }
+  EXPECT_EQ(deletions, 0);
+  EXPECT_EQ(cluster.PodsPerRegion(), (std::map<std::string, int>{{"west", 1}, {"east", 3}}));
+  EXPECT_TRUE(cluster.last().settled);
 }
 
 TEST(PlanWithRefusals, SpillOverWithRoomStillMovesStuckReplicasOnce) {
