@@ -583,8 +583,8 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
     } else {
       state.refusals.clear();
     }
-    placement::SpilloverPlan plan = placement::PlanWithRefusals(placement_spec, replicas, facts,
-                                                                state.refusals, now_s, spill_after);
+    placement::SpilloverPlan plan =
+        placement::PlanWithRefusals(placement_spec, replicas, facts, state.refusals);
     targets = plan.plan.targets;
     unplaced = plan.plan.unplaced;
     settled = plan.settled;
@@ -595,7 +595,8 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
         if (f.name == name) from = f.region;
       }
       (void)events_.Record(pool, kube::kEventNormal, "SpilledOver",
-                           "Replica " + name + " stayed unschedulable in region " + from + " for " +
+                           "Replica " + name + " is unschedulable in region " + from +
+                               ", which has refused replicas for " +
                                std::to_string(placement_spec.spillover_after_seconds) +
                                "s; placing it in the next region");
     }

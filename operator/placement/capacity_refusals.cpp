@@ -44,8 +44,7 @@ Refusals RememberRefusals(const Refusals& remembered, const std::vector<ReplicaF
 }
 
 SpilloverPlan PlanWithRefusals(const api::RolloutPoolSpecPlacement& placement, int64_t replicas,
-                               const std::vector<ReplicaFacts>& facts, const Refusals& refusals,
-                               int64_t now_seconds, int64_t spillover_after_seconds) {
+                               const std::vector<ReplicaFacts>& facts, const Refusals& refusals) {
   SpilloverPlan out;
   if (placement.strategy != "Priority" || refusals.empty()) {
     out.plan = DesiredPerRegionSticky(placement, replicas, {}, PlacedPerRegion(facts));
@@ -83,15 +82,15 @@ SpilloverPlan PlanWithRefusals(const api::RolloutPoolSpecPlacement& placement, i
       out.plan = DesiredPerRegionSticky(placement, replicas, caps, PlacedPerRegion(facts));
     }
   }
-  // Spilled: the replicas stuck in a refused region that the plan removes from it while it adds
-  // replicas elsewhere (removed with nothing added is a scale-down).
+  // Spilled: the Unschedulable replicas of a refused region that the plan removes from it while
+  // it adds replicas elsewhere (removed with nothing added is a scale-down). The region's refusal
+  // is what moves them, so a replica refused a second later than its neighbour moves with it.
   if (ReplicasToCreate(facts, out.plan.targets).empty()) return out;
-  const std::vector<std::string> stuck =
-      ReplicasToSpill(facts, now_seconds, spillover_after_seconds);
   for (const std::string& name : ChooseReplicasToRemove(facts, out.plan.targets)) {
-    if (std::find(stuck.begin(), stuck.end(), name) == stuck.end()) continue;
     for (const ReplicaFacts& f : facts) {
-      if (f.name == name && blocked.contains(f.region)) out.spill.push_back(name);
+      if (f.name == name && blocked.contains(f.region) && !f.ready && f.pending_unschedulable) {
+        out.spill.push_back(name);
+      }
     }
   }
   std::sort(out.spill.begin(), out.spill.end());

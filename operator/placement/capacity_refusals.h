@@ -75,12 +75,12 @@ struct SpilloverPlan {
 // Priority: DesiredPerRegionSticky with each refused region capped at the replicas it runs
 // (RunningInBlocked) or, when more, its Refusal::placed; when that leaves U replicas unplaced,
 // the caps of the refused regions are raised by up to U of their Pending+Unschedulable replicas,
-// higher priority first, and the plan is made again (settled). `spill` is then the replicas stuck
-// for `spillover_after_seconds` (ReplicasToSpill; the caller's threshold, rounding margin included)
-// in a refused region that ChooseReplicasToRemove takes out under the plan, when the plan also
-// creates replicas (ReplicasToCreate; otherwise the removal is a scale-down).
+// higher priority first, and the plan is made again (settled). `spill` is then the Unschedulable
+// replicas of a refused region that ChooseReplicasToRemove takes out under the plan, when the
+// plan also creates replicas (ReplicasToCreate; otherwise the removal is a scale-down). Their own
+// Unschedulable time does not matter: the region's refusal (made when a replica there had waited
+// spilloverAfterSeconds) is what moves them.
 SpilloverPlan PlanWithRefusals(const api::RolloutPoolSpecPlacement& placement, int64_t replicas,
-                               const std::vector<ReplicaFacts>& facts, const Refusals& refusals,
-                               int64_t now_seconds, int64_t spillover_after_seconds);
+                               const std::vector<ReplicaFacts>& facts, const Refusals& refusals);
 
 }  // namespace sluice::placement

@@ -101,10 +101,22 @@ TEST(PlanWithRefusals, SpillsStuckReplicasIntoARegionWithRoom) {
   const auto spec = Priority({{"west", 2}, {"east", 1}});
   std::vector<ReplicaFacts> rs = {Running("west", 0), Stuck("west", 1, 100), Stuck("west", 2, 100)};
   const Refusals refused = RememberRefusals({}, rs, 3, 200, 5);
-  SpilloverPlan p = PlanWithRefusals(spec, 3, rs, refused, 200, 5);
+  SpilloverPlan p = PlanWithRefusals(spec, 3, rs, refused);
   EXPECT_FALSE(p.settled);
   EXPECT_EQ(p.plan.targets, (std::vector<RegionTarget>{{"west", 1}, {"east", 2}}));
   EXPECT_EQ(p.plan.unplaced, 0);
+  EXPECT_EQ(p.spill, (Names{"pool-west-1", "pool-west-2"}));
+}
+
+TEST(PlanWithRefusals, ReplicasRefusedASecondApartSpillTogether) {
+  // The scheduler refused west-2 a second after west-1: once west is refused, both move (and are
+  // both named), not one spilled and the other removed unannounced.
+  const auto spec = Priority({{"west", 2}, {"east", 1}});
+  std::vector<ReplicaFacts> rs = {Running("west", 0), Stuck("west", 1, 100), Stuck("west", 2, 101)};
+  const Refusals refused = RememberRefusals({}, rs, 3, 105, 5);
+  ASSERT_EQ(refused.size(), 1u);
+  SpilloverPlan p = PlanWithRefusals(spec, 3, rs, refused);
+  EXPECT_EQ(p.plan.targets, (std::vector<RegionTarget>{{"west", 1}, {"east", 2}}));
   EXPECT_EQ(p.spill, (Names{"pool-west-1", "pool-west-2"}));
 }
 
@@ -113,7 +125,7 @@ TEST(PlanWithRefusals, SettlesWhenEveryRegionRefused) {
   // West ran one and refused two, which moved to east; east runs one and refuses the other.
   std::vector<ReplicaFacts> rs = {Running("west", 0), Running("east", 0), Stuck("east", 1, 100)};
   const Refusals refused = {{"west", {90, "w"}}, {"east", {105, "e"}}};
-  SpilloverPlan p = PlanWithRefusals(spec, 3, rs, refused, 200, 5);
+  SpilloverPlan p = PlanWithRefusals(spec, 3, rs, refused);
   EXPECT_TRUE(p.settled);
   EXPECT_EQ(p.plan.targets, (std::vector<RegionTarget>{{"west", 1}, {"east", 2}}));
   EXPECT_EQ(p.plan.unplaced, 0);
@@ -128,7 +140,7 @@ TEST(PlanWithRefusals, ParksOnlyWhatFitsNowhereAndSpillsTheRest) {
   auto spec_east_one = spec;
   spec_east_one.regions[1].max_replicas = 1;
   std::vector<ReplicaFacts> rs = {Running("west", 0), Stuck("west", 1, 100), Stuck("west", 2, 100)};
-  SpilloverPlan p = PlanWithRefusals(spec_east_one, 3, rs, {{"west", {100, ""}}}, 200, 5);
+  SpilloverPlan p = PlanWithRefusals(spec_east_one, 3, rs, {{"west", {100, ""}}});
   EXPECT_TRUE(p.settled);
   EXPECT_EQ(p.plan.targets, (std::vector<RegionTarget>{{"west", 2}, {"east", 1}}));
   EXPECT_EQ(p.plan.unplaced, 0);
@@ -139,12 +151,12 @@ TEST(PlanWithRefusals, ParksOnlyWhatFitsNowhereAndSpillsTheRest) {
 TEST(PlanWithRefusals, SpreadAndNoRefusalPlanAsBefore) {
   const auto spec = Priority({{"west", 2}, {"east", 1}});
   std::vector<ReplicaFacts> rs = {Running("west", 0), Stuck("west", 1, 100)};
-  SpilloverPlan p = PlanWithRefusals(spec, 2, rs, {}, 200, 5);
+  SpilloverPlan p = PlanWithRefusals(spec, 2, rs, {});
   EXPECT_FALSE(p.settled);
   EXPECT_EQ(p.plan, DesiredPerRegionSticky(spec, 2, {}, PlacedPerRegion(rs)));
   auto spread = spec;
   spread.strategy = "Spread";
-  p = PlanWithRefusals(spread, 2, rs, {{"west", {100, ""}}}, 200, 5);
+  p = PlanWithRefusals(spread, 2, rs, {{"west", {100, ""}}});
   EXPECT_FALSE(p.settled);
   EXPECT_EQ(p.spill, Names{});
   EXPECT_EQ(p.plan, DesiredPerRegionSticky(spread, 2, {}, PlacedPerRegion(rs)));
@@ -173,7 +185,7 @@ class Cluster {
       facts.push_back(f);
     }
     refusals_ = RememberRefusals(refusals_, facts, replicas, now, spill_after);
-    last_ = PlanWithRefusals(spec_, replicas, facts, refusals_, now, spill_after);
+    last_ = PlanWithRefusals(spec_, replicas, facts, refusals_);
     const Names removed = ChooseReplicasToRemove(facts, last_.plan.targets);
     std::erase_if(pods_, [&](const Pod& p) {
       return std::find(removed.begin(), removed.end(), p.name()) != removed.end();
