@@ -337,10 +337,17 @@ Result<Response> Client::Execute(Request& request,
     Response out;
     bool got_head = false;
     bool caller_stopped = false;
+    bool too_large = false;
     if (!streaming) {
       // httplib would append to a growing string in 4 KiB reads, so a large body (a 35 MB
       // batch) is re-copied into fresh memory at every doubling. Reserve the Content-Length.
-      hreq.content_receiver = [&out](const char* data, size_t n, uint64_t offset, uint64_t length) {
+      const size_t cap = options_.max_response_bytes;
+      hreq.content_receiver = [&out, &too_large, cap](const char* data, size_t n, uint64_t offset,
+                                                      uint64_t length) {
+        if (length > cap || out.body.size() + n > cap) {
+          too_large = true;
+          return false;
+        }
         if (offset == 0 && out.body.empty()) ReserveBody(length, &out.body);
         out.body.append(data, n);
         return true;
@@ -412,6 +419,11 @@ Result<Response> Client::Execute(Request& request,
         clock_->SleepFor(delay);
       }
       continue;
+    }
+    if (too_large) {
+      return Status(StatusCode::kTooLarge, what + ": the response is larger than " +
+                                               std::to_string(options_.max_response_bytes) +
+                                               " bytes");
     }
     if (caller_stopped && got_head) {
       if (request.cancel && request.cancel->IsCancelled()) {

@@ -67,6 +67,11 @@ struct ClientOptions {
   std::string user_agent = "sluice/0.1.0";
   size_t max_idle_connections = 4;
   Clock* clock = nullptr;  // For retry sleeps; null: the system clock.
+  // Largest whole response body Send (not Stream) accepts: a longer one, or one whose
+  // Content-Length says so, is abandoned as it arrives and Send returns TooLarge, not retried.
+  // Peers outside Sluice's control (HTTP environments, external engines, Prometheus) get a
+  // smaller cap from their callers; the default fits the largest batch a trainer asks for.
+  size_t max_response_bytes = size_t{1} << 30;
 };
 
 struct Request {
@@ -97,7 +102,8 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   // Sends a request and returns the whole response, whatever its status. A non-OK Result
-  // means no response was received (connection refused, timeout, TLS failure, cancelled).
+  // means no response was received (connection refused, timeout, TLS failure, cancelled) or
+  // its body was over ClientOptions::max_response_bytes (TooLarge).
   Result<Response> Send(Request request);
 
   Result<Response> Get(std::string path);

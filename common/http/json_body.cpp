@@ -1,5 +1,9 @@
 #include "common/http/json_body.h"
 
+#include <optional>
+
+#include "common/json_depth.h"
+
 namespace sluice::http {
 
 nlohmann::json ErrorJson(const Status& status) {
@@ -24,6 +28,11 @@ void ReplyJson(httplib::Response& res, const nlohmann::json& body, int http_stat
 
 Result<nlohmann::json> ParseJsonText(std::string_view text, std::string_view what) {
   if (text.empty()) return Status::InvalidArgument(std::string(what) + " is empty; expected JSON");
+  if (const std::optional<size_t> at = FirstTooDeepJson(text)) {
+    return Status::InvalidArgument(std::string(what) + " nests deeper than " +
+                                   std::to_string(kMaxJsonDepth) + " levels (at byte " +
+                                   std::to_string(*at) + ")");
+  }
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/http/json_body.h"
 #include "localcluster/apiserver/api_errors.h"
 #include "localcluster/apiserver/api_server.h"
 #include "localcluster/apiserver/api_server_request.h"
@@ -35,12 +36,15 @@ bool IsImmortalNamespace(const ResourceInfo& info, const std::string& name) {
 void ApiServer::Delete(Request& r, httplib::Response& res) {
   std::optional<json> body = r.decoded_body;
   if (!body && !r.http.body.empty()) {
-    json parsed = json::parse(r.http.body, nullptr, false);
-    if (parsed.is_discarded() || !parsed.is_object()) {
-      ReplyStatus(Status::InvalidArgument("the DeleteOptions body is not a JSON object"), &r, res);
+    Result<json> parsed = http::ParseJsonText(r.http.body, "the DeleteOptions body");
+    if (parsed.ok() && !parsed->is_object()) {
+      parsed = Status::InvalidArgument("the DeleteOptions body is not a JSON object");
+    }
+    if (!parsed.ok()) {
+      ReplyStatus(parsed.status(), &r, res);
       return;
     }
-    body = std::move(parsed);
+    body = std::move(*parsed);
   }
   Result<DeleteOptions> options = ParseDeleteOptions(body ? &*body : nullptr, r.http.params);
   if (!options.ok()) {
@@ -79,8 +83,12 @@ void ApiServer::DeleteCollection(Request& r, httplib::Response& res) {
   auto& [labels, fields] = *selectors;
   std::optional<json> body = r.decoded_body;
   if (!body && !r.http.body.empty()) {
-    json parsed = json::parse(r.http.body, nullptr, false);
-    if (parsed.is_object()) body = std::move(parsed);
+    Result<json> parsed = http::ParseJsonText(r.http.body, "the DeleteOptions body");
+    if (!parsed.ok()) {
+      ReplyStatus(parsed.status(), &r, res);
+      return;
+    }
+    if (parsed->is_object()) body = std::move(*parsed);
   }
   Result<DeleteOptions> options = ParseDeleteOptions(body ? &*body : nullptr, r.http.params);
   if (!options.ok()) {

@@ -1,7 +1,9 @@
 // ApiServer's patch: JSON patch, merge patch and (built-in kinds only) strategic merge patch,
 // applied to the served form of the object, then written through WriteExisting.
+#include <optional>
 #include <string>
 
+#include "common/json_depth.h"
 #include "localcluster/apiserver/api_errors.h"
 #include "localcluster/apiserver/api_server.h"
 #include "localcluster/apiserver/api_server_request.h"
@@ -28,6 +30,10 @@ namespace api_server_internal {
 Result<json> ApplyPatch(const std::string& content_type, const std::string& body,
                         const json& current, const ResourceInfo& resource, bool custom) {
   const std::string type = content_type.substr(0, content_type.find(';'));
+  if (const std::optional<size_t> at = FirstTooDeepJson(body)) {
+    return Status::InvalidArgument("the patch nests deeper than " + std::to_string(kMaxJsonDepth) +
+                                   " levels (at byte " + std::to_string(*at) + ")");
+  }
   json patch = json::parse(body, nullptr, false);
   if (patch.is_discarded()) {
     return Status::InvalidArgument("the body of the request was in an unknown format: " + type +

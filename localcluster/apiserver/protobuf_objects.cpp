@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "common/base64.h"
+#include "common/json_depth.h"
 #include "localcluster/apiserver/protobuf_schema.h"
 
 namespace sluice::apiserver {
@@ -324,31 +325,6 @@ Result<json> DecodeIntOrString(std::string_view bytes) {
   return Malformed("int-or-string of unknown type " + std::to_string(type));
 }
 
-// How deeply the JSON inside a FieldsV1 nests, or -1 past `limit`.
-int JsonDepth(std::string_view text, int limit) {
-  int depth = 0;
-  int max = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > limit) return -1;
-      if (depth > max) max = depth;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return max;
-}
-
 Result<json> DecodeFieldsV1(std::string_view bytes) {
   std::string_view raw;
   bool sent = false;
@@ -364,7 +340,7 @@ Result<json> DecodeFieldsV1(std::string_view bytes) {
     }
   }
   if (!sent) return json(nullptr);
-  if (JsonDepth(raw, kMaxKubeProtobufDepth) < 0) {
+  if (FirstTooDeepJson(raw, static_cast<size_t>(kMaxKubeProtobufDepth)).has_value()) {
     return Status::InvalidArgument("fieldsV1 nests deeper than " +
                                    std::to_string(kMaxKubeProtobufDepth));
   }

@@ -105,6 +105,9 @@ Result<std::unique_ptr<PrometheusClient>> PrometheusClient::Create(
   options.backoff.base_delay = std::chrono::milliseconds(200);
   options.backoff.max_delay = std::chrono::milliseconds(200);
   options.max_retry_after = std::chrono::milliseconds(1000);
+  // An autoscaling query returns one vector of a few series; the operator must not buffer a
+  // runaway query's megabytes.
+  options.max_response_bytes = 16u << 20;
   Result<std::unique_ptr<http::Client>> client = http::Client::Create(std::move(options));
   if (!client.ok()) return client.status().WithContext("prometheus URL \"" + base_url + "\"");
   return std::unique_ptr<PrometheusClient>(

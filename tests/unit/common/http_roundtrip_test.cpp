@@ -468,6 +468,31 @@ TEST_F(HttpRoundTrip, LargeBodiesArriveWholeWithOrWithoutContentLength) {
   EXPECT_NE(missing->body.find("no route"), std::string::npos) << missing->body;
 }
 
+// A body over max_response_bytes is abandoned as it arrives (by its Content-Length when it has
+// one) and reported as TooLarge, once: retrying would only fetch it again.
+TEST_F(HttpRoundTrip, ResponsesOverTheClientsCapAreRefused) {
+  StartServer(ServerOptions{});
+  ClientOptions options;
+  options.max_response_bytes = size_t{1} << 20;
+  std::unique_ptr<Client> client = MakeClient(options);
+  for (const char* chunked : {"0", "1"}) {
+    SCOPED_TRACE(chunked);
+    const std::string query = std::string("&chunked=") + chunked;
+    Result<Response> fits = client->Get("/v1/big?bytes=" + std::to_string(1 << 20) + query);
+    ASSERT_TRUE(fits.ok()) << fits.status().ToString();
+    EXPECT_EQ(fits->body.size(), size_t{1} << 20);
+    Result<Response> over = client->Get("/v1/big?bytes=" + std::to_string((1 << 20) + 1) + query);
+    ASSERT_FALSE(over.ok());
+    EXPECT_EQ(over.status().code(), StatusCode::kTooLarge);
+    EXPECT_NE(over.status().message().find("larger than 1048576 bytes"), std::string::npos)
+        << over.status().ToString();
+    Result<Response> far_over = client->Get("/v1/big?bytes=" + std::to_string(8 << 20) + query);
+    EXPECT_EQ(far_over.status().code(), StatusCode::kTooLarge);
+  }
+  // The client still serves the next request.
+  EXPECT_EQ(client->Get("/v1/big?bytes=10")->body, BigBody(10));
+}
+
 TEST_F(HttpRoundTrip, GracefulShutdownFinishesTheRequestInFlight) {
   StartServer({});
   std::unique_ptr<Client> client = MakeClient();

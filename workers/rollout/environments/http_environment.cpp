@@ -171,14 +171,10 @@ Result<json> HttpEnvironment::Call(std::string_view path, const json& body,
     return Status::InvalidArgument(what + ": the body is empty; expected a JSON object",
                                    std::string(kReply));
   }
-  json parsed;
-  try {
-    parsed = json::parse(reply);
-  } catch (const json::exception& e) {
-    // Not only syntax errors: a number beyond a double ("1e999") throws out_of_range.
-    return Status::InvalidArgument(what + ": the body is not valid JSON: " + e.what(),
-                                   std::string(kReply));
-  }
+  // Nesting depth, syntax, and numbers beyond a double ("1e999") are all refused here.
+  Result<json> read = http::ParseJsonText(reply, what + ": the body");
+  if (!read.ok()) return Status::InvalidArgument(read.status().message(), std::string(kReply));
+  json parsed = std::move(*read);
   if (!parsed.is_object()) {
     return Status::InvalidArgument(
         what + ": the body must be a JSON object, got " + std::string(parsed.type_name()),

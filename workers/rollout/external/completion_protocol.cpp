@@ -5,6 +5,8 @@
 #include <limits>
 #include <optional>
 
+#include "common/json_depth.h"
+
 namespace sluice::rollout {
 namespace {
 
@@ -269,7 +271,9 @@ Status ServerErrorStatus(int http_status, std::string_view body, std::string_vie
   StatusCode code = StatusCodeForHttp(http_status);
   if (code == StatusCode::kOk) code = StatusCode::kInternal;  // Callers pass non-2xx only.
   std::string detail;
-  const json value = json::parse(body, nullptr, false);
+  // Too deep to parse safely reads as no JSON at all (json_depth.h).
+  const json value =
+      FirstTooDeepJson(body) ? json() : json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (value.is_object()) {
     auto error = value.find("error");
     if (error != value.end() && error->is_object() && error->contains("message")) {

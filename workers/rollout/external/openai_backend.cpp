@@ -80,6 +80,9 @@ Result<std::unique_ptr<http::Client>> MakeClient(const OpenAiBackendOptions& o,
   co.read_timeout = read_timeout;
   if (!o.api_key.empty()) co.token = http::TokenSource::FromValue(o.api_key);
   co.max_idle_connections = idle_connections;
+  // An external engine is outside Sluice: even n samples of maxNewTokens with log-probs fit
+  // in this, so anything larger is a fault, not a reply to buffer.
+  co.max_response_bytes = 256u << 20;
   Result<std::unique_ptr<http::Client>> client = http::Client::Create(std::move(co));
   if (!client.ok()) {
     return Status::InvalidArgument(client.status().message(), "base_url");

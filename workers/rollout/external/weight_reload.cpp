@@ -1,5 +1,7 @@
 #include "workers/rollout/external/weight_reload.h"
 
+#include "common/json_depth.h"
+
 namespace sluice::rollout {
 namespace {
 
@@ -62,7 +64,9 @@ json ExpandReloadBody(const json& body, const std::string& directory, int64_t ve
 
 Status CheckReloadReply(int http_status, std::string_view body, std::string_view what) {
   if (http_status < 200 || http_status >= 300) return ServerErrorStatus(http_status, body, what);
-  const json value = json::parse(body, nullptr, false);
+  // Too deep to parse safely reads as no JSON at all (json_depth.h).
+  const json value =
+      FirstTooDeepJson(body) ? json() : json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (value.is_object()) {
     auto success = value.find("success");
     if (success != value.end() && success->is_boolean() && !success->get<bool>()) {

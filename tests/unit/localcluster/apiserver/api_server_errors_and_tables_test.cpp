@@ -1,5 +1,6 @@
 // HTTP-level tests of the local API server's error answers and Table output (api_server.h):
 // metav1.Status bodies for 404, 400, 401, 409 and 422, 429 with Retry-After past the rate limit,
+// 400 for bodies nested too deeply to handle,
 // and the CRD's printer columns in `kubectl get`'s Table.
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "common/http/client.h"
+#include "common/json_depth.h"
 #include "common/status.h"
 #include "localcluster/apiserver/api_server.h"
 #include "tests/unit/localcluster/apiserver/api_server_test_support.h"
@@ -23,6 +25,7 @@ using api_server_testing::ConfigMap;
 using api_server_testing::ExpectStatus;
 using api_server_testing::kConfigMaps;
 using api_server_testing::kJson;
+using api_server_testing::kMergePatch;
 using api_server_testing::kRolloutPools;
 using api_server_testing::RolloutPool;
 using api_server_testing::WatchResult;
@@ -51,6 +54,55 @@ TEST_F(ApiServerTest, ErrorsComeBackAsStatusObjects) {
   ASSERT_TRUE(denied.ok()) << denied.status().message();
   EXPECT_EQ(denied->status, 401);
   EXPECT_EQ(denied->body.find("kube-system"), std::string::npos);
+}
+
+// A body nested deeper than kMaxJsonDepth is refused before it is parsed: 1 MB of "[[[[...]]]]"
+// in a field that keeps whatever it is given would otherwise be stored, and overflow the stack
+// of whichever thread next copied or printed it. Depth kMaxJsonDepth itself is accepted.
+TEST_F(ApiServerTest, BodiesNestedTooDeepAre400sAndTheServerStaysUp) {
+  StartServer();
+  InstallCrd("dataflows.yaml");
+  const std::string dataflows = "/apis/sluice.dev/v1alpha1/namespaces/default/dataflows";
+  // A Dataflow whose spec.reward.options (x-kubernetes-preserve-unknown-fields) holds `nested`
+  // arrays around a 1, as text: the JSON library itself could not build the deep one.
+  auto with_options = [](const std::string& name, size_t nested) {
+    const std::string head = R"({"apiVersion":"sluice.dev/v1alpha1","kind":"Dataflow",)"
+                             R"("metadata":{"name":")" +
+                             name +
+                             R"("},"spec":{"dataset":{"builtin":{}},)"
+                             R"("workflow":{"roles":[{"name":"policy","policy":"tiny"}]},)"
+                             R"("reward":{"options":{"deep":)";
+    return head + std::string(nested, '[') + "1" + std::string(nested, ']') + "}}}}";
+  };
+  // The Dataflow's own levels: the object, spec, reward, options.
+  constexpr size_t kOwnLevels = 4;
+  const http::Response deepest =
+      Send("POST", dataflows, with_options("deepest", kMaxJsonDepth - kOwnLevels), kJson);
+  EXPECT_EQ(deepest.status, 201) << deepest.body.substr(0, 300);
+  EXPECT_EQ(Get(dataflows + "/deepest").status, 200);
+
+  const http::Response one_more =
+      Send("POST", dataflows, with_options("one-more", kMaxJsonDepth - kOwnLevels + 1), kJson);
+  ExpectStatus(one_more, 400, "BadRequest");
+  EXPECT_NE(Body(one_more).value("message", "").find("nests deeper than 1000 levels"),
+            std::string::npos)
+      << one_more.body;
+  const http::Response megabyte = Send("POST", dataflows, with_options("huge", 500000), kJson);
+  ExpectStatus(megabyte, 400, "BadRequest");
+  // The same through the other paths that read a body: patches and DeleteOptions.
+  const std::string deep_patch = R"({"spec":{"reward":{"options":{"deep":)" +
+                                 std::string(500000, '[') + "1" + std::string(500000, ']') + "}}}}";
+  ExpectStatus(Send("PATCH", dataflows + "/deepest", deep_patch, kMergePatch), 400, "BadRequest");
+  ExpectStatus(
+      Send("DELETE", dataflows + "/deepest",
+           R"({"preconditions":)" + std::string(500000, '[') + std::string(500000, ']') + "}",
+           kJson),
+      400, "BadRequest");
+
+  // Still serving, and nothing of the refused requests was stored.
+  EXPECT_EQ(Get(dataflows + "/deepest").status, 200);
+  EXPECT_EQ(Get(dataflows + "/one-more").status, 404);
+  EXPECT_EQ(Get(dataflows + "/huge").status, 404);
 }
 
 TEST_F(ApiServerTest, ClientsOverTheRateLimitGet429WithRetryAfter) {

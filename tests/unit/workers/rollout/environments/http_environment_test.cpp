@@ -238,6 +238,8 @@ TEST_F(HttpEnvironmentTest, MalformedStepRepliesNameTheField) {
       {R"({"reward": 1})", "environment reply.observation", "is required"},
       {R"({"observation": "x", "reward": "1"})", "environment reply.reward", "must be a number"},
       {R"({"observation": "x", "reward": 1e999})", "environment reply", "number overflow"},
+      {R"({"observation": "x", "info": )" + std::string(2000, '[') + std::string(2000, ']') + "}",
+       "environment reply", "nests deeper than 1000 levels"},
       {R"({"observation": "x", "done": "yes"})", "environment reply.done", "must be a boolean"},
   };
   std::unique_ptr<HttpEnvironment> environment = Connect("/canned");
