@@ -33,6 +33,7 @@
 #include "localcluster/apiserver/request_authorization.h"
 #include "localcluster/apiserver/request_info.h"
 #include "localcluster/apiserver/service_accounts.h"
+#include "localcluster/apiserver/watch_quota.h"
 
 namespace sluice::apiserver {
 namespace {
@@ -114,6 +115,7 @@ ApiServer::ApiServer(ApiServerOptions options, std::unique_ptr<Storage> storage,
     limits.burst = options_.rate_limit_burst;
     limiter_ = std::make_unique<ClientRateLimiter>(limits, clock_);
   }
+  watch_quota_ = std::make_unique<WatchQuota>(options_.max_watches_per_identity);
   if (registry != nullptr) {
     requests_ = &registry->AddCounter("sluice_apiserver_requests_total",
                                       "API requests by verb, resource and HTTP code.",
@@ -213,6 +215,10 @@ std::optional<ResourceInfo> ApiServer::FindResource(const std::string& group,
   return *info;
 }
 
+size_t ApiServer::open_watches(const std::string& identity) const {
+  return watch_quota_->open(identity);
+}
+
 std::optional<json> ApiServer::FindCrd(const std::string& name) const {
   std::shared_lock lock(registry_mu_);
   auto it = crds_.find(name);
@@ -247,8 +253,10 @@ void ApiServer::Handle(const std::string& method, const httplib::Request& req,
   }
   http::Server::AddAccessLogField("user", user->name);
   if (limiter_) {
-    std::string client = req.get_header_value("Authorization");
-    if (client.empty()) client = req.remote_addr;
+    // One bucket per identity, not per token: a ServiceAccount's many tokens share one. Without
+    // credentials (--insecure-http) the peer address stands for the client.
+    const std::string client =
+        req.has_header("Authorization") ? "user:" + user->name : "addr:" + req.remote_addr;
     std::chrono::seconds retry_after{1};
     if (!limiter_->Allow(client, &retry_after)) {
       res.set_header("Retry-After", std::to_string(std::max<int64_t>(1, retry_after.count())));

@@ -44,18 +44,23 @@ namespace sluice::apiserver {
 class Authenticator;
 class GarbageCollector;
 class ClientRateLimiter;
+class WatchQuota;
 struct ErrorSubject;
 struct RequestInfo;
 
 struct ApiServerOptions {
   http::ServerOptions http;  // Address, port, TLS, token, body cap, worker threads.
-  // Per-client request rate (client = bearer token, else peer address); 0 disables.
+  // Per-client request rate (client = the authenticated user, else the peer address); 0
+  // disables.
   double rate_limit_qps = 200;
   double rate_limit_burst = 400;
   // BOOKMARK events are sent this often to watches that ask for them.
   std::chrono::seconds bookmark_interval{30};
   // Watches without timeoutSeconds end after this (kube: 30-60 min; clients re-watch).
   std::chrono::seconds max_watch_duration{1800};
+  // Open watches each identity may hold (watch_quota.h): every watch holds a worker thread, so
+  // keep this well under http.worker_threads. 0: no limit.
+  size_t max_watches_per_identity = 128;
   // Garbage collector's full pass period (it also runs after every delete).
   std::chrono::milliseconds gc_period{2000};
   // /version's gitVersion.
@@ -90,6 +95,8 @@ class ApiServer {
   // Garbage collector passes finished so far (GarbageCollector::passes); for tests, which wait
   // for passes instead of sleeping. Callable from any thread.
   uint64_t gc_passes() const;
+  // Watches the user named `identity` holds open now (WatchQuota); callable from any thread.
+  size_t open_watches(const std::string& identity) const;
 
  private:
   struct Request;  // One parsed API request; defined in api_server_request.h.
@@ -160,6 +167,7 @@ class ApiServer {
   std::unique_ptr<http::Server> http_;
   std::unique_ptr<GarbageCollector> gc_;
   std::unique_ptr<ClientRateLimiter> limiter_;
+  std::unique_ptr<WatchQuota> watch_quota_;
 
   mutable std::shared_mutex registry_mu_;
   ResourceRegistry registry_;                   // Guarded by registry_mu_.

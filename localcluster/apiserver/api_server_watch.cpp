@@ -26,6 +26,7 @@
 #include "localcluster/apiserver/resource_registry.h"
 #include "localcluster/apiserver/storage.h"
 #include "localcluster/apiserver/table.h"
+#include "localcluster/apiserver/watch_quota.h"
 #include "localcluster/apiserver/watch_start.h"
 
 namespace sluice::apiserver {
@@ -66,6 +67,7 @@ struct WatchStream {
   CancellationToken shutdown;
   Clock* clock = nullptr;
   metrics::Gauge* gauge = nullptr;
+  WatchQuota::Slot slot;  // This watch's place in its identity's quota, given back with it.
   bool finished = false;
 
   ~WatchStream() {
@@ -138,6 +140,18 @@ void ApiServer::Watch(Request& r, httplib::Response& res) {
     if (by_name.ok()) fields = std::move(*by_name);
   }
   auto stream = std::make_shared<WatchStream>();
+  stream->slot = watch_quota_->TryAcquire(r.user.name);
+  if (!stream->slot.held()) {
+    // As kube's priority and fairness answers a client over its share: retry in a second.
+    res.set_header("Retry-After", "1");
+    const json body =
+        StatusJson(429, "TooManyRequests",
+                   "too many open watches for user \"" + r.user.name + "\" (at most " +
+                       std::to_string(watch_quota_->per_identity()) + "); please try again later");
+    res.status = 429;
+    res.set_content(body.dump(), "application/json");
+    return;
+  }
   const std::string rv_param = Param(r.http, "resourceVersion");
   if (Result<uint64_t> parsed = ParseRevision(rv_param, "resourceVersion"); !parsed.ok()) {
     ReplyStatus(parsed.status(), &r, res);

@@ -68,6 +68,11 @@ int Main(int argc, char** argv) {
                                "HTTP worker threads; each open watch holds one.")
                .Min(4)
                .Max(4096))
+      .Add(config::Option::Int("max-watches-per-identity", 128,
+                               "Open watches one user (a ServiceAccount, the admin, the node "
+                               "agent) may hold; more get 429. Keep it well under "
+                               "--worker-threads. 0: no limit.")
+               .Min(0))
       .Add(config::Option::Int("watch-history", 10000,
                                "Events kept for watches resuming from a past resourceVersion.")
                .Min(1))
@@ -156,6 +161,7 @@ int Main(int argc, char** argv) {
   options.service_account_tokens.issuer = cfg->GetString("service-account-issuer");
   options.rate_limit_qps = cfg->GetDouble("rate-limit-qps");
   options.rate_limit_burst = cfg->GetDouble("rate-limit-burst");
+  options.max_watches_per_identity = static_cast<size_t>(cfg->GetInt("max-watches-per-identity"));
 
   std::string ca_pem;
   if (!insecure) {

@@ -1,5 +1,5 @@
-// ClientRateLimiter: a token bucket per client (a bearer token or a peer address), so that one
-// runaway client gets 429s instead of starving the others.
+// ClientRateLimiter: a token bucket per client (the API server keys it by user, else by peer
+// address), so that one runaway client gets 429s instead of starving the others.
 //
 // Each client's bucket holds at most `burst` tokens and refills at `qps` tokens per second of
 // the clock's monotonic time; a request takes one token. A client seen for the first time

@@ -42,6 +42,7 @@ class InProcessApiServerTest : public ::testing::Test {
     options.http.shutdown_grace = std::chrono::milliseconds(500);
     options.gc_period = std::chrono::milliseconds(50);
     options.service_account_tokens.signing_key = "in-process-api-server-test-key";
+    Configure(options);
     log::Logger logger("apiserver-test", clock_, [this](std::string_view line) {
       std::lock_guard<std::mutex> lock(log_mu_);
       log_lines_.emplace_back(line);
@@ -62,6 +63,36 @@ class InProcessApiServerTest : public ::testing::Test {
       std::lock_guard<std::mutex> lock(log_mu_);
       for (const std::string& line : log_lines_) std::cerr << line << "\n";
     }
+  }
+
+  // Changes the server's options before it starts (tests that need other limits).
+  virtual void Configure(ApiServerOptions& options) { (void)options; }
+
+  // Lets every ServiceAccount read everything (ClusterRole view), for tests about something
+  // other than authorization (rbac_api_test.cpp tests that).
+  void LetServiceAccountsView() {
+    const http::Response bound = Post(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+         {"kind", "ClusterRoleBinding"},
+         {"metadata", {{"name", "service-accounts-view"}}},
+         {"roleRef",
+          {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "view"}}},
+         {"subjects",
+          {{{"apiGroup", "rbac.authorization.k8s.io"},
+            {"kind", "Group"},
+            {"name", "system:serviceaccounts"}}}}});
+    ASSERT_EQ(bound.status, 201) << bound.body;
+  }
+
+  // A token for ServiceAccount default/<account> (created first) from the TokenRequest API.
+  std::string ServiceAccountToken(const std::string& account) {
+    const std::string accounts = "/api/v1/namespaces/default/serviceaccounts";
+    const http::Response made = Post(accounts, {{"metadata", {{"name", account}}}});
+    EXPECT_TRUE(made.status == 201 || made.status == 409) << made.body;
+    const http::Response r = Post(accounts + "/" + account + "/token", nlohmann::json::object());
+    EXPECT_EQ(r.status, 201) << r.body;
+    return Body(r).value(nlohmann::json::json_pointer("/status/token"), "");
   }
 
   // A client sending `token` (none when empty).

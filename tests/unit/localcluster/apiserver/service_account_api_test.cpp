@@ -34,18 +34,7 @@ class ServiceAccountApiTest : public InProcessApiServerTest {
     if (HasFatalFailure()) return;
     // These tests are about authentication: RBAC lets every ServiceAccount read
     // (rbac_api_test.cpp tests authorization).
-    const http::Response bound = Post(
-        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-        {{"apiVersion", "rbac.authorization.k8s.io/v1"},
-         {"kind", "ClusterRoleBinding"},
-         {"metadata", {{"name", "service-accounts-view"}}},
-         {"roleRef",
-          {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "view"}}},
-         {"subjects",
-          {{{"apiGroup", "rbac.authorization.k8s.io"},
-            {"kind", "Group"},
-            {"name", "system:serviceaccounts"}}}}});
-    ASSERT_EQ(bound.status, 201) << bound.body;
+    LetServiceAccountsView();
   }
 
   // A token for ServiceAccount default/<account> from the TokenRequest API.
