@@ -428,7 +428,8 @@ std::string RealisticExposition() {
 TEST(MetricsPromtoolTest, RealisticExpositionPassesCheckMetrics) {
   const std::string text = RealisticExposition();
   const test_support::PromtoolCheck check = test_support::RunPromtoolCheckMetrics(text);
-  if (!check.available) GTEST_SKIP() << "promtool not on PATH; CI installs it";
+  ASSERT_TRUE(check.available)
+      << "promtool is not on PATH (make deps installs Debian's prometheus)";
   EXPECT_TRUE(check.passed) << check.output << "\n--- input ---\n" << text;
 }
 

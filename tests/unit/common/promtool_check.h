@@ -2,7 +2,7 @@
 // output in metrics_test.cpp, the operator's series in its tests).
 //
 //   PromtoolCheck check = RunPromtoolCheckMetrics(metrics::ExposeText(registry));
-//   if (!check.available) GTEST_SKIP() << "promtool not on PATH";
+//   ASSERT_TRUE(check.available) << "promtool not on PATH";
 //   EXPECT_TRUE(check.passed) << check.output;
 //
 // Thread safety: each call uses its own temporary file.

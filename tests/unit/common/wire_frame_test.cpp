@@ -110,9 +110,9 @@ TEST(WireFrameTest, BeginFinishFrameMatchesEncodeFrame) {
 }
 
 TEST(WireFrameTest, WritersRejectPayloadsOverTheHardCap) {
-  if constexpr (sizeof(size_t) <= 4) GTEST_SKIP() << "needs a 64-bit address space";
+  static_assert(sizeof(size_t) >= 8, "Sluice builds for 64-bit targets");
   HugeRegion region(size_t{kMaxFramePayloadBytes} + 1);
-  if (!region.ok()) GTEST_SKIP() << "could not reserve 1 GiB of address space";
+  ASSERT_TRUE(region.ok()) << "could not reserve 1 GiB of address space (ulimit -v?)";
   std::string out = "keep";
   Status s = AppendFrame(1, region.view(), &out);
   EXPECT_EQ(s.code(), StatusCode::kTooLarge);

@@ -380,7 +380,7 @@ class ServingCertsKubectl : public ServingCertsTls {
   static constexpr char kKubectl[] = "/usr/bin/kubectl";
 
   void SetUp() override {
-    if (!fs::exists(kKubectl)) GTEST_SKIP() << kKubectl << " is not installed";
+    ASSERT_TRUE(fs::exists(kKubectl)) << kKubectl << " is not installed";
     ServingCertsTls::SetUp();
   }
 

@@ -278,7 +278,8 @@ class RealPrometheus : public ::testing::Test {
   static constexpr const char* kBinary = "/usr/bin/prometheus";
 
   void SetUp() override {
-    if (::access(kBinary, X_OK) != 0) GTEST_SKIP() << kBinary << " is not installed";
+    ASSERT_EQ(::access(kBinary, X_OK), 0)
+        << kBinary << " is not installed (make deps installs Debian's prometheus)";
     std::string tmpl = (fs::temp_directory_path() / "sluice-prom-XXXXXX").string();
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
