@@ -153,29 +153,10 @@ TEST(MainJobFaultsTest, ADeletedReplicaAKilledDataflowAndARestartedControlPlaneL
   EXPECT_EQ(job.value("/status/step"_json_pointer, int64_t{0}), kFaultRun.steps) << job.dump(2);
   // None of the faults restarted the trainer's gang: it waited for the dataflow.
   EXPECT_EQ(job.value("/status/restarts"_json_pointer, int64_t{-1}), 0) << job.dump(2);
-  const json df = cluster.Get(std::string("dataflow ") + kDataflow);
-  ASSERT_TRUE(df.is_object()) << Diagnostics(cluster);
-
-  DataflowApi api;
-  api.Connect(cluster);
-  ASSERT_TRUE(api.ok());
-  json status;
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        status = api.Status();
-        return status.is_object() &&
-               status.value("/eval/rounds_in_progress"_json_pointer, int64_t{-1}) == 0;
-      },
-      seconds(60)))
-      << api.last_error() << "\n"
-      << status.dump(2) << Diagnostics(cluster);
-  ExpectAccounting(
-      status, {.steps = kFaultRun.steps,
-               .group_size = df.value("/spec/sampling/groupSize"_json_pointer, int64_t{0}),
-               .groups_per_batch = df.value("/spec/batch/groupsPerBatch"_json_pointer, int64_t{0}),
-               .eval_rounds = kEvalRounds,
-               .eval_samples = kFaultRun.eval_samples,
-               .faults = true});
+  ExpectAccountingOnceSettled(cluster, {.steps = kFaultRun.steps,
+                                        .eval_rounds = kEvalRounds,
+                                        .eval_samples = kFaultRun.eval_samples,
+                                        .faults = true});
   EXPECT_EQ(cluster.Down().exit_code, 0);
 }
 
@@ -242,28 +223,10 @@ TEST(MainJobFaultsTest, AKilledTrainerRankRestartsTheGangAndTrainsEveryBatchOnce
   EXPECT_LE(final_version, kRankRun.warm_start_steps + kRankRun.steps + kCheckpointEvery)
       << job.dump(2);
   EXPECT_EQ(job.value("/status/step"_json_pointer, int64_t{0}), kRankRun.steps) << job.dump(2);
-  const json df = cluster.Get(std::string("dataflow ") + kDataflow);
-  ASSERT_TRUE(df.is_object()) << Diagnostics(cluster);
-  DataflowApi api;
-  api.Connect(cluster);
-  ASSERT_TRUE(api.ok());
-  json status;
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        status = api.Status();
-        return status.is_object() &&
-               status.value("/eval/rounds_in_progress"_json_pointer, int64_t{-1}) == 0;
-      },
-      seconds(60)))
-      << api.last_error() << "\n"
-      << status.dump(2) << Diagnostics(cluster);
-  ExpectAccounting(
-      status, {.steps = kRankRun.steps,
-               .group_size = df.value("/spec/sampling/groupSize"_json_pointer, int64_t{0}),
-               .groups_per_batch = df.value("/spec/batch/groupsPerBatch"_json_pointer, int64_t{0}),
-               .eval_rounds = kEvalRounds,
-               .eval_samples = kRankRun.eval_samples,
-               .faults = true});
+  ExpectAccountingOnceSettled(cluster, {.steps = kRankRun.steps,
+                                        .eval_rounds = kEvalRounds,
+                                        .eval_samples = kRankRun.eval_samples,
+                                        .faults = true});
   EXPECT_EQ(cluster.Down().exit_code, 0);
 }
 

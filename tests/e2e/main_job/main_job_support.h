@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -219,6 +220,34 @@ inline void ExpectAccounting(const nlohmann::json& status, const RunShape& run) 
     EXPECT_EQ(count("reserved_batches"), 0) << context;
   }
   EXPECT_EQ(count("replayed_groups"), 0) << context;
+}
+
+// Once the run has ended: waits (up to 60 s) until the Dataflow has no evaluation round in
+// progress (the accounting counts the eval submissions of completed rounds only; `sluice run`
+// saw the last round, an earlier one may lag by a task), then checks ExpectAccounting with
+// `run`'s groupSize and groupsPerBatch read from the Dataflow's spec.
+inline void ExpectAccountingOnceSettled(const SluiceSession& cluster, RunShape run) {
+  using nlohmann::json;
+  const json df = cluster.Get(std::string("dataflow ") + kDataflow);
+  ASSERT_TRUE(df.is_object()) << Diagnostics(cluster);
+  run.group_size = df.value("/spec/sampling/groupSize"_json_pointer, int64_t{0});
+  run.groups_per_batch = df.value("/spec/batch/groupsPerBatch"_json_pointer, int64_t{0});
+  ASSERT_GT(run.group_size, 0) << df.dump(2);
+  ASSERT_GT(run.groups_per_batch, 0) << df.dump(2);
+  DataflowApi api;
+  api.Connect(cluster);
+  ASSERT_TRUE(api.ok());
+  json status;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        status = api.Status();
+        return status.is_object() &&
+               status.value("/eval/rounds_in_progress"_json_pointer, int64_t{-1}) == 0;
+      },
+      std::chrono::seconds(60)))
+      << api.last_error() << "\n"
+      << status.dump(2) << Diagnostics(cluster);
+  ExpectAccounting(status, run);
 }
 
 }  // namespace sluice::e2e

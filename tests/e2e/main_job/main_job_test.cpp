@@ -92,31 +92,8 @@ TEST(MainJobTest, TheDemoManifestTrainsThroughTheOperatorAndAccountsForEveryTraj
   ASSERT_TRUE(df.is_object()) << Diagnostics(cluster);
   EXPECT_EQ(df.value("/status/evaluation/version"_json_pointer, int64_t{0}), kFinalVersion)
       << df.dump(2);
-  const int64_t group_size = df.value("/spec/sampling/groupSize"_json_pointer, int64_t{0});
-  const int64_t groups_per_batch = df.value("/spec/batch/groupsPerBatch"_json_pointer, int64_t{0});
-  ASSERT_GT(group_size, 0) << df.dump(2);
-  ASSERT_GT(groups_per_batch, 0) << df.dump(2);
-
-  DataflowApi api;
-  api.Connect(cluster);
-  ASSERT_TRUE(api.ok());
-  // Every evaluation round is scored (the accounting counts the eval submissions of completed
-  // rounds only). `sluice run` saw the last one; an earlier one may lag by a task.
-  json status;
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        status = api.Status();
-        return status.is_object() &&
-               status.value("/eval/rounds_in_progress"_json_pointer, int64_t{-1}) == 0;
-      },
-      std::chrono::seconds(60)))
-      << api.last_error() << "\n"
-      << status.dump(2) << Diagnostics(cluster);
-  ExpectAccounting(status, {.steps = kSteps,
-                            .group_size = group_size,
-                            .groups_per_batch = groups_per_batch,
-                            .eval_rounds = kEvalRounds,
-                            .eval_samples = kEvalSamples});
+  ExpectAccountingOnceSettled(
+      cluster, {.steps = kSteps, .eval_rounds = kEvalRounds, .eval_samples = kEvalSamples});
   // The Dataflow CR mirrors the acknowledged batches as servedBatches (within a status period).
   EXPECT_TRUE(WaitUntil([&] {
     const json d = cluster.Get(std::string("dataflow ") + kDataflow);
