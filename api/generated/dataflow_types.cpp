@@ -369,10 +369,25 @@ nlohmann::json ToJson(const DataflowSpecStorage& v) {
   return j;
 }
 
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecWorkflowEnvironmentTokenSecretRef* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "key", path, &out->key));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "name", path, &out->name));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const DataflowSpecWorkflowEnvironmentTokenSecretRef& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "key", v.key);
+  WriteField(j, "name", v.name);
+  return j;
+}
+
 Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecWorkflowEnvironment* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
   SLUICE_RETURN_IF_ERROR(ReadField(j, "builtin", path, &out->builtin));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "timeoutSeconds", path, &out->timeout_seconds));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "tokenSecretRef", path, &out->token_secret_ref));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "url", path, &out->url));
   return Status::Ok();
 }
@@ -381,6 +396,7 @@ nlohmann::json ToJson(const DataflowSpecWorkflowEnvironment& v) {
   nlohmann::json j = nlohmann::json::object();
   WriteField(j, "builtin", v.builtin);
   WriteField(j, "timeoutSeconds", v.timeout_seconds);
+  WriteField(j, "tokenSecretRef", v.token_secret_ref);
   WriteField(j, "url", v.url);
   return j;
 }

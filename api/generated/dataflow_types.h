@@ -387,6 +387,20 @@ struct DataflowSpecStorage {
 Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecStorage* out);
 nlohmann::json ToJson(const DataflowSpecStorage& v);
 
+// A key of a Secret in the Dataflow's namespace whose value the rollout workers send as a bearer
+// token to the environment server (url only). Unset sends no Authorization header; the experiment's
+// own token is never sent.
+struct DataflowSpecWorkflowEnvironmentTokenSecretRef {
+  // Key within the Secret.
+  std::string key = "token";
+  // Name of the Secret.
+  std::string name;
+
+  friend bool operator==(const DataflowSpecWorkflowEnvironmentTokenSecretRef&, const DataflowSpecWorkflowEnvironmentTokenSecretRef&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, DataflowSpecWorkflowEnvironmentTokenSecretRef* out);
+nlohmann::json ToJson(const DataflowSpecWorkflowEnvironmentTokenSecretRef& v);
+
 // The environment a multi-turn agent acts in. Set exactly one of builtin and url.
 struct DataflowSpecWorkflowEnvironment {
   // A built-in environment run inside the rollout worker: calculator evaluates arithmetic tool
@@ -395,6 +409,10 @@ struct DataflowSpecWorkflowEnvironment {
   std::optional<std::string> builtin;
   // Timeout of one environment call.
   int64_t timeout_seconds = 30;
+  // A key of a Secret in the Dataflow's namespace whose value the rollout workers send as a bearer
+  // token to the environment server (url only). Unset sends no Authorization header; the
+  // experiment's own token is never sent.
+  std::optional<DataflowSpecWorkflowEnvironmentTokenSecretRef> token_secret_ref;
   // Base URL of an environment server implementing POST /reset and POST /step.
   std::optional<std::string> url;
 

@@ -18,6 +18,17 @@ using nlohmann::json;
 
 namespace {
 
+// spec.workflow.environment.tokenSecretRef of `dataflow` with its key defaulted ({"name",
+// "key"}), or null when `dataflow` is null or the field is unset.
+json EnvironmentTokenRef(const json* dataflow) {
+  if (dataflow == nullptr) return nullptr;
+  const json ref =
+      dataflow->value("/spec/workflow/environment/tokenSecretRef"_json_pointer, json());
+  if (!ref.is_object() || !ref.contains("name") || !ref["name"].is_string()) return nullptr;
+  const json key = ref.value("key", json("token"));
+  return {{"name", ref["name"]}, {"key", key.is_string() ? key : json("token")}};
+}
+
 // spec.policies, sorted and without duplicates (the CRD declares it a set).
 std::vector<std::string> Policies(const json& pool) {
   std::vector<std::string> out;
@@ -100,7 +111,8 @@ json DesiredRolloutConfigMap(const json& pool, const std::vector<json>& policies
           {"data", {{"rollout.json", config.dump(2) + "\n"}}}};
 }
 
-std::string PoolTemplateHash(const json& pool, const std::vector<json>& policies) {
+std::string PoolTemplateHash(const json& pool, const std::vector<json>& policies,
+                             const json* dataflow) {
   const json spec = pool.value("spec", json::object());
   json hashed = {{"engine", spec.value("engine", json::object())},
                  {"template", spec.value("template", json::object())},
@@ -108,6 +120,9 @@ std::string PoolTemplateHash(const json& pool, const std::vector<json>& policies
                  {"dataflowRef", spec.value("dataflowRef", json::object())}};
   const PolicyModelVolumes models = PolicyModelVolumesFor(Hosted(pool, policies));
   if (!models.empty()) hashed["models"] = {{"volumes", models.volumes}, {"mounts", models.mounts}};
+  if (const json ref = EnvironmentTokenRef(dataflow); ref.is_object()) {
+    hashed["environmentToken"] = ref;
+  }
   return JsonHash(hashed);
 }
 
@@ -126,7 +141,7 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
   std::map<std::string, std::string> extra = {
       {kPoolLabel, pool_name},
       {kReplicaIndexLabel, std::to_string(index)},
-      {kTemplateHashLabel, PoolTemplateHash(pool, hosted_policies)},
+      {kTemplateHashLabel, PoolTemplateHash(pool, hosted_policies, &dataflow)},
       {kDataflowLabel, dataflow_ref},
   };
   if (!region_name.empty()) extra[kRegionLabel] = region_name;
@@ -172,6 +187,17 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
        {{"name", "config"}, {"configMap", {{"name", RolloutConfigMapName(pool_name)}}}}});
   for (const json& m : models.mounts) mounts.push_back(m);
   for (const json& v : models.volumes) volumes.push_back(v);
+  // The environment server's own credential, only the key it names (never the experiment's
+  // token, which the worker would otherwise have nothing else to send).
+  if (const json ref = EnvironmentTokenRef(&dataflow); ref.is_object()) {
+    volumes.push_back({{"name", "environment-token"},
+                       {"secret",
+                        {{"secretName", ref["name"]},
+                         {"items", json::array({{{"key", ref["key"]}, {"path", "token"}}})}}}});
+    mounts.push_back(
+        {{"name", "environment-token"}, {"mountPath", kEnvironmentTokenDir}, {"readOnly", true}});
+    args.push_back(std::string("--environment-token-file=") + kEnvironmentTokenDir + "/token");
+  }
   // The root file system is read-only: the worker's scratch files go to an emptyDir, and with an
   // external engine so do the weight versions it hands the server (worker_scratch.h).
   volumes.push_back(EmptyDirVolume(kScratchVolume));

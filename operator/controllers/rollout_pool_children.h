@@ -85,6 +85,9 @@ inline constexpr int kRolloutPort = 8080;
 inline constexpr char kRolloutTokenDir[] = "/var/run/sluice/token";
 // Where the pool's ConfigMap (rollout.json) is mounted in a replica.
 inline constexpr char kRolloutConfigDir[] = "/etc/sluice/config";
+// Where the Secret key named by the Dataflow's spec.workflow.environment.tokenSecretRef is
+// mounted (as the file "token") in a replica; only with that field.
+inline constexpr char kEnvironmentTokenDir[] = "/var/run/sluice/environment-token";
 // With engine vllm or sglang: the emptyDir the worker writes the weight versions it hands the
 // inference server to, at sluice-rollout's default --weights-volume.
 inline constexpr char kExternalWeightsVolume[] = "weights";
@@ -100,17 +103,22 @@ inline constexpr int kRolloutTerminationSlackSeconds = 30;
 // `index` >= 0.
 std::string ReplicaPodName(const std::string& pool, const std::string& region, int index);
 
-// JsonHash of {spec.engine, spec.template, sorted spec.policies, spec.dataflowRef, and "models":
-// the model volumes and mounts of the hosted `policies` when there are any}: the value of the
+// JsonHash of {spec.engine, spec.template, sorted spec.policies, spec.dataflowRef, "models": the
+// model volumes and mounts of the hosted `policies` when there are any, and "environmentToken":
+// the Dataflow's spec.workflow.environment.tokenSecretRef when set}: the value of the
 // sluice.dev/template-hash label of the pool's current replicas. `policies` are the Policy
-// objects found for spec.policies (others are ignored).
+// objects found for spec.policies (others are ignored); `dataflow` is the Dataflow
+// spec.dataflowRef names, or null when unknown.
 std::string PoolTemplateHash(const nlohmann::json& pool,
-                             const std::vector<nlohmann::json>& policies);
+                             const std::vector<nlohmann::json>& policies,
+                             const nlohmann::json* dataflow = nullptr);
 
 // The Pod of replica `index` of `pool` in `region` (the spec.placement.regions entry, or null
 // without placement). `policies` are the Policy objects found for spec.policies (others are
 // ignored): their pvc claims are mounted. `dataflow` is the Dataflow spec.dataflowRef names (its
-// name and namespace give the endpoint and the token Secret).
+// name and namespace give the endpoint and the token Secret; its
+// spec.workflow.environment.tokenSecretRef, when set, is mounted at kEnvironmentTokenDir and
+// passed as --environment-token-file).
 nlohmann::json DesiredReplicaPod(const nlohmann::json& pool,
                                  const std::vector<nlohmann::json>& policies,
                                  const nlohmann::json* region, int index,

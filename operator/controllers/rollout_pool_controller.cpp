@@ -411,7 +411,7 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
   // 3. Facts about each replica.
   std::vector<placement::ReplicaFacts> facts;
   std::vector<ReplicaObservation> observed;
-  const std::string hash = PoolTemplateHash(pool, hosted);
+  const std::string hash = PoolTemplateHash(pool, hosted, dataflow.get());
   for (const json& pod : pods) {
     placement::ReplicaFacts f;
     f.name = Str(pod, "/metadata/name");

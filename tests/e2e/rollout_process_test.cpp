@@ -14,8 +14,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -172,15 +174,24 @@ TEST(RolloutProcessTest, AKilledWorkersLeasesAreRunAgainByAnother) {
   fs::create_directories(dir);
 
   // A multi-turn environment that holds /reset while `hold` is set, so the first worker's
-  // episodes are in flight when it is killed.
+  // episodes are in flight when it is killed. It records the Authorization headers it is sent:
+  // never the experiment's token, only the environment's own (--environment-token-file).
   std::atomic<bool> hold{true};
+  std::mutex auth_mu;
+  std::set<std::string> auth_seen;
+  auto record_auth = [&](const httplib::Request& req) {
+    std::lock_guard<std::mutex> lock(auth_mu);
+    auth_seen.insert(req.get_header_value("Authorization"));
+  };
   httplib::Server env;
-  env.Post("/reset", [&](const httplib::Request&, httplib::Response& res) {
+  env.Post("/reset", [&](const httplib::Request& req, httplib::Response& res) {
+    record_auth(req);
     for (int i = 0; i < 300 && hold; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     res.set_content(R"({"observation": "", "session": "s"})", "application/json");
   });
-  env.Post("/step", [](const httplib::Request&, httplib::Response& res) {
+  env.Post("/step", [&](const httplib::Request& req, httplib::Response& res) {
+    record_auth(req);
     res.set_content(R"({"observation": "ok", "done": true, "reward": 1})", "application/json");
   });
   const int env_port = env.bind_to_any_port("127.0.0.1");
@@ -233,6 +244,12 @@ TEST(RolloutProcessTest, AKilledWorkersLeasesAreRunAgainByAnother) {
     first.Signal(SIGKILL);
     first.Wait(std::chrono::seconds(10));
   }
+  {
+    // The first worker had no --environment-token-file: no Authorization header at all.
+    std::lock_guard<std::mutex> lock(auth_mu);
+    EXPECT_EQ(auth_seen, std::set<std::string>{""});
+    auth_seen.clear();
+  }
   // Its leases expire (3 s) and go back to the queue.
   ASSERT_TRUE(Eventually(
       [&] {
@@ -242,8 +259,10 @@ TEST(RolloutProcessTest, AKilledWorkersLeasesAreRunAgainByAnother) {
       << GetJson(df.client(), "/v1/status").dump();
 
   hold = false;
-  ChildProcess second("sluice-rollout", RolloutFlags(dir, df.base_url(), "gen-1"),
-                      dir + "/second.log");
+  std::ofstream(dir + "/environment-token") << "environment-only-token\n";
+  std::vector<std::string> second_flags = RolloutFlags(dir, df.base_url(), "gen-1");
+  second_flags.push_back("--environment-token-file=" + dir + "/environment-token");
+  ChildProcess second("sluice-rollout", second_flags, dir + "/second.log");
   ASSERT_TRUE(Eventually(
       [&] {
         return GetJson(df.client(), "/v1/status").value("/submits/accepted"_json_pointer, 0) >= 2;
@@ -252,6 +271,10 @@ TEST(RolloutProcessTest, AKilledWorkersLeasesAreRunAgainByAnother) {
       << GetJson(df.client(), "/v1/status").dump() << "\n"
       << second.Log();
   EXPECT_GT(granted_before_kill, 0);
+  {
+    std::lock_guard<std::mutex> lock(auth_mu);
+    EXPECT_EQ(auth_seen, std::set<std::string>{"Bearer environment-only-token"});
+  }
   std::unique_ptr<http::Client> rc = second.Connect(kToken);
   ASSERT_NE(rc, nullptr);
   // The operator names the region's weight relay; a malformed one is refused naming the field.

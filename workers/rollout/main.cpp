@@ -56,8 +56,11 @@ config::Spec MakeSpec() {
   config::Spec spec("SLUICE_ROLLOUT");
   spec.Add(Option::String("dataflow-url", "", "Base URL of the dataflow.").Required())
       .Add(Option::String("token-file", "",
-                          "Bearer token for the dataflow, the trainers, environments and this "
-                          "replica's own /v1 routes; empty: none (development only)."))
+                          "Bearer token for the dataflow, the trainers and this replica's own /v1 "
+                          "routes; empty: none (development only). Never sent to environments."))
+      .Add(Option::String("environment-token-file", "",
+                          "Bearer token for an HTTP environment (the Dataflow's "
+                          "spec.workflow.environment.tokenSecretRef); empty: none."))
       .Add(Option::Bool("metrics-require-token", true,
                         "Whether /metrics needs the token too (the operator's pods turn it off, "
                         "so Prometheus can scrape them)."))
@@ -212,7 +215,6 @@ int Main(int argc, char** argv) {
   if (cfg->GetInt("threads") > 0) torch::set_num_threads(static_cast<int>(cfg->GetInt("threads")));
 
   std::shared_ptr<http::TokenSource> token;
-  std::string token_value;
   if (const std::string& file = cfg->GetString("token-file"); !file.empty()) {
     Result<std::shared_ptr<http::TokenSource>> source = http::TokenSource::FromFile(file);
     if (!source.ok()) {
@@ -220,8 +222,18 @@ int Main(int argc, char** argv) {
       return 2;
     }
     token = *source;
-    std::ifstream in(file);
-    std::getline(in, token_value);
+  }
+  // The environment server is user code outside the experiment: it gets its own credential, if
+  // any, and never the experiment's token.
+  std::string environment_token;
+  if (const std::string& file = cfg->GetString("environment-token-file"); !file.empty()) {
+    Result<std::shared_ptr<http::TokenSource>> source = http::TokenSource::FromFile(file);
+    if (!source.ok()) {
+      std::cerr << kProgram << ": flag --environment-token-file: " << source.status().message()
+                << "\n";
+      return 2;
+    }
+    environment_token = (*source)->Get();
   }
   std::shared_ptr<http::HostsFileResolver> resolver;
   if (const char* f = std::getenv("SLUICE_HOSTS_FILE"); f != nullptr && *f != '\0') {
@@ -442,7 +454,7 @@ int Main(int argc, char** argv) {
                         ? cfg->GetInt("max-episodes")
                         : std::max<int64_t>(1, cfg->GetInt("max-concurrent-sequences") / 4);
   wo.lease_wait = std::chrono::duration_cast<std::chrono::seconds>(cfg->GetDuration("lease-wait"));
-  wo.environment_token = token_value;
+  wo.environment_token = environment_token;
   EngineGauges gauges;
   if (builtin) {
     gauges.kv_usage = [&engine_backend] { return engine_backend->KvUsage(); };

@@ -93,8 +93,15 @@ Result<EnvironmentSpec> ParseEnvironmentSpec(const json& json) {
       }
     } else if (key == "timeoutSeconds") {
       status = ParseTimeout(value, &spec.timeout);
+    } else if (key == "tokenSecretRef") {
+      // The operator mounts that Secret key and passes it as --environment-token-file (the
+      // worker's MakeEnvironment bearer token); nothing here reads the Secret itself.
+      if (!value.is_object()) {
+        status = Invalid(key, "must be an object, got " + std::string(value.type_name()));
+      }
     } else {
-      status = Invalid(key, "unknown field; expected builtin, url or timeoutSeconds");
+      status =
+          Invalid(key, "unknown field; expected builtin, url, timeoutSeconds or tokenSecretRef");
     }
     SLUICE_RETURN_IF_ERROR(status);
   }

@@ -218,6 +218,57 @@ TEST(RolloutPoolChildrenTest, ArgsFollowTheWorkerContract) {
   EXPECT_EQ(c["imagePullPolicy"], "IfNotPresent");
 }
 
+// An HTTP environment's own credential: only the Secret key the Dataflow names is mounted and
+// passed; without tokenSecretRef the worker gets no environment token at all (it never sends the
+// experiment's). Changing the reference rolls the replicas (template hash).
+TEST(RolloutPoolChildrenTest, TheEnvironmentTokenComesOnlyFromItsOwnSecret) {
+  const json pool = Pool();
+  json df = Dataflow();
+  df["spec"]["workflow"]["environment"] = {{"url", "http://env.rl:8080"}};
+  auto env_token_args = [](const json& pod) {
+    std::vector<std::string> out;
+    for (const std::string& a : Strings(pod["spec"]["containers"][0]["args"])) {
+      if (a.rfind("--environment-token", 0) == 0) out.push_back(a);
+    }
+    return out;
+  };
+  const json plain = DesiredReplicaPod(pool, {}, nullptr, 0, df, WorkerImages{});
+  EXPECT_TRUE(env_token_args(plain).empty());
+  for (const json& v : plain["spec"]["volumes"]) EXPECT_NE(v["name"], "environment-token");
+
+  const std::vector<std::pair<json, std::string>> refs = {
+      {{{"name", "env-creds"}}, "token"}, {{{"name", "env-creds"}, {"key", "api"}}, "api"}};
+  for (const auto& [ref, key] : refs) {
+    json with = df;
+    with["spec"]["workflow"]["environment"]["tokenSecretRef"] = ref;
+    const json pod = DesiredReplicaPod(pool, {}, nullptr, 0, with, WorkerImages{});
+    EXPECT_EQ(env_token_args(pod),
+              std::vector<std::string>{
+                  "--environment-token-file=/var/run/sluice/environment-token/token"});
+    json volume;
+    for (const json& v : pod["spec"]["volumes"]) {
+      if (v["name"] == "environment-token") volume = v;
+    }
+    EXPECT_EQ(
+        volume,
+        json({{"name", "environment-token"},
+              {"secret",
+               {{"secretName", "env-creds"}, {"items", {{{"key", key}, {"path", "token"}}}}}}}))
+        << pod["spec"]["volumes"].dump();
+    json mount;
+    for (const json& m : pod["spec"]["containers"][0]["volumeMounts"]) {
+      if (m["name"] == "environment-token") mount = m;
+    }
+    EXPECT_EQ(mount, json({{"name", "environment-token"},
+                           {"mountPath", "/var/run/sluice/environment-token"},
+                           {"readOnly", true}}));
+    EXPECT_NE(PoolTemplateHash(pool, {}, &with), PoolTemplateHash(pool, {}, &df));
+    EXPECT_EQ(pod["metadata"]["labels"]["sluice.dev/template-hash"],
+              PoolTemplateHash(pool, {}, &with));
+  }
+  EXPECT_EQ(PoolTemplateHash(pool, {}, &df), PoolTemplateHash(pool, {}));
+}
+
 TEST(RolloutPoolChildrenTest, ArgsUseEngineDefaults) {
   json pool = Pool();
   pool["spec"]["engine"] = json::object();

@@ -34,6 +34,12 @@ TEST(ParseEnvironmentSpec, UrlAndNullFields) {
   EXPECT_EQ(spec->builtin, "");
   EXPECT_EQ(spec->url, "https://env.example:8443/v1");
   EXPECT_EQ(spec->timeout, seconds(1));
+  // The operator's business (it mounts the Secret and passes --environment-token-file): accepted,
+  // not read here.
+  spec = ParseEnvironmentSpec(
+      {{"url", "http://env:8080"}, {"tokenSecretRef", {{"name", "env-creds"}, {"key", "t"}}}});
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->url, "http://env:8080");
 }
 
 TEST(ParseEnvironmentSpec, ErrorsNameTheField) {
@@ -75,6 +81,9 @@ TEST(ParseEnvironmentSpec, ErrorsNameTheField) {
        "workflow.environment.timeoutSeconds",
        "must be an integer"},
       {{{"builtin", "python"}, {"timeout", 30}}, "workflow.environment.timeout", "unknown field"},
+      {{{"url", "http://env:8080"}, {"tokenSecretRef", "env-creds"}},
+       "workflow.environment.tokenSecretRef",
+       "must be an object, got string"},
   };
   for (const Case& c : cases) {
     Result<EnvironmentSpec> spec = ParseEnvironmentSpec(c.input);
