@@ -1,5 +1,9 @@
 #include "common/json_depth.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 namespace sluice {
 
 std::optional<size_t> FirstTooDeepJson(std::string_view text, size_t max_depth) {
@@ -32,6 +36,22 @@ std::optional<size_t> FirstTooDeepJson(std::string_view text, size_t max_depth) 
     }
   }
   return std::nullopt;
+}
+
+size_t JsonValueDepth(const nlohmann::json& value) {
+  size_t deepest = 0;
+  std::vector<std::pair<const nlohmann::json*, size_t>> pending = {{&value, 0}};
+  while (!pending.empty()) {
+    const auto [node, above] = pending.back();
+    pending.pop_back();
+    if (!node->is_structured()) {
+      deepest = std::max(deepest, above);
+      continue;
+    }
+    deepest = std::max(deepest, above + 1);
+    for (const nlohmann::json& child : *node) pending.emplace_back(&child, above + 1);
+  }
+  return deepest;
 }
 
 }  // namespace sluice

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
 
@@ -24,5 +25,10 @@ inline constexpr size_t kMaxJsonDepth = 1000;
 // or nullopt when the text never nests deeper than `max_depth`. Strings and escapes are skipped
 // as JSON defines them; malformed text is measured as far as it goes (the parser reports it).
 std::optional<size_t> FirstTooDeepJson(std::string_view text, size_t max_depth = kMaxJsonDepth);
+
+// How deeply `value` nests: 0 for a scalar, 1 for an array or object of scalars (empty ones
+// included), and so on. Walks with its own stack, so any depth is safe to measure: for values
+// built in memory (a JSON patch's copy doubles a document's depth) rather than parsed from text.
+size_t JsonValueDepth(const nlohmann::json& value);
 
 }  // namespace sluice

@@ -215,6 +215,13 @@ std::optional<ResourceInfo> ApiServer::FindResource(const std::string& group,
   return *info;
 }
 
+std::string ApiServer::LimitKey(const std::string& user, const std::string& peer) const {
+  // One bucket and one watch quota per identity, not per token: a ServiceAccount's many tokens
+  // share them. Without authentication (--insecure-http) every client is the same user, so the
+  // peer address stands for the client.
+  return options_.http.auth != nullptr ? "user:" + user : "addr:" + peer;
+}
+
 size_t ApiServer::open_watches(const std::string& identity) const {
   return watch_quota_->open(identity);
 }
@@ -253,10 +260,7 @@ void ApiServer::Handle(const std::string& method, const httplib::Request& req,
   }
   http::Server::AddAccessLogField("user", user->name);
   if (limiter_) {
-    // One bucket per identity, not per token: a ServiceAccount's many tokens share one. Without
-    // credentials (--insecure-http) the peer address stands for the client.
-    const std::string client =
-        req.has_header("Authorization") ? "user:" + user->name : "addr:" + req.remote_addr;
+    const std::string client = LimitKey(user->name, req.remote_addr);
     std::chrono::seconds retry_after{1};
     if (!limiter_->Allow(client, &retry_after)) {
       res.set_header("Retry-After", std::to_string(std::max<int64_t>(1, retry_after.count())));

@@ -95,7 +95,9 @@ class ApiServer {
   // Garbage collector passes finished so far (GarbageCollector::passes); for tests, which wait
   // for passes instead of sleeping. Callable from any thread.
   uint64_t gc_passes() const;
-  // Watches the user named `identity` holds open now (WatchQuota); callable from any thread.
+  // Watches the client `identity` holds open now (WatchQuota): "user:<name>" for an
+  // authenticated user, "addr:<peer address>" without authentication (--insecure-http).
+  // Callable from any thread.
   size_t open_watches(const std::string& identity) const;
 
  private:
@@ -110,6 +112,8 @@ class ApiServer {
   // Creates kube's default ClusterRoles and ClusterRoleBindings (rbac_authorizer.h) when missing.
   Status EnsureBootstrapRbac();
 
+  // The key of a client's rate bucket and watch quota (see open_watches).
+  std::string LimitKey(const std::string& user, const std::string& peer) const;
   void Handle(const std::string& method, const httplib::Request& req, httplib::Response& res);
   void HandleNonResource(const RequestInfo& info, const httplib::Request& req,
                          httplib::Response& res);

@@ -140,7 +140,7 @@ void ApiServer::Watch(Request& r, httplib::Response& res) {
     if (by_name.ok()) fields = std::move(*by_name);
   }
   auto stream = std::make_shared<WatchStream>();
-  stream->slot = watch_quota_->TryAcquire(r.user.name);
+  stream->slot = watch_quota_->TryAcquire(LimitKey(r.user.name, r.http.remote_addr));
   if (!stream->slot.held()) {
     // As kube's priority and fairness answers a client over its share: retry in a second.
     res.set_header("Retry-After", "1");

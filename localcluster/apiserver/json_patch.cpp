@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <utility>
 
+#include "common/json_depth.h"
+
 namespace sluice::apiserver {
 namespace {
 
@@ -151,6 +153,18 @@ Status ApplyOperation(json& doc, const json& op) {
     SLUICE_ASSIGN_OR_RETURN(from, ParseJsonPointer(from_it->get<std::string>()));
   }
 
+  // What an operation puts at `path` nests below path.size() containers: refuse it before it
+  // is built when that is deeper than any body may be (a copy into its own child doubles the
+  // depth, and copying a deep value recurses once per level).
+  auto check_depth = [&](const json& placed) -> Status {
+    if (path.size() + JsonValueDepth(placed) > kMaxJsonDepth) {
+      return Status::InvalidArgument("the result would nest deeper than " +
+                                     std::to_string(kMaxJsonDepth) + " levels at " +
+                                     Quote(FormatJsonPointer(path)));
+    }
+    return Status::Ok();
+  };
+  if (name == "add" || name == "replace") SLUICE_RETURN_IF_ERROR(check_depth(*value_it));
   if (name == "add") return Add(doc, path, *value_it);
   if (name == "remove") return Remove(doc, path);
   if (name == "replace") {
@@ -168,6 +182,7 @@ Status ApplyOperation(json& doc, const json& op) {
     return Status::Ok();
   }
   SLUICE_ASSIGN_OR_RETURN(json * source, Resolve(doc, from));
+  SLUICE_RETURN_IF_ERROR(check_depth(*source));
   json value = *source;
   if (name == "copy") return Add(doc, path, std::move(value));
   // move

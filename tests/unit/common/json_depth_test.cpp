@@ -37,6 +37,25 @@ TEST(FirstTooDeepJsonTest, CountsOnlyBracketsOutsideStrings) {
   EXPECT_EQ(FirstTooDeepJson(std::string(kMaxJsonDepth + 1, '[')), kMaxJsonDepth);
 }
 
+TEST(JsonValueDepthTest, CountsContainersOnTheDeepestPath) {
+  EXPECT_EQ(JsonValueDepth(nlohmann::json(1)), 0u);
+  EXPECT_EQ(JsonValueDepth(nlohmann::json::array()), 1u);
+  EXPECT_EQ(JsonValueDepth(nlohmann::json::parse(R"({"a":[1,{"b":[]}],"c":2})")), 4u);
+  // Deeper than any thread's stack would survive a recursive walk.
+  nlohmann::json deep = 1;
+  for (int i = 0; i < 200000; ++i) {
+    nlohmann::json outer = nlohmann::json::array();
+    outer.push_back(std::move(deep));
+    deep = std::move(outer);
+  }
+  EXPECT_EQ(JsonValueDepth(deep), 200000u);
+  // Taken apart level by level: its own destructor must not recurse either.
+  while (deep.is_array()) {
+    nlohmann::json inner = std::move(deep[0]);
+    deep = std::move(inner);
+  }
+}
+
 TEST(FirstTooDeepJsonTest, ParseJsonTextRefusesDeepTextWithoutParsingIt) {
   const std::string deep = std::string(1 << 20, '[') + std::string(1 << 20, ']');
   Result<nlohmann::json> parsed = http::ParseJsonText(deep, "request body");

@@ -93,6 +93,14 @@ TEST_F(ApiServerTest, BodiesNestedTooDeepAre400sAndTheServerStaysUp) {
   const std::string deep_patch = R"({"spec":{"reward":{"options":{"deep":)" +
                                  std::string(500000, '[') + "1" + std::string(500000, ']') + "}}}}";
   ExpectStatus(Send("PATCH", dataflows + "/deepest", deep_patch, kMergePatch), 400, "BadRequest");
+  // A JSON patch whose text is shallow but whose copy would nest the stored value deeper.
+  const http::Response copied = Send(
+      "PATCH", dataflows + "/deepest",
+      R"([{"op": "copy", "from": "/spec/reward/options/deep", "path": "/spec/reward/options/deep/0/-"}])",
+      "application/json-patch+json");
+  ExpectStatus(copied, 400, "BadRequest");
+  EXPECT_NE(copied.body.find("would nest deeper than 1000 levels"), std::string::npos)
+      << copied.body.substr(0, 300);
   ExpectStatus(
       Send("DELETE", dataflows + "/deepest",
            R"({"preconditions":)" + std::string(500000, '[') + std::string(500000, ']') + "}",

@@ -18,6 +18,8 @@
 namespace sluice::apiserver {
 namespace {
 
+using std::chrono::seconds;
+
 TEST(WatchQuotaTest, EachIdentityHoldsAtMostItsShare) {
   WatchQuota quota(2);
   WatchQuota::Slot a1 = quota.TryAcquire("a");
@@ -104,8 +106,11 @@ class IdentityLimitsApiTest : public InProcessApiServerTest {
 
 TEST_F(IdentityLimitsApiTest, AnIdentityOverItsWatchShareGets429AndOthersAreStillServed) {
   LetServiceAccountsView();
-  const std::string identity = "system:serviceaccount:default:hostile";
-  std::unique_ptr<http::Client> hostile = Client(ServiceAccountToken("hostile"));
+  const std::string user = "system:serviceaccount:default:hostile";
+  const std::string identity = "user:" + user;
+  // Idle watches send nothing: a read timeout longer than the test, however loaded the machine.
+  std::unique_ptr<http::Client> hostile = Client(ServiceAccountToken("hostile"), seconds(120));
+  std::unique_ptr<http::Client> admin_watcher = Client(kInProcessAdminToken, seconds(120));
   ASSERT_NE(hostile, nullptr);
 
   // The hostile client fills its share.
@@ -127,7 +132,7 @@ TEST_F(IdentityLimitsApiTest, AnIdentityOverItsWatchShareGets429AndOthersAreStil
   EXPECT_EQ(Body(*refused).value("reason", ""), "TooManyRequests");
   EXPECT_NE(Body(*refused)
                 .value("message", "")
-                .find("too many open watches for user \"" + identity + "\" (at most 4)"),
+                .find("too many open watches for user \"" + user + "\" (at most 4)"),
             std::string::npos)
       << refused->body;
   EXPECT_EQ(server_->open_watches(identity), kShare);
@@ -135,7 +140,7 @@ TEST_F(IdentityLimitsApiTest, AnIdentityOverItsWatchShareGets429AndOthersAreStil
   // Everyone else is still served: the admin watches, writes and reads.
   CancellationSource admin_stop;
   std::atomic<int> admin_status{0};
-  std::thread admin_watch = OpenWatch(*admin_, admin_stop, &admin_status);
+  std::thread admin_watch = OpenWatch(*admin_watcher, admin_stop, &admin_status);
   EXPECT_TRUE(Eventually([&] { return admin_status.load() == 200; })) << admin_status.load();
   EXPECT_EQ(Post("/api/v1/namespaces/default/configmaps",
                  {{"metadata", {{"name", "still-served"}}}, {"data", {{"k", "v"}}}})

@@ -96,12 +96,14 @@ class InProcessApiServerTest : public ::testing::Test {
   }
 
   // A client sending `token` (none when empty).
-  std::unique_ptr<http::Client> Client(const std::string& token) {
+  // `read_timeout` bounds the silence between bytes (an idle watch sends none).
+  std::unique_ptr<http::Client> Client(
+      const std::string& token, std::chrono::seconds read_timeout = std::chrono::seconds(10)) {
     http::ClientOptions options;
     options.base_url = server_->BaseUrl();
     if (!token.empty()) options.token = http::TokenSource::FromValue(token);
     options.max_attempts = 1;
-    options.read_timeout = std::chrono::seconds(10);
+    options.read_timeout = read_timeout;
     Result<std::unique_ptr<http::Client>> client = http::Client::Create(options);
     if (!client.ok()) {
       ADD_FAILURE() << client.status().message();

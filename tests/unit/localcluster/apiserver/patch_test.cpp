@@ -158,6 +158,45 @@ struct ErrorCase {
   std::string message;
 };
 
+// A copy into its own child doubles a document's depth per operation; an add or replace can
+// hang a deep value from a deep path. Each is refused before the value is built once the result
+// would nest deeper than kMaxJsonDepth, and a result within it is applied.
+TEST(ApiserverJsonPatchTest, OperationsThatWouldNestTooDeepAreRefused) {
+  auto nested = [](size_t levels) {
+    return json::parse(std::string(levels, '[') + std::string(levels, ']'));
+  };
+  const json target = {{"metadata", {{"z", nested(600)}}}};  // Depth 602.
+  std::string into_itself = "/metadata/z";
+  for (int i = 0; i < 499; ++i) into_itself += "/0";
+  Result<json> doubled = ApplyJsonPatch(
+      target,
+      json::array({{{"op", "copy"}, {"from", "/metadata/z"}, {"path", into_itself + "/-"}}}));
+  ASSERT_FALSE(doubled.ok());
+  EXPECT_EQ(doubled.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(doubled.status().message().find("would nest deeper than 1000 levels"),
+            std::string::npos)
+      << doubled.status().ToString();
+  // Within the limit the same operation is fine: 3 tokens of path + 500 levels.
+  const json shallow = {{"metadata", {{"z", nested(500)}}}};
+  EXPECT_TRUE(ApplyJsonPatch(shallow, json::parse(R"([{"op": "copy", "from": "/metadata/z",
+                                                       "path": "/metadata/y"}])"))
+                  .ok());
+  const json moved = json::array({{{"op", "move"}, {"from", "/metadata/z"}, {"path", "/a"}}});
+  json deep_path = json::object();
+  deep_path["metadata"] = {{"z", nested(998)}};
+  EXPECT_TRUE(ApplyJsonPatch(deep_path, moved).ok());  // 1 token + 998 levels.
+  std::string pointer = "/metadata/z";
+  for (int i = 0; i < 990; ++i) pointer += "/0";
+  Result<json> added = ApplyJsonPatch(
+      deep_path, json::array({{{"op", "add"}, {"path", pointer + "/-"}, {"value", nested(20)}}}));
+  ASSERT_FALSE(added.ok());
+  EXPECT_NE(added.status().message().find("would nest deeper"), std::string::npos);
+  Result<json> replaced = ApplyJsonPatch(
+      deep_path, json::array({{{"op", "replace"}, {"path", pointer}, {"value", nested(20)}}}));
+  ASSERT_FALSE(replaced.ok());
+  EXPECT_NE(replaced.status().message().find("would nest deeper"), std::string::npos);
+}
+
 TEST(ApiserverJsonPatchTest, ErrorsNameOperationAndPath) {
   const std::vector<ErrorCase> cases = {
       {"A.9 test failure", R"({"s":"v"})",
