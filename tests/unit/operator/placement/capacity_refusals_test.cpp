@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "operator/placement/scale_down.h"
+#include "tests/unit/operator/placement/replica_facts_builders.h"
 
 namespace sluice::placement {
 namespace {
@@ -27,39 +28,21 @@ api::RolloutPoolSpecPlacement Priority(const std::vector<std::pair<std::string, 
   return p;
 }
 
-ReplicaFacts Running(const std::string& region, int index) {
-  ReplicaFacts r;
-  r.name = "pool-" + region + "-" + std::to_string(index);
-  r.region = region;
-  r.replica_index = index;
-  r.ready = true;
-  r.in_flight = 0;
-  return r;
-}
-
-ReplicaFacts Stuck(const std::string& region, int index, int64_t since,
-                   const std::string& message = "0/2 nodes are available") {
-  ReplicaFacts r = Running(region, index);
-  r.ready = false;
-  r.in_flight = -1;
-  r.unscheduled = true;
-  r.pending_unschedulable = true;
-  r.pending_since_seconds = since;
-  r.scheduler_message = message;
-  return r;
-}
+using test_facts::ReadyReplica;
+using test_facts::UnschedulableReplica;
 
 using Names = std::vector<std::string>;
 
 TEST(RememberRefusals, ARegionIsRememberedUntilThePoolIsWholeAndReady) {
-  std::vector<ReplicaFacts> rs = {Running("west", 0), Stuck("west", 1, 100, "west is full")};
+  std::vector<ReplicaFacts> rs = {ReadyReplica("west", 0),
+                                  UnschedulableReplica("west", 1, 100, "west is full")};
   Refusals r = RememberRefusals({}, rs, 2, 110, 5);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r.at("west"), (Refusal{110, "west is full", 1}));
 
   // The stuck replica moved to east, where it is not yet refused: west stays refused, since
   // the first time it was seen.
-  rs = {Running("west", 0), Stuck("east", 0, 111, "east is full")};
+  rs = {ReadyReplica("west", 0), UnschedulableReplica("east", 0, 111, "east is full")};
   r = RememberRefusals(r, rs, 2, 112, 5);
   EXPECT_EQ(r, (Refusals{{"west", {110, "west is full", 1}}}));
   r = RememberRefusals(r, rs, 2, 116, 5);
@@ -67,31 +50,35 @@ TEST(RememberRefusals, ARegionIsRememberedUntilThePoolIsWholeAndReady) {
 
   // A freshly created replica (not yet Ready) keeps the memory, and so does a pool that sees
   // fewer replicas than it wants (its cache has not caught up with a spill yet).
-  ReplicaFacts fresh = Running("east", 1);
+  ReplicaFacts fresh = ReadyReplica("east", 1);
   fresh.ready = false;
   fresh.unscheduled = true;
-  const Refusals kept = RememberRefusals(r, {Running("west", 0), fresh}, 2, 120, 5);
+  const Refusals kept = RememberRefusals(r, {ReadyReplica("west", 0), fresh}, 2, 120, 5);
   EXPECT_EQ(kept.size(), 2u);
   EXPECT_EQ(kept.at("east").placed, 1);  // Not refused yet: it counts as placed there.
-  EXPECT_EQ(RememberRefusals(r, {Running("west", 0)}, 2, 120, 5), r);
+  EXPECT_EQ(RememberRefusals(r, {ReadyReplica("west", 0)}, 2, 120, 5), r);
 
   // Every replica there and Ready: the crunch is over.
-  EXPECT_EQ(RememberRefusals(r, {Running("west", 0), Running("east", 0)}, 2, 120, 5), Refusals{});
+  EXPECT_EQ(RememberRefusals(r, {ReadyReplica("west", 0), ReadyReplica("east", 0)}, 2, 120, 5),
+            Refusals{});
   // A draining replica does not count.
-  ReplicaFacts leaving = Stuck("east", 1, 100);
+  ReplicaFacts leaving = UnschedulableReplica("east", 1, 100);
   leaving.draining = true;
-  EXPECT_EQ(RememberRefusals(r, {Running("west", 0), leaving}, 1, 120, 5), Refusals{});
+  EXPECT_EQ(RememberRefusals(r, {ReadyReplica("west", 0), leaving}, 1, 120, 5), Refusals{});
   // The most replicas a refused region placed is kept when it loses one.
-  r = RememberRefusals({}, {Running("west", 0), Running("west", 1), Stuck("west", 2, 100)}, 3, 200,
-                       5);
+  r = RememberRefusals(
+      {}, {ReadyReplica("west", 0), ReadyReplica("west", 1), UnschedulableReplica("west", 2, 100)},
+      3, 200, 5);
   EXPECT_EQ(r.at("west").placed, 2);
-  r = RememberRefusals(r, {Running("west", 0), Stuck("west", 2, 100)}, 3, 201, 5);
+  r = RememberRefusals(r, {ReadyReplica("west", 0), UnschedulableReplica("west", 2, 100)}, 3, 201,
+                       5);
   EXPECT_EQ(r.at("west").placed, 2);
 }
 
 TEST(RememberRefusals, TheFirstStuckReplicaByNameGivesTheMessage) {
-  std::vector<ReplicaFacts> rs = {Stuck("west", 2, 100, "later"), Stuck("west", 1, 100, "first"),
-                                  Stuck("west", 3, 100, "")};
+  std::vector<ReplicaFacts> rs = {UnschedulableReplica("west", 2, 100, "later"),
+                                  UnschedulableReplica("west", 1, 100, "first"),
+                                  UnschedulableReplica("west", 3, 100, "")};
   EXPECT_EQ(RememberRefusals({}, rs, 3, 200, 5).at("west").message, "first");
   // Not yet stuck long enough: nothing refused, nothing remembered.
   EXPECT_EQ(RememberRefusals({}, rs, 3, 102, 5), Refusals{});
@@ -99,7 +86,8 @@ TEST(RememberRefusals, TheFirstStuckReplicaByNameGivesTheMessage) {
 
 TEST(PlanWithRefusals, SpillsStuckReplicasIntoARegionWithRoom) {
   const auto spec = Priority({{"west", 2}, {"east", 1}});
-  std::vector<ReplicaFacts> rs = {Running("west", 0), Stuck("west", 1, 100), Stuck("west", 2, 100)};
+  std::vector<ReplicaFacts> rs = {ReadyReplica("west", 0), UnschedulableReplica("west", 1, 100),
+                                  UnschedulableReplica("west", 2, 100)};
   const Refusals refused = RememberRefusals({}, rs, 3, 200, 5);
   SpilloverPlan p = PlanWithRefusals(spec, 3, rs, refused);
   EXPECT_FALSE(p.settled);
@@ -112,7 +100,8 @@ TEST(PlanWithRefusals, ReplicasRefusedASecondApartSpillTogether) {
   // The scheduler refused west-2 a second after west-1: once west is refused, both move (and are
   // both named), not one spilled and the other removed unannounced.
   const auto spec = Priority({{"west", 2}, {"east", 1}});
-  std::vector<ReplicaFacts> rs = {Running("west", 0), Stuck("west", 1, 100), Stuck("west", 2, 101)};
+  std::vector<ReplicaFacts> rs = {ReadyReplica("west", 0), UnschedulableReplica("west", 1, 100),
+                                  UnschedulableReplica("west", 2, 101)};
   const Refusals refused = RememberRefusals({}, rs, 3, 105, 5);
   ASSERT_EQ(refused.size(), 1u);
   SpilloverPlan p = PlanWithRefusals(spec, 3, rs, refused);
@@ -123,7 +112,8 @@ TEST(PlanWithRefusals, ReplicasRefusedASecondApartSpillTogether) {
 TEST(PlanWithRefusals, SettlesWhenEveryRegionRefused) {
   const auto spec = Priority({{"west", 2}, {"east", 1}});
   // West ran one and refused two, which moved to east; east runs one and refuses the other.
-  std::vector<ReplicaFacts> rs = {Running("west", 0), Running("east", 0), Stuck("east", 1, 100)};
+  std::vector<ReplicaFacts> rs = {ReadyReplica("west", 0), ReadyReplica("east", 0),
+                                  UnschedulableReplica("east", 1, 100)};
   const Refusals refused = {{"west", {90, "w"}}, {"east", {105, "e"}}};
   SpilloverPlan p = PlanWithRefusals(spec, 3, rs, refused);
   EXPECT_TRUE(p.settled);
@@ -139,7 +129,8 @@ TEST(PlanWithRefusals, ParksOnlyWhatFitsNowhereAndSpillsTheRest) {
   const auto spec = Priority({{"west", 2}, {"east", 1}}, 3);
   auto spec_east_one = spec;
   spec_east_one.regions[1].max_replicas = 1;
-  std::vector<ReplicaFacts> rs = {Running("west", 0), Stuck("west", 1, 100), Stuck("west", 2, 100)};
+  std::vector<ReplicaFacts> rs = {ReadyReplica("west", 0), UnschedulableReplica("west", 1, 100),
+                                  UnschedulableReplica("west", 2, 100)};
   SpilloverPlan p = PlanWithRefusals(spec_east_one, 3, rs, {{"west", {100, ""}}});
   EXPECT_TRUE(p.settled);
   EXPECT_EQ(p.plan.targets, (std::vector<RegionTarget>{{"west", 2}, {"east", 1}}));
@@ -150,7 +141,7 @@ TEST(PlanWithRefusals, ParksOnlyWhatFitsNowhereAndSpillsTheRest) {
 
 TEST(PlanWithRefusals, SpreadAndNoRefusalPlanAsBefore) {
   const auto spec = Priority({{"west", 2}, {"east", 1}});
-  std::vector<ReplicaFacts> rs = {Running("west", 0), Stuck("west", 1, 100)};
+  std::vector<ReplicaFacts> rs = {ReadyReplica("west", 0), UnschedulableReplica("west", 1, 100)};
   SpilloverPlan p = PlanWithRefusals(spec, 2, rs, {});
   EXPECT_FALSE(p.settled);
   EXPECT_EQ(p.plan, DesiredPerRegionSticky(spec, 2, {}, PlacedPerRegion(rs)));
@@ -176,7 +167,7 @@ class Cluster {
     Schedule();
     std::vector<ReplicaFacts> facts;
     for (const Pod& p : pods_) {
-      ReplicaFacts f = Running(p.region, p.index);
+      ReplicaFacts f = ReadyReplica(p.region, p.index);
       f.ready = p.bound;
       f.unscheduled = !p.bound;
       f.pending_unschedulable = !p.bound && p.refused;

@@ -4,34 +4,19 @@
 
 #include "operator/placement/region_targets.h"
 #include "operator/placement/scale_down.h"
+#include "tests/unit/operator/placement/replica_facts_builders.h"
 
 namespace sluice::placement {
 namespace {
 
-ReplicaFacts Ready(const std::string& region, int index) {
-  ReplicaFacts r;
-  r.name = "pool-" + region + "-" + std::to_string(index);
-  r.region = region;
-  r.replica_index = index;
-  r.ready = true;
-  r.in_flight = 0;
-  return r;
-}
-
-ReplicaFacts Unschedulable(const std::string& region, int index, int64_t since) {
-  ReplicaFacts r = Ready(region, index);
-  r.ready = false;
-  r.in_flight = -1;
-  r.pending_unschedulable = true;
-  r.pending_since_seconds = since;
-  return r;
-}
+using test_facts::ReadyReplica;
+using test_facts::UnschedulableReplica;
 
 using Names = std::vector<std::string>;
 using Regions = std::set<std::string>;
 
 TEST(BlockedRegions, TimingBoundaries) {
-  std::vector<ReplicaFacts> rs = {Ready("a", 0), Unschedulable("a", 1, 1000)};
+  std::vector<ReplicaFacts> rs = {ReadyReplica("a", 0), UnschedulableReplica("a", 1, 1000)};
   EXPECT_EQ(BlockedRegions(rs, 1299, 300), Regions{});
   EXPECT_EQ(BlockedRegions(rs, 1300, 300), Regions{"a"});  // Exactly spilloverAfterSeconds.
   EXPECT_EQ(BlockedRegions(rs, 5000, 300), Regions{"a"});
@@ -40,17 +25,17 @@ TEST(BlockedRegions, TimingBoundaries) {
 }
 
 TEST(BlockedRegions, ZeroDelayBlocksAtOnceButNotBeforeThePodExists) {
-  std::vector<ReplicaFacts> rs = {Unschedulable("a", 0, 1000)};
+  std::vector<ReplicaFacts> rs = {UnschedulableReplica("a", 0, 1000)};
   EXPECT_EQ(BlockedRegions(rs, 1000, 0), Regions{"a"});
   EXPECT_EQ(BlockedRegions(rs, 999, 0), Regions{});  // pending_since in the future (skew).
 }
 
 TEST(BlockedRegions, NeedsUnschedulableAndAKnownTime) {
-  ReplicaFacts pending = Unschedulable("a", 0, 0);
+  ReplicaFacts pending = UnschedulableReplica("a", 0, 0);
   pending.pending_unschedulable = false;  // Pending, not refused by the scheduler.
-  ReplicaFacts no_time = Unschedulable("b", 0, 0);
+  ReplicaFacts no_time = UnschedulableReplica("b", 0, 0);
   no_time.pending_since_seconds.reset();
-  ReplicaFacts ready = Unschedulable("c", 0, 0);
+  ReplicaFacts ready = UnschedulableReplica("c", 0, 0);
   ready.ready = true;  // Stale flag on a Ready Pod: never spilled.
   std::vector<ReplicaFacts> rs = {pending, no_time, ready};
   EXPECT_EQ(BlockedRegions(rs, 10000, 300), Regions{});
@@ -58,7 +43,7 @@ TEST(BlockedRegions, NeedsUnschedulableAndAKnownTime) {
 }
 
 TEST(BlockedRegions, DrainingStillBlocksButIsNotSpilledAgain) {
-  ReplicaFacts draining = Unschedulable("a", 0, 0);
+  ReplicaFacts draining = UnschedulableReplica("a", 0, 0);
   draining.draining = true;
   std::vector<ReplicaFacts> rs = {draining};
   EXPECT_EQ(BlockedRegions(rs, 300, 300), Regions{"a"});
@@ -66,22 +51,22 @@ TEST(BlockedRegions, DrainingStillBlocksButIsNotSpilledAgain) {
 }
 
 TEST(BlockedRegions, SeveralRegionsAndSortedNames) {
-  std::vector<ReplicaFacts> rs = {Unschedulable("b", 3, 0), Unschedulable("a", 2, 0),
-                                  Unschedulable("b", 1, 0), Unschedulable("c", 0, 150),
-                                  Ready("a", 0)};
+  std::vector<ReplicaFacts> rs = {UnschedulableReplica("b", 3, 0), UnschedulableReplica("a", 2, 0),
+                                  UnschedulableReplica("b", 1, 0),
+                                  UnschedulableReplica("c", 0, 150), ReadyReplica("a", 0)};
   EXPECT_EQ(BlockedRegions(rs, 300, 100), (Regions{"a", "b", "c"}));
   EXPECT_EQ(BlockedRegions(rs, 300, 200), (Regions{"a", "b"}));
   EXPECT_EQ(ReplicasToSpill(rs, 300, 200), (Names{"pool-a-2", "pool-b-1", "pool-b-3"}));
 }
 
 TEST(PlacedPerRegion, CountsScheduledNonDrainingReplicas) {
-  ReplicaFacts starting = Ready("a", 2);
+  ReplicaFacts starting = ReadyReplica("a", 2);
   starting.ready = false;
   starting.pending_since_seconds = 5;  // Pending, not (yet) refused: counts as placed.
-  ReplicaFacts draining = Ready("a", 3);
+  ReplicaFacts draining = ReadyReplica("a", 3);
   draining.draining = true;
-  std::vector<ReplicaFacts> rs = {Ready("a", 0), Unschedulable("a", 1, 0), starting, draining,
-                                  Unschedulable("b", 0, 0)};
+  std::vector<ReplicaFacts> rs = {ReadyReplica("a", 0), UnschedulableReplica("a", 1, 0), starting,
+                                  draining, UnschedulableReplica("b", 0, 0)};
   EXPECT_EQ(PlacedPerRegion(rs), (std::map<std::string, int64_t>{{"a", 2}}));
   EXPECT_EQ(RunningInBlocked(rs, {"a", "b"}), (std::map<std::string, int64_t>{{"a", 2}, {"b", 0}}));
   EXPECT_EQ(RunningInBlocked(rs, {}), (std::map<std::string, int64_t>{}));
@@ -99,8 +84,8 @@ TEST(SpilloverCycle, SpillsToNextRegionAndDoesNotDriftBack) {
     r.priority = priority;
     placement.regions.push_back(r);
   }
-  std::vector<ReplicaFacts> rs = {Ready("east", 0), Ready("east", 1),
-                                  Unschedulable("east", 2, 1000)};
+  std::vector<ReplicaFacts> rs = {ReadyReplica("east", 0), ReadyReplica("east", 1),
+                                  UnschedulableReplica("east", 2, 1000)};
 
   // Before the deadline: nothing blocked, the plan keeps all three in east.
   auto blocked = BlockedRegions(rs, 1200, 300);
@@ -122,7 +107,7 @@ TEST(SpilloverCycle, SpillsToNextRegionAndDoesNotDriftBack) {
 
   // Next reconcile: the stuck Pod is gone, west-0 is starting; east no longer blocked. The
   // sticky plan leaves west-0 where it is (the ideal plan would move it back to east).
-  rs = {Ready("east", 0), Ready("east", 1), Ready("west", 0)};
+  rs = {ReadyReplica("east", 0), ReadyReplica("east", 1), ReadyReplica("west", 0)};
   rs[2].ready = false;
   rs[2].pending_since_seconds = 1301;
   blocked = BlockedRegions(rs, 1310, 300);
