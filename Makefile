@@ -1,4 +1,5 @@
-# Thin wrapper over CMake. `make demo` and `make test` install missing Debian packages first.
+# Thin wrapper over CMake. `make demo` and `make test` install missing Debian packages first;
+# `make test` also installs the pinned Python packages the parity tests compare against.
 BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= 2
@@ -15,7 +16,7 @@ ifeq ($(SANITIZE),thread)
 TEST_ENV := TSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/tsan.supp
 endif
 
-.PHONY: all deps configure build test demo example-arithmetic example-solve-and-verify example-tool-use demo-foundation \
+.PHONY: all deps python-deps configure build test demo example-arithmetic example-solve-and-verify example-tool-use demo-foundation \
 	bench format format-check clean images push
 
 all: build
@@ -23,13 +24,17 @@ all: build
 deps:
 	@bash scripts/install-deps.sh
 
+# torch, transformers and tokenizers, pinned, into .deps/python (tests/parity/; about 5.6 GB).
+python-deps: deps
+	@bash scripts/install-python-deps.sh
+
 configure:
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSLUICE_WERROR=ON $(CMAKE_FLAGS)
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: deps build
+test: deps python-deps build
 	$(TEST_ENV) ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) || \
 	  { bash scripts/failed-test-output.sh $(BUILD_DIR); exit 1; }
 
