@@ -97,6 +97,12 @@ config::Spec MakeSpec() {
       .Add(Option::String("dataflow-image", "sluice/dataflow:0.1.0", "Image of sluice-dataflow."))
       .Add(Option::String("rollout-image", "sluice/rollout:0.1.0", "Image of sluice-rollout."))
       .Add(Option::String("trainer-image", "sluice/trainer:0.1.0", "Image of sluice-trainer."))
+      .Add(Option::String("vllm-image", "vllm/vllm-openai:v0.11.0",
+                          "Engine container of RolloutPools with spec.engine.type vllm and no "
+                          "spec.engine.image."))
+      .Add(Option::String("sglang-image", "lmsysorg/sglang:v0.5.4",
+                          "Engine container of RolloutPools with spec.engine.type sglang and no "
+                          "spec.engine.image."))
       .Add(Option::Enum("image-pull-policy", {"Always", "IfNotPresent", "Never"}, "IfNotPresent",
                         "imagePullPolicy of the worker containers."))
       .Add(Option::Enum("log-level", {"debug", "info", "warn", "error"}, "info",
@@ -274,6 +280,8 @@ int Main(int argc, char** argv) {
   df_options.images.dataflow = cfg->GetString("dataflow-image");
   df_options.images.rollout = cfg->GetString("rollout-image");
   df_options.images.trainer = cfg->GetString("trainer-image");
+  df_options.images.vllm = cfg->GetString("vllm-image");
+  df_options.images.sglang = cfg->GetString("sglang-image");
   df_options.images.pull_policy = cfg->GetString("image-pull-policy");
   df_options.status_period =
       std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("status-period"));

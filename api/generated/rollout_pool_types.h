@@ -84,9 +84,12 @@ nlohmann::json ToJson(const RolloutPoolSpecDrain& v);
 
 // The inference engine each replica runs.
 struct RolloutPoolSpecEngine {
-  // Extra command-line arguments for the engine.
+  // Extra command-line arguments for the engine: appended to the engine container's with vllm or
+  // sglang, to sluice-rollout's with builtin.
   std::optional<std::vector<std::string>> args;
-  // Container image of the engine. Unset: the operator's default image for the type.
+  // vllm or sglang: image of the engine container beside sluice-rollout (unset: the operator's
+  // --vllm-image or --sglang-image). builtin: the engine is sluice-rollout itself, so this replaces
+  // its image (unset: --rollout-image).
   std::optional<std::string> image;
   // Fraction of accelerator memory (or of the memory request on CPU) given to the paged KV cache.
   double kv_cache_fraction = 0.85;

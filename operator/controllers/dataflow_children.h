@@ -30,6 +30,11 @@ struct WorkerImages {
   std::string dataflow = "sluice/dataflow:0.1.0";
   std::string rollout = "sluice/rollout:0.1.0";
   std::string trainer = "sluice/trainer:0.1.0";
+  // The inference servers of RolloutPools with spec.engine.type vllm or sglang and no
+  // spec.engine.image (external_engine.h): the releases whose HTTP APIs the adapter follows
+  // (docs/rollout.md, "External engines").
+  std::string vllm = "vllm/vllm-openai:v0.11.0";
+  std::string sglang = "lmsysorg/sglang:v0.5.4";
   std::string pull_policy = "IfNotPresent";
 };
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <vector>
 
+#include "operator/controllers/external_engine.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/pod_hardening.h"
@@ -123,6 +124,13 @@ std::string PoolTemplateHash(const json& pool, const std::vector<json>& policies
   if (const json ref = EnvironmentTokenRef(dataflow); ref.is_object()) {
     hashed["environmentToken"] = ref;
   }
+  // The external server's --model comes from the served Policy's source.
+  if (UsesExternalEngine(pool)) {
+    for (const json& p : Hosted(pool, policies)) {
+      Result<std::string> dir = ExternalEngineModelDir(p);
+      hashed["engineModels"][Name(p)] = dir.ok() ? *dir : "";
+    }
+  }
   return JsonHash(hashed);
 }
 
@@ -164,7 +172,24 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
       "--replica=$(POD_NAME)",
       std::string("--policy-config=") + kRolloutConfigDir + "/rollout.json",
   });
-  for (const json& a : engine.value("args", json::array())) args.push_back(a);
+  const bool external = UsesExternalEngine(pool);
+  // With an external engine the served Policy (the one spec.policies names) and its directory.
+  std::string served;
+  std::string model_dir;
+  if (external) {
+    served = policies.empty() ? "" : policies.front();
+    for (const json& p : hosted_policies) {
+      if (Name(p) != served) continue;
+      if (Result<std::string> dir = ExternalEngineModelDir(p); dir.ok()) model_dir = *dir;
+    }
+    args.push_back("--engine-url=http://$(POD_IP):" + std::to_string(kEnginePort));
+    args.push_back("--served-model-name=" + served);
+    // Explicit although it is the default: a path the local cluster can remap (its containers
+    // see volumes only through the paths their arguments name).
+    args.push_back(std::string("--weights-volume=") + kExternalWeightsDir);
+  } else {
+    for (const json& a : engine.value("args", json::array())) args.push_back(a);
+  }
 
   json env = json::array({
       {{"name", "POD_IP"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
@@ -175,10 +200,10 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
   for (const json& e : ScratchEnv(/*cuda=*/true)) env.push_back(e);
   for (const json& e : tmpl.value("env", json::array())) env.push_back(e);
 
-  const std::string image =
-      engine.contains("image") && engine["image"].is_string() && !engine["image"].empty()
-          ? engine["image"].get<std::string>()
-          : images.rollout;
+  const std::string image = !external && engine.contains("image") && engine["image"].is_string() &&
+                                    !engine["image"].empty()
+                                ? engine["image"].get<std::string>()
+                                : images.rollout;
   json mounts =
       json::array({{{"name", "token"}, {"mountPath", kRolloutTokenDir}, {"readOnly", true}},
                    {{"name", "config"}, {"mountPath", kRolloutConfigDir}, {"readOnly", true}}});
@@ -202,9 +227,11 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
   // external engine so do the weight versions it hands the server (worker_scratch.h).
   volumes.push_back(EmptyDirVolume(kScratchVolume));
   mounts.push_back(WritableMount(kScratchVolume, kScratchDir));
-  if (engine.value("type", std::string("builtin")) != "builtin") {
+  if (external) {
     volumes.push_back(EmptyDirVolume(kExternalWeightsVolume));
     mounts.push_back(WritableMount(kExternalWeightsVolume, kExternalWeightsDir));
+    volumes.push_back(EmptyDirVolume(kEngineScratchVolume));
+    volumes.push_back({{"name", kSharedMemoryVolume}, {"emptyDir", {{"medium", "Memory"}}}});
   }
 
   const json container = {
@@ -223,12 +250,18 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
        {{"httpGet", {{"path", "/healthz"}, {"port", "http"}}},
         {"periodSeconds", 10},
         {"failureThreshold", 6}}},
-      {"resources",
-       WorkerResources(tmpl.value("resources", json::object()), kRolloutDefaultRequests)},
+      // Beside an external server, the replica's resources (its GPUs) are the server's.
+      {"resources", external ? WorkerResources(json::object(), kExternalEngineWorkerRequests)
+                             : WorkerResources(tmpl.value("resources", json::object()),
+                                               kRolloutDefaultRequests)},
       {"volumeMounts", mounts}};
+  json containers = json::array({container});
+  if (external) {
+    containers.push_back(ExternalEngineContainer(pool, served, model_dir, models.mounts, images));
+  }
 
   json spec = {
-      {"containers", json::array({container})},
+      {"containers", containers},
       {"volumes", volumes},
       {"restartPolicy", "Always"},
       // Service links would put <SVC>_PORT=tcp://... variables into the worker's environment.

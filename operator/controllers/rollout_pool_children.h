@@ -15,8 +15,8 @@
 //
 // Each hosted Policy whose spec.model.source is pvc has its claim mounted read-only at
 // /var/lib/sluice/model/<policy> (policy_model_volumes.h). After those come the writable
-// emptyDirs (worker_scratch.h): "tmp" at /tmp always, and "weights" at /var/lib/sluice/weights
-// with engine vllm or sglang.
+// emptyDirs (worker_scratch.h): "tmp" at /tmp always, and with engine vllm or sglang "weights"
+// at /var/lib/sluice/weights, then the server's own "engine-tmp" and "dshm" (external_engine.h).
 //
 // Replicas are hardened (pod_hardening.h: restricted securityContext, read-only root file
 // system), with spec.template.securityContext and containerSecurityContext winning field by
@@ -26,7 +26,8 @@
 //
 // The template hash (PoolTemplateHash) covers spec.engine, spec.template, spec.policies (as a
 // set), spec.dataflowRef and the hosted Policies' model mounts (claim and directory, only when
-// there are any, so pools without pvc models keep their hash): what a replica is made from.
+// there are any, so pools without pvc models keep their hash) and, with an external engine, the
+// directory its server loads: what a replica is made from.
 // Other changes of a Policy reach the replicas through the ConfigMap. It leaves out spec.replicas,
 // spec.placement, spec.autoscaling, spec.drain and spec.updateStrategy, so scaling, re-placing
 // or retuning drain never rolls replicas. It also leaves out the operator's settings
@@ -34,7 +35,7 @@
 //
 // The worker contract (sluice-rollout implements it):
 //
-//   args, in this order, then spec.engine.args appended verbatim:
+//   args, in this order, then (builtin engine) spec.engine.args appended verbatim:
 //     --dataflow-url=<DataflowEndpoint(dataflow)>   http://<df>.<ns>.svc:8080
 //     --token-file=/var/run/sluice/token/token      the Dataflow's bearer token (Secret
 //                                                   <df>-token, key "token", mounted read-only)
@@ -52,6 +53,13 @@
 //     --replica=$(POD_NAME)                         the Pod's name
 //     --policy-config=/etc/sluice/config/rollout.json  the pool's ConfigMap <pool>-rollout-config
 //                                                   (DesiredRolloutConfigMap), mounted read-only
+//   with spec.engine.type vllm or sglang, instead of spec.engine.args (which go to the server):
+//     --engine-url=http://$(POD_IP):8000            the server in the "engine" container
+//     --served-model-name=<policy>                  the one hosted Policy
+//     --weights-volume=/var/lib/sluice/weights      the emptyDir both containers mount
+//   The server's container, its volumes and probes: external_engine.h. The worker then requests
+//   only kExternalEngineWorkerRequests (the replica's GPUs are the server's), and its image is
+//   always the operator's rollout image (spec.engine.image is the server's).
 //   env: POD_IP, POD_NAME (downward API), SLUICE_REGION, TMPDIR=/tmp,
 //        CUDA_CACHE_PATH=/tmp/cuda-cache (ScratchEnv), then spec.template.env verbatim.
 //   HTTP on port 8080 ("http"):
@@ -104,8 +112,9 @@ inline constexpr int kRolloutTerminationSlackSeconds = 30;
 std::string ReplicaPodName(const std::string& pool, const std::string& region, int index);
 
 // JsonHash of {spec.engine, spec.template, sorted spec.policies, spec.dataflowRef, "models": the
-// model volumes and mounts of the hosted `policies` when there are any, and "environmentToken":
-// the Dataflow's spec.workflow.environment.tokenSecretRef when set}: the value of the
+// model volumes and mounts of the hosted `policies` when there are any, "environmentToken":
+// the Dataflow's spec.workflow.environment.tokenSecretRef when set, and "engineModels": each
+// hosted Policy's ExternalEngineModelDir with an external engine}: the value of the
 // sluice.dev/template-hash label of the pool's current replicas. `policies` are the Policy
 // objects found for spec.policies (others are ignored); `dataflow` is the Dataflow
 // spec.dataflowRef names, or null when unknown.
@@ -118,7 +127,9 @@ std::string PoolTemplateHash(const nlohmann::json& pool,
 // ignored): their pvc claims are mounted. `dataflow` is the Dataflow spec.dataflowRef names (its
 // name and namespace give the endpoint and the token Secret; its
 // spec.workflow.environment.tokenSecretRef, when set, is mounted at kEnvironmentTokenDir and
-// passed as --environment-token-file).
+// passed as --environment-token-file). With an external engine, the served Policy should be in
+// `policies` with a pvc or path source (the controller checks ExternalEngineModelDir first and
+// builds no replica otherwise); without it the server's model argument is empty.
 nlohmann::json DesiredReplicaPod(const nlohmann::json& pool,
                                  const std::vector<nlohmann::json>& policies,
                                  const nlohmann::json* region, int index,

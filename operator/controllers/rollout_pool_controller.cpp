@@ -12,6 +12,7 @@
 #include "kube/kubeconfig.h"
 #include "operator/autoscale/prometheus_client.h"
 #include "operator/controllers/abandoned_termination.h"
+#include "operator/controllers/external_engine.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
@@ -405,6 +406,17 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
       updated["data"] = desired["data"];
       Result<json> r = cms.Update(updated);
       if (!r.ok() && r.status().code() != StatusCode::kConflict) return r.status();
+    }
+  }
+
+  // An external server loads its Policy from a directory both containers mount.
+  if (UsesExternalEngine(pool)) {
+    for (const json& p : hosted) {
+      if (Result<std::string> dir = ExternalEngineModelDir(p); !dir.ok()) {
+        SLUICE_RETURN_IF_ERROR(
+            write_blocked("UnservableModel", dir.status().field() + ": " + dir.status().message()));
+        return ReconcileResult{};  // The Policy's update re-triggers this pool (Watch).
+      }
     }
   }
 

@@ -23,6 +23,10 @@
 //                                                       100 ms, /v1/status, exit 0 after N steps;
 //                                                       the rank $SLUICE_TESTPOD_FAIL_RANK exits 1
 //                                                       in attempt $SLUICE_TESTPOD_FAIL_ATTEMPT
+//   engine --model DIR --served-model-name N --host H --port P
+//                                                       a stand-in vLLM server (also with
+//                                                       SLUICE_TESTPOD_MODE=engine):
+//                                                       stand_in_engine.h
 #include <signal.h>
 #include <unistd.h>
 
@@ -43,6 +47,7 @@
 #include "common/http/hosts_file.h"
 #include "common/http/server.h"
 #include "common/logging/logger.h"
+#include "tests/e2e/testpod/stand_in_engine.h"
 
 extern char** environ;
 
@@ -266,9 +271,13 @@ int main(int argc, char** argv) {
       mode != nullptr && std::string(mode) == "trainer") {
     return Trainer(Flags(argc, argv, 1));
   }
+  if (const char* mode = std::getenv("SLUICE_TESTPOD_MODE");
+      mode != nullptr && std::string(mode) == "engine") {
+    return sluice::testpod::RunStandInEngine(Flags(argc, argv, 1), g_term);
+  }
   if (argc < 2) {
-    std::cerr << "usage: sluice-testpod serve|fetch|crash|sleep|write|env|cat|worker|trainer "
-                 "[flags]\n";
+    std::cerr << "usage: sluice-testpod serve|fetch|crash|sleep|write|env|cat|worker|trainer|"
+                 "engine [flags]\n";
     return 2;
   }
   const std::string mode = argv[1];
@@ -276,6 +285,7 @@ int main(int argc, char** argv) {
   if (mode == "serve") return Serve(f);
   if (mode == "worker") return Worker(f);
   if (mode == "trainer") return Trainer(f);
+  if (mode == "engine") return sluice::testpod::RunStandInEngine(f, g_term);
   if (mode == "fetch") return Fetch(f);
   if (mode == "crash") {
     Say("starting, will exit with " + std::to_string(Int(f, "code", 1)));

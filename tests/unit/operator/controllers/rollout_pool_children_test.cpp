@@ -20,7 +20,7 @@ json Pool() {
     "spec": {
       "policies": ["actor"],
       "dataflowRef": {"name": "arith"},
-      "engine": {"type": "vllm", "tensorParallelSize": 2, "maxBatchTokens": 16384,
+      "engine": {"type": "builtin", "tensorParallelSize": 2, "maxBatchTokens": 16384,
                  "maxConcurrentSequences": 128, "kvCacheFraction": 0.9,
                  "args": ["--enforce-eager", "--seed=7"]},
       "template": {
@@ -198,7 +198,7 @@ TEST(RolloutPoolChildrenTest, ArgsFollowTheWorkerContract) {
       "--dataflow-url=http://arith.rl.svc:8080",
       "--token-file=/var/run/sluice/token/token",
       "--policies=actor",
-      "--engine=vllm",
+      "--engine=builtin",
       "--tensor-parallel-size=2",
       "--max-batch-tokens=16384",
       "--max-concurrent-sequences=128",
@@ -378,20 +378,17 @@ TEST(RolloutPoolChildrenTest, PodSpecProbesVolumesAndTolerations) {
   EXPECT_EQ(spec["serviceAccountName"], "rollout-sa");
   EXPECT_EQ(spec["tolerations"],
             json::parse(R"([{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}])"));
-  // The pool runs vllm: besides /tmp, the weights it hands the server need a writable volume.
   EXPECT_EQ(spec["volumes"],
             json::parse(R"([{"name": "token", "secret": {"secretName": "arith-token"}},
                             {"name": "config", "configMap": {"name": "gen-rollout-config"}},
-                            {"name": "tmp", "emptyDir": {}},
-                            {"name": "weights", "emptyDir": {}}])"));
+                            {"name": "tmp", "emptyDir": {}}])"));
   ASSERT_EQ(spec["containers"].size(), 1u);
   const json c = spec["containers"][0];
   EXPECT_EQ(c["volumeMounts"],
             json::parse(
                 R"([{"name": "token", "mountPath": "/var/run/sluice/token", "readOnly": true},
                     {"name": "config", "mountPath": "/etc/sluice/config", "readOnly": true},
-                    {"name": "tmp", "mountPath": "/tmp"},
-                    {"name": "weights", "mountPath": "/var/lib/sluice/weights"}])"));
+                    {"name": "tmp", "mountPath": "/tmp"}])"));
   EXPECT_EQ(c["ports"],
             json::parse(R"([{"name": "http", "containerPort": 8080, "protocol": "TCP"}])"));
   EXPECT_EQ(c["readinessProbe"], json::parse(R"({"httpGet": {"path": "/readyz", "port": "http"},
@@ -458,11 +455,10 @@ TEST(RolloutPoolChildrenTest, PodMountsEachHostedPolicysClaimReadOnlyAtItsOwnDir
   const json& mounts = pod["spec"]["containers"][0]["volumeMounts"];
   const std::string actor_volume = "model-" + JsonHash(json("actor-weights"));
   const std::string judge_volume = "model-" + JsonHash(json("judge-weights"));
-  // token, config, the two claims, then the writable emptyDirs (tmp, and weights for vllm).
-  ASSERT_EQ(volumes.size(), 6u) << volumes.dump();
-  ASSERT_EQ(mounts.size(), 6u) << mounts.dump();
+  // token, config, the two claims, then the writable emptyDir tmp.
+  ASSERT_EQ(volumes.size(), 5u) << volumes.dump();
+  ASSERT_EQ(mounts.size(), 5u) << mounts.dump();
   EXPECT_EQ(volumes[4]["name"], "tmp");
-  EXPECT_EQ(volumes[5]["name"], "weights");
   EXPECT_EQ(volumes[0]["name"], "token");
   EXPECT_EQ(volumes[1]["name"], "config");
   EXPECT_EQ(mounts[0]["name"], "token");
@@ -497,8 +493,8 @@ TEST(RolloutPoolChildrenTest, TwoPoliciesOnOneClaimShareItsVolume) {
       Dataflow(), WorkerImages{});
   const json& volumes = pod["spec"]["volumes"];
   const json& mounts = pod["spec"]["containers"][0]["volumeMounts"];
-  ASSERT_EQ(volumes.size(), 5u);  // token, config, the claim, tmp, weights.
-  ASSERT_EQ(mounts.size(), 6u);
+  ASSERT_EQ(volumes.size(), 4u);  // token, config, the claim, tmp.
+  ASSERT_EQ(mounts.size(), 5u);
   const std::string volume = "model-" + JsonHash(json("models"));
   EXPECT_EQ(volumes[2]["name"], volume);
   EXPECT_EQ(mounts[2]["name"], volume);
@@ -516,8 +512,8 @@ TEST(RolloutPoolChildrenTest, BuiltinAndPathPoliciesAddNoVolume) {
                       "spec": {"model": {"source": {"path": "/models/critic"}}}})")};
   const json pod = DesiredReplicaPod(pool, policies, nullptr, 0, Dataflow(), WorkerImages{});
   EXPECT_EQ(pod, DesiredReplicaPod(pool, {}, nullptr, 0, Dataflow(), WorkerImages{}));
-  EXPECT_EQ(pod["spec"]["volumes"].size(), 4u);  // token, config, tmp, weights.
-  EXPECT_EQ(pod["spec"]["containers"][0]["volumeMounts"].size(), 4u);
+  EXPECT_EQ(pod["spec"]["volumes"].size(), 3u);  // token, config, tmp.
+  EXPECT_EQ(pod["spec"]["containers"][0]["volumeMounts"].size(), 3u);
   // And they leave the template hash as it was without any Policy.
   EXPECT_EQ(PoolTemplateHash(pool, policies), PoolTemplateHash(pool, {}));
 }
@@ -594,12 +590,7 @@ TEST(RolloutPoolChildrenTest, ReplicaIsHardenedWithAReadOnlyRootAndAScratchDir) 
                             {"name": "config", "configMap": {"name": "gen-rollout-config"}},
                             {"name": "tmp", "emptyDir": {}}])"));
   EXPECT_EQ(c["volumeMounts"].back(), json::parse(R"({"name": "tmp", "mountPath": "/tmp"})"));
-  // sglang hands the server its weights through the volume too.
-  pool["spec"]["engine"]["type"] = "sglang";
-  const json sglang = DesiredReplicaPod(pool, {}, nullptr, 0, Dataflow(), WorkerImages{})["spec"];
-  EXPECT_EQ(sglang["volumes"].back(), json::parse(R"({"name": "weights", "emptyDir": {}})"));
-  EXPECT_EQ(sglang["containers"][0]["volumeMounts"].back(),
-            json::parse(R"({"name": "weights", "mountPath": "/var/lib/sluice/weights"})"));
+  // An external engine's volumes and its container are external_engine_test.cpp's.
 }
 
 TEST(RolloutPoolChildrenTest, TemplateSecurityContextsOverrideTheDefaultsFieldByField) {
