@@ -4,15 +4,22 @@
 // spec.engine.image sluice/testpod:dev). The worker drives the server over the pod's address with
 // the served model name, the server loads the Policy's path model, the Pod is Ready only once the
 // server's /health answers, and the trajectories the server generated reach the Dataflow.
+// Then the real sluice-trainer trains the Policy's model: each version it publishes is written by
+// the worker to the weights volume the two containers share and reloaded by the server from there.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/e2e/sluice_session.h"
+#include "workers/model/safetensors.h"
 
 namespace sluice::e2e {
 namespace {
@@ -49,6 +56,60 @@ json ByteLevelTokenizerJson() {
           {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array()}}}};
 }
 
+// A random tiny Llama in HF form, shaped for the tokenizer above (259 ids), so that the real
+// trainer can load and train it: config.json and model.safetensors (float32).
+void WriteTinyLlama(const std::string& dir) {
+  constexpr int64_t kVocab = 259, kHidden = 32, kFfn = 64, kKv = 16;
+  std::ofstream(dir + "/config.json") << json{
+      {"architectures", {"LlamaForCausalLM"}},
+      {"model_type", "llama"},
+      {"vocab_size", kVocab},
+      {"hidden_size", kHidden},
+      {"intermediate_size", kFfn},
+      {"num_hidden_layers", 1},
+      {"num_attention_heads", 2},
+      {"num_key_value_heads", 1},
+      {"max_position_embeddings", 256},
+      {"rms_norm_eps", 1e-6},
+      {"rope_theta", 10000.0},
+      {"tie_word_embeddings", false},
+      {"torch_dtype", "float32"}}.dump();
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
+      {"model.embed_tokens.weight", {kVocab, kHidden}},
+      {"model.layers.0.input_layernorm.weight", {kHidden}},
+      {"model.layers.0.self_attn.q_proj.weight", {kHidden, kHidden}},
+      {"model.layers.0.self_attn.k_proj.weight", {kKv, kHidden}},
+      {"model.layers.0.self_attn.v_proj.weight", {kKv, kHidden}},
+      {"model.layers.0.self_attn.o_proj.weight", {kHidden, kHidden}},
+      {"model.layers.0.post_attention_layernorm.weight", {kHidden}},
+      {"model.layers.0.mlp.gate_proj.weight", {kFfn, kHidden}},
+      {"model.layers.0.mlp.up_proj.weight", {kFfn, kHidden}},
+      {"model.layers.0.mlp.down_proj.weight", {kHidden, kFfn}},
+      {"model.norm.weight", {kHidden}},
+      {"lm_head.weight", {kVocab, kHidden}}};
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::vector<std::vector<float>> data;
+  std::vector<model::TensorView> views;
+  for (const auto& [name, shape] : shapes) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float>& values = data.emplace_back(static_cast<size_t>(n));
+    const bool norm = shape.size() == 1;
+    for (float& v : values) v = norm ? 1.0f : normal(rng);
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    model::TensorView v;
+    v.name = shapes[i].first;
+    v.dtype = model::DType::kF32;
+    v.shape = shapes[i].second;
+    v.data = std::as_bytes(std::span<const float>(data[i]));
+    views.push_back(std::move(v));
+  }
+  const Status written = model::WriteSafetensors(dir + "/model.safetensors", views);
+  ASSERT_TRUE(written.ok()) << written.ToString();
+}
+
 // The Policy the pool serves: a model directory on this machine (the local cluster's containers
 // are processes, so a host path is what a real cluster's volume would be). The worker reads only
 // the tokenizer from it; the stand-in server needs only the directory.
@@ -81,6 +142,20 @@ spec:
   replicas: 1
 )";
 
+constexpr char kTrainer[] = R"(apiVersion: sluice.dev/v1alpha1
+kind: TrainerJob
+metadata:
+  name: train
+spec:
+  policyRef: {name: tiny}
+  dataflowRef: {name: arith}
+  algorithm: {type: grpo}
+  optimizer: {lr: 0.001}
+  steps: 2
+  template:
+    resources: {cpu: 1, memory: 2Gi}
+)";
+
 TEST(OperatorExternalEngineTest, AVllmPoolRunsTheServerBesideTheWorkerAndFeedsTheDataflow) {
   ASSERT_TRUE(HaveKubectl()) << KubectlBinary() << " is missing";
   SluiceSession cluster;
@@ -99,7 +174,7 @@ TEST(OperatorExternalEngineTest, AVllmPoolRunsTheServerBesideTheWorkerAndFeedsTh
       std::filesystem::remove_all(dir, ec);
     }
   } remove_model{model_dir};
-  std::ofstream(model_dir + "/config.json") << R"({"model_type": "llama"})";
+  ASSERT_NO_FATAL_FAILURE(WriteTinyLlama(model_dir));
   std::ofstream(model_dir + "/tokenizer.json") << ByteLevelTokenizerJson().dump();
   auto apply = [&](const std::string& name, const std::string& yaml) {
     const std::string file = cluster.dir() + "/" + name + ".yaml";
@@ -175,6 +250,25 @@ TEST(OperatorExternalEngineTest, AVllmPoolRunsTheServerBesideTheWorkerAndFeedsTh
       << diagnostics();
   EXPECT_NE(kubectl("logs " + name + " -c engine").output.find("completion n="), std::string::npos)
       << diagnostics();
+
+  // The real trainer trains the Policy and publishes versions: the worker writes each to the
+  // weights volume and has the server reload it from there (the stand-in refuses a directory
+  // without the model files), after which the replica serves the new version.
+  applied = apply("trainer", kTrainer);
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return get("rolloutpool ext").value("/status/policies/0/version"_json_pointer, 0) >= 1;
+      },
+      std::chrono::seconds(180)))
+      << diagnostics() << kubectl("get trainerjob train -o yaml").output
+      << kubectl("logs train-0 --tail=30").output;
+  const std::string reloads = kubectl("logs " + name + " -c engine").output;
+  const size_t at = reloads.find("reload update_config ");
+  ASSERT_NE(at, std::string::npos) << reloads;
+  const std::string dir = reloads.substr(at + 21, reloads.find('\n', at) - at - 21);
+  EXPECT_NE(dir.find("/volumes/weights/tiny/v"), std::string::npos) << dir;
+  EXPECT_NE(reloads.find("reload reload_weights"), std::string::npos) << reloads;
 
   EXPECT_EQ(cluster.Down().exit_code, 0);
 }

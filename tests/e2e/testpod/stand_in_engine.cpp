@@ -87,8 +87,24 @@ int RunStandInEngine(const std::map<std::string, std::string>& f, const std::ato
         json{{"object", "text_completion"}, {"model", served}, {"choices", choices}}.dump(),
         "application/json");
   });
+  // update_config names the version's directory, which the worker wrote on the volume both
+  // containers mount: it must be there, complete, as vLLM would read it.
   server.Post("/collective_rpc", [&](const httplib::Request& req, httplib::Response& res) {
-    Say("reload " + req.body);
+    const json body = json::parse(req.body, nullptr, false);
+    const std::string method = body.is_object() ? body.value("method", std::string()) : "";
+    if (method == "update_config") {
+      const json dir = body.value("/args/0/model_config/model"_json_pointer, json());
+      std::error_code ec;
+      if (!dir.is_string() ||
+          !std::filesystem::is_regular_file(dir.get<std::string>() + "/model.safetensors", ec) ||
+          !std::filesystem::is_regular_file(dir.get<std::string>() + "/config.json", ec)) {
+        Error(res, 500, "update_config: no model.safetensors and config.json in " + dir.dump());
+        return;
+      }
+      Say("reload update_config " + dir.get<std::string>());
+    } else {
+      Say("reload " + method);
+    }
     res.set_content("{}", "application/json");
   });
   server.Post("/reset_prefix_cache", [&](const httplib::Request&, httplib::Response& res) {

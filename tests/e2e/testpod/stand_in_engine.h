@@ -10,10 +10,13 @@
 //                             tokens reversed and then the request's first stop_token_ids entry,
 //                             finish_reason "stop", log-prob -0.5 per token; 404 for a "model"
 //                             other than the served name, 400 for a malformed body
-//   POST /collective_rpc      200 {}: the dev-mode reload calls, logged with their body
+//   POST /collective_rpc      the dev-mode reload calls: update_config's directory (args[0].
+//                             model_config.model) must hold model.safetensors and config.json
+//                             (500 otherwise); 200 {}, logged as "reload update_config DIR" or
+//                             "reload <method>"
 //   POST /reset_prefix_cache  200 {}
 //
-// Every request is logged as one line ("completion n=4 prompt=37 tokens", "reload <body>"), so an
+// Every request is logged as one line ("completion n=4 prompt=37 tokens", "reload ..."), so an
 // end-to-end test can read what the worker asked of its server from the container's log.
 #pragma once
 
