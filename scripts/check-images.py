@@ -16,7 +16,8 @@ No engine runs in CI, so this checks what the build machine can tell about each 
      which library ldd resolves (an alternative such as the BLAS) or is declared on a
      `# check-images: unlinked <package>...` line (with the reason beside it);
   c. the chart's default images (helm/sluice/values.yaml images.<name>.repository) are
-     sluice/<name> for exactly the Dockerfiles' names, which are the final stages' names and
+     sluice/<name> for exactly the Dockerfiles' names (besides the external engines' servers,
+     ENGINE_IMAGES, which Sluice does not build), which are the final stages' names and
      the Makefile's IMAGES, and the images run as the user the chart and the worker pods use.
 The libraries and packages are this machine's, so the check means something only on Debian 12
 (bookworm, the images' release); elsewhere it exits 77 (ctest: skipped).
@@ -551,13 +552,22 @@ def check_libraries(name, df, binaries, args, db, problems):
     return summary
 
 
+# The chart's images that Sluice does not build: the inference servers of RolloutPools with
+# spec.engine.type vllm or sglang (the operator's --vllm-image and --sglang-image).
+ENGINE_IMAGES = {"vllm": "vllm/vllm-openai", "sglang": "lmsysorg/sglang"}
+
+
 def check_chart_and_makefile(args, dockerfiles, problems):
     """(c): values.yaml's images, the Makefile's IMAGES and the Dockerfiles agree."""
     values = yaml_scalars(args.values)
     chart = set()
     for key, value in values.items():
         m = re.match(r"^images\.([^.]+)\.repository$", key)
-        if m:
+        if m and m.group(1) in ENGINE_IMAGES:
+            if value != ENGINE_IMAGES[m.group(1)]:
+                problems.add(m.group(1), f"{args.values}: images.{m.group(1)}.repository is "
+                                         f"{value!r}, expected {ENGINE_IMAGES[m.group(1)]!r}")
+        elif m:
             chart.add(m.group(1))
             if value != REPOSITORY_PREFIX + m.group(1):
                 problems.add(m.group(1), f"{args.values}: images.{m.group(1)}.repository is "
