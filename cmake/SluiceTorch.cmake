@@ -8,8 +8,9 @@
 # A CUDA-enabled libtorch (the PyPI wheel's, found with -DCMAKE_PREFIX_PATH=<site-packages>/torch)
 # detects the machine's GPUs at configure time unless TORCH_CUDA_ARCH_LIST names the
 # architectures, and that detection fails the configure on a machine without a GPU (its test
-# program asks nvcc for this project's C++20 dialect). Default: Ampere and Hopper (A100, H100,
-# H200). Debian's CPU libtorch ignores it.
+# program asks nvcc for this project's C++20 dialect). The list only sets the nvcc flags torch's
+# config exports (workers/kernels chooses its own architectures); Ampere and Hopper by default.
+# Debian's CPU libtorch ignores it.
 if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
   set(ENV{TORCH_CUDA_ARCH_LIST} "8.0;9.0")
 endif()

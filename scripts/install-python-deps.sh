@@ -3,9 +3,10 @@
 # transformers parity tests' reference implementations and real tokenizer files; about 5.6 GB,
 # most of it torch's CUDA libraries). Never touches the system's Python: the packages go into a
 # folder of the repository, and users put it on PYTHONPATH.
-# Idempotent: a stamp holds the sha256 of the requirements it was installed from; when it matches,
-# nothing is downloaded. A changed requirements file reinstalls the whole folder (a partial
-# install is never left in place: it is built beside it and moved in).
+# Idempotent: a stamp holds the sha256 of the pins (the file without its comment lines) it was
+# installed from; when it matches, nothing is downloaded. Changed pins reinstall the whole folder
+# (a partial install is never left in place: it is built beside it, moved in, and removed when
+# pip fails).
 # Usage: bash scripts/install-python-deps.sh [DEST]     (default: <repository>/.deps/python)
 set -euo pipefail
 
@@ -14,11 +15,15 @@ requirements="$root/scripts/python-requirements.txt"
 dest=${1:-$root/.deps/python}
 stamp="$dest/.sluice-requirements.sha256"
 # Debian's python3, as install-tools.py: its pip is the python3-pip install-deps.sh installs, and
-# the tests run the same interpreter (tests/parity/python_reference.cpp).
+# the tests run the same interpreter (tests/parity/python_reference.h), so no other will do.
 python=/usr/bin/python3
-[[ -x "$python" ]] || python=python3
+if [[ ! -x "$python" ]]; then
+  echo "install-python-deps: $python is missing; run scripts/install-deps.sh first" >&2
+  exit 1
+fi
 
-want=$(sha256sum "$requirements" | cut -d' ' -f1)
+# The pins only: a comment edit reinstalls nothing.
+want=$(grep -v '^#' "$requirements" | sha256sum | cut -d' ' -f1)
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   echo "install-python-deps: $dest is current"
   exit 0
@@ -29,6 +34,8 @@ start=$(date +%s)
 staging="$dest.partial"
 rm -rf "$staging"
 mkdir -p "$(dirname "$dest")"
+# A failed install leaves no partial folder of gigabytes behind.
+trap 'rm -rf "$staging"' EXIT
 # --no-deps: the file lists the whole resolved set, so pip resolves nothing itself.
 PIP_DISABLE_PIP_VERSION_CHECK=1 "$python" -m pip install --quiet --no-deps --no-cache-dir \
   --target "$staging" -r "$requirements"

@@ -50,27 +50,50 @@ Result<std::string> ExternalEngineModelDir(const json& policy) {
       "spec.model.source");
 }
 
-json ExternalEngineContainer(const json& pool, const std::string& policy_name,
-                             const std::string& model_dir, const json& model_mounts,
+json ExternalEngineContainer(const json& pool, const json& policy, const json& model_mounts,
                              const WorkerImages& images) {
   const std::string type = EngineType(pool);
   const bool vllm = type == "vllm";
   const json engine = pool.value("/spec/engine"_json_pointer, json::object());
   const json tmpl = pool.value("/spec/template"_json_pointer, json::object());
+  const std::string policy_name = Name(policy);
+  Result<std::string> dir = ExternalEngineModelDir(policy);
+  const std::string model_dir = dir.ok() ? *dir : "";
+  const json dtype = policy.value("/spec/model/dtype"_json_pointer, json("bfloat16"));
   const std::string tp = std::to_string(engine.value("tensorParallelSize", int64_t{1}));
   const std::string batch_tokens = std::to_string(engine.value("maxBatchTokens", int64_t{8192}));
   const std::string sequences = std::to_string(engine.value("maxConcurrentSequences", int64_t{64}));
   const std::string fraction = json(engine.value("kvCacheFraction", 0.85)).dump();
   const std::string port = std::to_string(kEnginePort);
 
-  json args = vllm ? json::array({"--model", model_dir, "--served-model-name", policy_name,
-                                  "--host", "$(POD_IP)", "--port", port, "--tensor-parallel-size",
-                                  tp, "--max-num-batched-tokens", batch_tokens, "--max-num-seqs",
-                                  sequences, "--gpu-memory-utilization", fraction})
-                   : json::array({"--model-path", model_dir, "--served-model-name", policy_name,
-                                  "--host", "$(POD_IP)", "--port", port, "--tp-size", tp,
-                                  "--max-prefill-tokens", batch_tokens, "--max-running-requests",
-                                  sequences, "--mem-fraction-static", fraction});
+  // --generation-config vllm: sample exactly as asked; vLLM's default ("auto") fills whatever a
+  // request leaves out (top_k, repetition_penalty) from the model's generation_config.json, so
+  // rollouts would not come from the distribution the trainer scores.
+  json args =
+      vllm ? json::array({"--model",
+                          model_dir,
+                          "--served-model-name",
+                          policy_name,
+                          "--host",
+                          "$(POD_IP)",
+                          "--port",
+                          port,
+                          "--dtype",
+                          dtype,
+                          "--tensor-parallel-size",
+                          tp,
+                          "--max-num-batched-tokens",
+                          batch_tokens,
+                          "--max-num-seqs",
+                          sequences,
+                          "--gpu-memory-utilization",
+                          fraction,
+                          "--generation-config",
+                          "vllm"})
+           : json::array({"--model-path", model_dir, "--served-model-name", policy_name, "--host",
+                          "$(POD_IP)", "--port", port, "--dtype", dtype, "--tp-size", tp,
+                          "--max-prefill-tokens", batch_tokens, "--max-running-requests", sequences,
+                          "--mem-fraction-static", fraction});
   for (const json& a : engine.value("args", json::array())) args.push_back(a);
 
   json env = json::array({
@@ -78,6 +101,12 @@ json ExternalEngineContainer(const json& pool, const std::string& policy_name,
       {{"name", "HOME"}, {"value", kScratchDir}},
       {{"name", "TMPDIR"}, {"value", kScratchDir}},
       {{"name", "HF_HOME"}, {"value", std::string(kScratchDir) + "/huggingface"}},
+      // The hardened uid (65532) has no passwd entry in the servers' images, and torch's
+      // compile caches ask for the user name (getpass.getuser() reads these first).
+      {{"name", "USER"}, {"value", "sluice"}},
+      {{"name", "LOGNAME"}, {"value", "sluice"}},
+      {{"name", "TORCHINDUCTOR_CACHE_DIR"}, {"value", std::string(kScratchDir) + "/torchinductor"}},
+      {{"name", "TRITON_CACHE_DIR"}, {"value", std::string(kScratchDir) + "/triton"}},
   });
   if (vllm) env.push_back({{"name", "VLLM_SERVER_DEV_MODE"}, {"value", "1"}});
   for (const json& e : tmpl.value("env", json::array())) env.push_back(e);

@@ -10,10 +10,13 @@
 //                       one address each (docs/local-cluster.md), so 127.0.0.1:8000 would clash
 //                       between replicas.
 //   the served name     the Policy's name, given to both (--served-model-name).
-//   the model           the Policy's model directory, which both mount: spec.model.source pvc
-//                       (the claim at PolicyModelDir(<policy>), policy_model_volumes.h, plus
-//                       pvc.path) or path. A builtin or uri source has no directory the server
-//                       can read, so the controller refuses such a pool (ExternalEngineModelDir).
+//   the model           the Policy's model directory: spec.model.source pvc (the claim at
+//                       PolicyModelDir(<policy>), policy_model_volumes.h, plus pvc.path, mounted
+//                       in both containers) or path (a directory that must exist in the server's
+//                       image or on the node as it is: nothing mounts it). A builtin or uri
+//                       source has no directory the server can read, so the controller refuses
+//                       such a pool (ExternalEngineModelDir), as it does while the served Policy
+//                       does not exist.
 //   the weights volume  the emptyDir "weights" at /var/lib/sluice/weights: the worker writes each
 //                       fetched version there and asks the server to reload it; the server
 //                       mounts it read-only.
@@ -25,18 +28,22 @@
 //              entrypoint); vllm uses its image's entrypoint (`vllm serve` or the OpenAI API
 //              server module; both take the flags below).
 //   args       vllm:   --model DIR --served-model-name P --host $(POD_IP) --port 8000
-//                      --tensor-parallel-size N --max-num-batched-tokens T --max-num-seqs S
-//                      --gpu-memory-utilization F
+//                      --dtype D --tensor-parallel-size N --max-num-batched-tokens T
+//                      --max-num-seqs S --gpu-memory-utilization F --generation-config vllm
 //              sglang: --model-path DIR --served-model-name P --host $(POD_IP) --port 8000
-//                      --tp-size N --max-prefill-tokens T --max-running-requests S
+//                      --dtype D --tp-size N --max-prefill-tokens T --max-running-requests S
 //                      --mem-fraction-static F
-//              from spec.engine {tensorParallelSize, maxBatchTokens, maxConcurrentSequences,
-//              kvCacheFraction}, then spec.engine.args appended verbatim (they are the
-//              engine's arguments; with the builtin engine they go to sluice-rollout).
+//              D is the Policy's spec.model.dtype; N, T, S, F spec.engine's tensorParallelSize,
+//              maxBatchTokens, maxConcurrentSequences and kvCacheFraction (the servers read F
+//              as their share of the whole accelerator memory, weights included); then
+//              spec.engine.args appended verbatim (they are the engine's arguments; with the
+//              builtin engine they go to sluice-rollout).
 //   env        POD_IP (downward API), HOME=/tmp, TMPDIR=/tmp, HF_HOME=/tmp/huggingface (the
 //              servers write caches under $HOME; the root file system is read-only),
-//              VLLM_SERVER_DEV_MODE=1 for vllm (the reload endpoints exist only in dev mode,
-//              docs/rollout.md), then spec.template.env verbatim (it reaches both containers).
+//              USER=LOGNAME=sluice (the hardened uid has no passwd entry in the servers' images,
+//              and torch asks for the user name), TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR
+//              under /tmp, VLLM_SERVER_DEV_MODE=1 for vllm (the reload endpoints exist only in
+//              dev mode, docs/rollout.md), then spec.template.env verbatim (both containers).
 //   resources  WorkerResources(spec.template.resources, kRolloutDefaultRequests): the replica's
 //              GPUs, cpu and memory are the server's; sluice-rollout then requests only
 //              kExternalEngineWorkerRequests.
@@ -77,10 +84,10 @@ bool UsesExternalEngine(const nlohmann::json& pool);
 // "spec.model.source" for a builtin or uri source.
 Result<std::string> ExternalEngineModelDir(const nlohmann::json& policy);
 
-// The "engine" container of a replica of `pool` serving `policy_name` from `model_dir`;
-// `model_mounts` are the Policies' claim mounts (PolicyModelVolumes::mounts).
-nlohmann::json ExternalEngineContainer(const nlohmann::json& pool, const std::string& policy_name,
-                                       const std::string& model_dir,
+// The "engine" container of a replica of `pool` serving `policy` (the Policy object: its name,
+// ExternalEngineModelDir, empty when it has none, and spec.model.dtype); `model_mounts` are the
+// Policies' claim mounts (PolicyModelVolumes::mounts).
+nlohmann::json ExternalEngineContainer(const nlohmann::json& pool, const nlohmann::json& policy,
                                        const nlohmann::json& model_mounts,
                                        const WorkerImages& images);
 

@@ -175,12 +175,12 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
   const bool external = UsesExternalEngine(pool);
   // With an external engine the served Policy (the one spec.policies names) and its directory.
   std::string served;
-  std::string model_dir;
+  json served_policy = {{"metadata", json::object()}};
   if (external) {
     served = policies.empty() ? "" : policies.front();
+    served_policy["metadata"]["name"] = served;
     for (const json& p : hosted_policies) {
-      if (Name(p) != served) continue;
-      if (Result<std::string> dir = ExternalEngineModelDir(p); dir.ok()) model_dir = *dir;
+      if (Name(p) == served) served_policy = p;
     }
     args.push_back("--engine-url=http://$(POD_IP):" + std::to_string(kEnginePort));
     args.push_back("--served-model-name=" + served);
@@ -257,7 +257,7 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
       {"volumeMounts", mounts}};
   json containers = json::array({container});
   if (external) {
-    containers.push_back(ExternalEngineContainer(pool, served, model_dir, models.mounts, images));
+    containers.push_back(ExternalEngineContainer(pool, served_policy, models.mounts, images));
   }
 
   json spec = {

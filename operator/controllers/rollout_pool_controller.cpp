@@ -409,8 +409,16 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
     }
   }
 
-  // An external server loads its Policy from a directory both containers mount.
+  // An external server loads its Policy from a directory both containers mount; no replica is
+  // built before the Policy is known.
   if (UsesExternalEngine(pool)) {
+    if (hosted.empty() && informers_.policies != nullptr) {
+      SLUICE_RETURN_IF_ERROR(write_blocked(
+          "PolicyNotFound", "spec.policies: Policy " +
+                                pool.value("/spec/policies/0"_json_pointer, std::string()) +
+                                " not found in " + ns + "; the engine server needs its model"));
+      return ReconcileResult{};  // The Policy's creation re-triggers this pool (Watch).
+    }
     for (const json& p : hosted) {
       if (Result<std::string> dir = ExternalEngineModelDir(p); !dir.ok()) {
         SLUICE_RETURN_IF_ERROR(

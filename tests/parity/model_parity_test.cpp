@@ -184,6 +184,7 @@ TEST_P(TransformersModelParityTest, TransformersComputesTheLogitsOfSluiceExports
     for (size_t m = 0; m < 3; ++m) {
       const torch::Tensor theirs = JsonLogits(response["models"][m]["logits"][s]);
       const torch::Tensor expected = m == 2 ? SluiceLogits(*bf16, sequences[s]) : own;
+      ASSERT_EQ(expected.sizes(), theirs.sizes()) << request["models"][m]["dir"];
       const Comparison c = Compare(expected, theirs);
       EXPECT_LE(c.worst_excess, 0.0) << GetParam() << " " << request["models"][m]["dir"]
                                      << " sequence " << s << ": max |diff| " << c.max_abs_diff;

@@ -3,9 +3,10 @@
 //
 // The interpreter is Debian's /usr/bin/python3 with PYTHONPATH set to the pinned packages of
 // scripts/python-requirements.txt: $SLUICE_PYTHON_DEPS when set, else the .deps/python folder
-// that scripts/install-python-deps.sh fills (`make test` runs it). A missing folder is a test
-// failure that says how to install it, never a skip: CI installs the packages, so a parity test
-// that did not run would hide a regression.
+// that scripts/install-python-deps.sh fills (`make test` runs it). A missing folder, or one whose
+// stamp is not the sha256 of scripts/python-requirements.txt as it is now (checked for the
+// default folder only), is a test failure that says how to install it, never a skip: CI installs
+// the packages, so a parity test that did not run would hide a regression.
 //
 // Thread safety: none needed (tests call these from the test thread). Paths are absolute.
 #pragma once
@@ -73,6 +74,23 @@ inline ReferenceRun RunReference(const std::vector<std::string>& args) {
     run.output = "the pinned Python packages are not in " + deps.string() +
                  ": run `bash scripts/install-python-deps.sh` (make test does)";
     return run;
+  }
+  // Installed from the requirements as they are now (the script's stamp), not an older set.
+  if (!std::getenv("SLUICE_PYTHON_DEPS")) {
+    std::ifstream stamp(deps / ".sluice-requirements.sha256");
+    std::string installed;
+    stamp >> installed;
+    // As the script computes it: the pins without the comment lines.
+    FILE* sum = ::popen(
+        ("grep -v '^#' " + ShellQuote(SLUICE_REQUIREMENTS_FILE) + " | sha256sum").c_str(), "r");
+    char buf[65] = {};
+    const bool read = sum != nullptr && std::fread(buf, 1, 64, sum) == 64;
+    if (sum != nullptr) ::pclose(sum);
+    if (!read || installed != std::string(buf, 64)) {
+      run.output = deps.string() + " was installed from another " SLUICE_REQUIREMENTS_FILE
+                                   ": run `bash scripts/install-python-deps.sh` (make test does)";
+      return run;
+    }
   }
   std::string command = "PYTHONPATH=" + ShellQuote(deps.string()) + " /usr/bin/python3 " +
                         ShellQuote(SLUICE_PARITY_SCRIPT);

@@ -86,7 +86,8 @@ TEST(ExternalEngineTest, TheServerLoadsThePolicysDirectory) {
 TEST(ExternalEngineTest, AVllmReplicaRunsTheServerBesideTheWorker) {
   WorkerImages images;
   images.rollout = "registry.local/rollout:9";
-  const json policy = PolicyWithSource("actor", {{"pvc", {{"claimName", "w"}, {"path", "/m"}}}});
+  json policy = PolicyWithSource("actor", {{"pvc", {{"claimName", "w"}, {"path", "/m"}}}});
+  policy["spec"]["model"]["dtype"] = "float16";
   const json pod = DesiredReplicaPod(VllmPool(), {policy}, nullptr, 0, Dataflow(), images);
   const json& spec = pod["spec"];
   ASSERT_EQ(spec["containers"].size(), 2u);
@@ -118,6 +119,8 @@ TEST(ExternalEngineTest, AVllmReplicaRunsTheServerBesideTheWorker) {
                                               "$(POD_IP)",
                                               "--port",
                                               "8000",
+                                              "--dtype",
+                                              "float16",
                                               "--tensor-parallel-size",
                                               "2",
                                               "--max-num-batched-tokens",
@@ -126,6 +129,8 @@ TEST(ExternalEngineTest, AVllmReplicaRunsTheServerBesideTheWorker) {
                                               "128",
                                               "--gpu-memory-utilization",
                                               "0.9",
+                                              "--generation-config",
+                                              "vllm",
                                               "--enforce-eager",
                                               "--seed=7"};
   EXPECT_EQ(Strings(engine["args"]), want_args);
@@ -133,6 +138,9 @@ TEST(ExternalEngineTest, AVllmReplicaRunsTheServerBesideTheWorker) {
       {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
       {"name": "HOME", "value": "/tmp"}, {"name": "TMPDIR", "value": "/tmp"},
       {"name": "HF_HOME", "value": "/tmp/huggingface"},
+      {"name": "USER", "value": "sluice"}, {"name": "LOGNAME", "value": "sluice"},
+      {"name": "TORCHINDUCTOR_CACHE_DIR", "value": "/tmp/torchinductor"},
+      {"name": "TRITON_CACHE_DIR", "value": "/tmp/triton"},
       {"name": "VLLM_SERVER_DEV_MODE", "value": "1"},
       {"name": "LOG_LEVEL", "value": "debug"}])"));
   EXPECT_EQ(engine["resources"]["limits"],
@@ -180,6 +188,7 @@ TEST(ExternalEngineTest, AnSglangReplicaStartsItsServerModuleFromTheOperatorsIma
   EXPECT_EQ(engine["image"], "mirror.local/sglang:pinned");
   EXPECT_EQ(Strings(engine["command"]),
             (std::vector<std::string>{"python3", "-m", "sglang.launch_server"}));
+  // Without spec.model.dtype: the CRD's default, bfloat16.
   const std::vector<std::string> want_args = {"--model-path",
                                               "/models/q",
                                               "--served-model-name",
@@ -188,6 +197,8 @@ TEST(ExternalEngineTest, AnSglangReplicaStartsItsServerModuleFromTheOperatorsIma
                                               "$(POD_IP)",
                                               "--port",
                                               "8000",
+                                              "--dtype",
+                                              "bfloat16",
                                               "--tp-size",
                                               "2",
                                               "--max-prefill-tokens",
