@@ -1,5 +1,6 @@
 #include "workers/trainer/verifier_warm_start.h"
 
+#include <algorithm>
 #include <charconv>
 #include <system_error>
 #include <utility>
@@ -65,6 +66,21 @@ std::optional<std::string> PerturbAnswer(std::string_view answer, uint64_t key) 
   return ChangeDigit(answer, h >> 4);
 }
 
+std::string VerifierTrace(std::string_view candidate, std::string_view reference) {
+  std::string trace;
+  const size_t n = std::max(candidate.size(), reference.size());
+  trace.reserve(4 * n);
+  for (size_t i = 0; i < n; ++i) {
+    const char c = i < candidate.size() ? candidate[i] : '_';
+    const char r = i < reference.size() ? reference[i] : '_';
+    trace += c;
+    trace += r;
+    trace += c == r && i < candidate.size() && i < reference.size() ? '=' : 'x';
+    trace += ' ';
+  }
+  return trace;
+}
+
 Result<VerifierCandidate> PickVerifierCandidate(const dataflow::PromptRow& row, size_t index,
                                                 uint64_t seed) {
   SLUICE_RETURN_IF_ERROR(CheckHasAnswer(row));
@@ -103,9 +119,10 @@ Result<dataflow::Batch> VerifierWarmStartBatch(std::span<const dataflow::PromptR
                             PickVerifierCandidate(row, index, seed));
     const std::string verdict =
         rollout::FormatFinalAnswer(format, candidate.correct ? "yes" : "no");
+    const std::string judgement = VerifierTrace(candidate.answer, row.answer) + verdict;
     // The workflow must read the verdict back as meant (markers that swallow it would teach the
     // opposite of what is rewarded).
-    if (SolveAndVerifyWorkflow::IsYes(rollout::ExtractFinalAnswer(format, verdict)) !=
+    if (SolveAndVerifyWorkflow::IsYes(rollout::ExtractFinalAnswer(format, judgement)) !=
         candidate.correct) {
       return Status::InvalidArgument(
           "the workflow would not read the verdict \"" + verdict +
@@ -123,9 +140,9 @@ Result<dataflow::Batch> VerifierWarmStartBatch(std::span<const dataflow::PromptR
     solved.push_back(end);
     transcript.AppendContext(solved);
     SLUICE_ASSIGN_OR_RETURN(const std::vector<int32_t> request,
-                            SolveAndVerifyWorkflow::EncodeVerifyRequest(text, solved, format));
+                            SolveAndVerifyWorkflow::EncodeVerifyRequest(text, solved));
     transcript.AppendContext(request);
-    std::vector<int32_t> judged = text.tokenizer->EncodeOrdinary(verdict);
+    std::vector<int32_t> judged = text.tokenizer->EncodeOrdinary(judgement);
     judged.push_back(end);
     SLUICE_RETURN_IF_ERROR(
         transcript.AppendGenerated(SupervisedTurn(std::move(judged), version), 0));

@@ -42,15 +42,9 @@ Status CheckSharedVocabulary(const PolicyText& solver, const PolicyText& verifie
 
 }  // namespace
 
-std::string SolveAndVerifyWorkflow::VerifyInstruction(const ToolCallFormat& format) {
-  return "Verify the answer above. Reply with your reasoning and end with " +
-         FormatFinalAnswer(format, "yes") + " if it is correct or " +
-         FormatFinalAnswer(format, "no") + " if not.";
-}
-
 Result<std::vector<int32_t>> SolveAndVerifyWorkflow::EncodeVerifyRequest(
-    const PolicyText& text, std::span<const int32_t> solver_turn, const ToolCallFormat& format) {
-  return EncodeFollowUp(text, solver_turn, {"user", VerifyInstruction(format)});
+    const PolicyText& text, std::span<const int32_t> solver_turn) {
+  return EncodeFollowUp(text, solver_turn, {"user", std::string(kVerifyInstruction)});
 }
 
 bool SolveAndVerifyWorkflow::IsYes(std::string_view verdict) {
@@ -132,7 +126,7 @@ Result<SampleOutcome> SolveAndVerifyWorkflow::RunEpisode(
       break;
     }
     SLUICE_ASSIGN_OR_RETURN(const std::vector<int32_t> verify,
-                            EncodeVerifyRequest(text, solved.tokens, options_.format));
+                            EncodeVerifyRequest(text, solved.tokens));
     transcript.AppendContext(verify);
     SLUICE_ASSIGN_OR_RETURN(const Completion judged,
                             take_turn(options_.verifier_policy, verifier_owner));

@@ -5,7 +5,7 @@
 // One sample's transcript:
 //   [system] user question, assistant opening                         context
 //   solver's answer                                                    owner 0
-//   user VerifyInstruction, assistant opening                          context
+//   user kVerifyInstruction, assistant opening                          context
 //   verifier's verdict (ExtractFinalAnswer: "yes", any case; else no)  owner 1
 //   on "no" with attempts left: user kRetryInstruction, assistant opening, then solver and
 //   verifier again.
@@ -43,10 +43,11 @@ namespace sluice::rollout {
 
 class SolveAndVerifyWorkflow final : public Workflow {
  public:
-  // The user message asking for a verdict, with the format's answer markers ("Verify the answer
-  // above. Reply with your reasoning and end with <answer>yes</answer> if it is correct or
-  // <answer>no</answer> if not." with the defaults).
-  static std::string VerifyInstruction(const ToolCallFormat& format);
+  // The user message asking for a verdict. Short on purpose: with a tiny model a long
+  // instruction dilutes attention over the prompt and the answer it must compare (a 125-character
+  // one delayed learning 2.5x in a replica, docs/examples.md); the verdict's format comes from the
+  // verifier's warm start, which writes it after a comparison trace.
+  static constexpr std::string_view kVerifyInstruction = "Check the answer.";
   static constexpr std::string_view kRetryInstruction =
       "The verifier rejected the answer. Try again.";
 
@@ -55,10 +56,9 @@ class SolveAndVerifyWorkflow final : public Workflow {
   //
   // The tokens that follow the solver's turn `solver_turn` (its tokens as generated: ending with
   // the end-of-turn marker, or cut without it) to ask for a verdict: the user message
-  // VerifyInstruction(format) and the next assistant opening (EncodeFollowUp's errors).
+  // kVerifyInstruction and the next assistant opening (EncodeFollowUp's errors).
   static Result<std::vector<int32_t>> EncodeVerifyRequest(const PolicyText& text,
-                                                          std::span<const int32_t> solver_turn,
-                                                          const ToolCallFormat& format);
+                                                          std::span<const int32_t> solver_turn);
   // Whether a verdict (ExtractFinalAnswer of the verifier's turn) accepts the answer: "yes" in any
   // case, surrounding whitespace ignored; anything else rejects it.
   static bool IsYes(std::string_view verdict);

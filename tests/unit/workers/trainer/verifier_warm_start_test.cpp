@@ -158,8 +158,29 @@ TEST(PickVerifierCandidateTest, RowsItCannotUseAreRefusedByName) {
   EXPECT_EQ(outside.status().code(), StatusCode::kInvalidArgument);
 }
 
-// The layout spelled out with the plain template: only the verdict and its end are trained.
-TEST(VerifierWarmStartBatchTest, TokenLayoutTrainsTheVerdictOnly) {
+TEST(VerifierTraceTest, ComparesCharacterByCharacter) {
+  struct Case {
+    const char* candidate;
+    const char* reference;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"1285", "1284", "11= 22= 88= 54x "},
+      {"1284", "1284", "11= 22= 88= 44= "},
+      {"12", "123", "11= 22= _3x "},       // Too short: the missing place is wrong.
+      {"1234", "12", "11= 22= 3_x 4_x "},  // Too long.
+      {"", "7", "_7x "},
+      {"", "", ""},
+      {"_", "", "__x "},  // A '_' past the reference's end still differs from nothing.
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(VerifierTrace(c.candidate, c.reference), c.want) << c.candidate << " " << c.reference;
+  }
+}
+
+// The layout spelled out with the plain template: only the trace, the verdict and its end are
+// trained.
+TEST(VerifierWarmStartBatchTest, TokenLayoutTrainsTheTraceAndVerdictOnly) {
   const rollout::PolicyText text = PlainCharPolicy();
   std::vector<dataflow::PromptRow> split;
   for (int i = 0; i < 16; ++i) {
@@ -187,11 +208,12 @@ TEST(VerifierWarmStartBatchTest, TokenLayoutTrainsTheVerdictOnly) {
       SCOPED_TRACE(row.id);
       const VerifierCandidate candidate = PickVerifierCandidate(row, picked[k], 11).value();
       (candidate.correct ? saw_yes : saw_no) = true;
-      const std::string verdict =
-          format.answer_open + (candidate.correct ? "yes" : "no") + format.answer_close + "<|end|>";
+      const std::string verdict = VerifierTrace(candidate.answer, row.answer) + format.answer_open +
+                                  (candidate.correct ? "yes" : "no") + format.answer_close +
+                                  "<|end|>";
       const std::string context = "<|user|>\n" + row.prompt + "<|end|>\n<|assistant|>\n" +
                                   candidate.answer + "<|end|>\n<|user|>\n" +
-                                  rollout::SolveAndVerifyWorkflow::VerifyInstruction(format) +
+                                  std::string(rollout::SolveAndVerifyWorkflow::kVerifyInstruction) +
                                   "<|end|>\n<|assistant|>\n";
       const dataflow::Sample& s = batch->samples[k];
       EXPECT_TRUE(dataflow::ValidateSample(s).ok()) << dataflow::ValidateSample(s).ToString();
@@ -254,6 +276,7 @@ TEST(VerifierWarmStartBatchTest, IsTokenForTokenWhatTheWorkflowShowsItsVerifier)
     SCOPED_TRACE(split[i].id);
     const VerifierCandidate candidate = PickVerifierCandidate(split[i], i, 29).value();
     const std::string verdict =
+        VerifierTrace(candidate.answer, split[i].answer) +
         rollout::FormatFinalAnswer(format, candidate.correct ? "yes" : "no");
     ScriptedBackend backend(ScriptedBackend::Queue(
         {{"solver-p", {candidate.answer + "<|end|>"}}, {"judge", {verdict + "<|end|>"}}}));

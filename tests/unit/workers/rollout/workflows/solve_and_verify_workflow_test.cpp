@@ -105,7 +105,7 @@ void ExpectLayout(const dataflow::Sample& s, const std::vector<Part>& parts) {
 }
 
 const std::string kVerify = "\n<|user|>\n" +
-                            SolveAndVerifyWorkflow::VerifyInstruction(ToolCallFormat{}) +
+                            std::string(SolveAndVerifyWorkflow::kVerifyInstruction) +
                             "<|end|>\n<|assistant|>\n";
 const std::string kRetry =
     "\n<|user|>\nThe verifier rejected the answer. Try again.<|end|>\n"
