@@ -46,8 +46,8 @@ demo: deps build
 example-arithmetic: deps build
 	@SLUICE_DEMO_MANIFEST=$(CURDIR)/examples/arithmetic-grpo.yaml bash scripts/demo.sh $(BUILD_DIR)
 
-# Two trainers and a verifier turn in every episode: about 13 minutes on 2 cores, past the demo's
-# 900 s limit.
+# Two trainers, 700 warm-start steps each and a verifier turn in every episode: about 8 minutes on
+# 2 cores; the limit allows for slower machines.
 example-solve-and-verify: deps build
 	@SLUICE_DEMO_MANIFEST=$(CURDIR)/examples/solve-and-verify.yaml bash scripts/demo.sh $(BUILD_DIR) \
 	  --timeout 1500
