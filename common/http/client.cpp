@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 
+#include "common/http/bulk_exchange.h"
 #include "common/http/json_body.h"
 
 namespace sluice::http {
@@ -309,8 +310,9 @@ Result<Response> Client::Stream(Request request,
 Result<Response> Client::Execute(Request& request,
                                  const std::function<bool(const Response&)>* on_head,
                                  const std::function<bool(std::string_view)>* on_data) {
-  const bool idempotent = IsIdempotent(request);
   const bool streaming = on_data != nullptr;
+  if (request.bulk_body && !streaming && !url_.tls()) return ExecuteBulk(request);
+  const bool idempotent = IsIdempotent(request);
   const std::string target = url_.path + request.path;
   const std::string what = request.method + " " + url_.ToString() + request.path;
   constexpr size_t kMaxErrorBody = 64 << 10;
@@ -406,18 +408,10 @@ Result<Response> Client::Execute(Request& request,
         out.headers = std::move(hres.headers);
       }
       Release(std::move(conn));
-      const bool may_retry = IsRetryableStatus(out.status) && attempt + 1 < options_.max_attempts &&
-                             (out.status == 429 || idempotent);
-      if (!may_retry) return out;
-      std::chrono::milliseconds delay = BackoffDelay(options_.backoff, attempt, UnitRandom());
-      if (auto after = ParseRetryAfter(out.Header("Retry-After"))) {
-        delay = std::min(*after, options_.max_retry_after);
-      }
-      if (request.cancel) {
-        if (request.cancel->WaitFor(delay)) return Status::Cancelled(what + ": cancelled");
-      } else {
-        clock_->SleepFor(delay);
-      }
+      const std::optional<std::chrono::milliseconds> delay =
+          RetryDelayForStatus(out, attempt, idempotent);
+      if (!delay) return out;
+      if (SleepBeforeRetry(request, *delay)) return Status::Cancelled(what + ": cancelled");
       continue;
     }
     if (too_large) {
@@ -446,11 +440,117 @@ Result<Response> Client::Execute(Request& request,
                            error != httplib::Error::SSLServerVerification &&
                            error != httplib::Error::SSLLoadingCerts;
     if (!may_retry) return Status(code, std::move(message));
-    const std::chrono::milliseconds delay = BackoffDelay(options_.backoff, attempt, UnitRandom());
-    if (request.cancel) {
-      if (request.cancel->WaitFor(delay)) return Status::Cancelled(what + ": cancelled");
+    if (SleepBeforeRetry(request, BackoffDelay(options_.backoff, attempt, UnitRandom()))) {
+      return Status::Cancelled(what + ": cancelled");
+    }
+  }
+}
+
+std::optional<std::chrono::milliseconds> Client::RetryDelayForStatus(const Response& out,
+                                                                     int attempt,
+                                                                     bool idempotent) const {
+  const bool may_retry = IsRetryableStatus(out.status) && attempt + 1 < options_.max_attempts &&
+                         (out.status == 429 || idempotent);
+  if (!may_retry) return std::nullopt;
+  std::chrono::milliseconds delay = BackoffDelay(options_.backoff, attempt, UnitRandom());
+  if (auto after = ParseRetryAfter(out.Header("Retry-After"))) {
+    delay = std::min(*after, options_.max_retry_after);
+  }
+  return delay;
+}
+
+bool Client::SleepBeforeRetry(const Request& request, std::chrono::milliseconds delay) const {
+  if (request.cancel) return request.cancel->WaitFor(delay);
+  clock_->SleepFor(delay);
+  return false;
+}
+
+Result<std::string> Client::BulkRequestBytes(const Request& request) const {
+  const auto bad = [](std::string_view s) {
+    return s.find_first_of("\r\n") != std::string_view::npos;
+  };
+  const std::string target = url_.path + request.path;
+  if (bad(target) || target.find(' ') != std::string::npos) {
+    return Status::InvalidArgument("the request path has a space, CR or LF", "path");
+  }
+  const std::string& name = options_.tls.server_name.empty() ? url_.host : options_.tls.server_name;
+  std::string host = name.find(':') != std::string::npos ? "[" + name + "]" : name;
+  if (url_.port != 80) host += ":" + std::to_string(url_.port);
+  std::string out = request.method + " " + target + " HTTP/1.1\r\nHost: " + host +
+                    "\r\nUser-Agent: " + options_.user_agent + "\r\nConnection: close\r\n";
+  if (options_.token) out += "Authorization: Bearer " + options_.token->Get() + "\r\n";
+  for (const auto& [key, value] : request.headers) {
+    if (bad(key) || bad(value)) {
+      return Status::InvalidArgument("header " + key + " has a CR or LF", "headers");
+    }
+    out += key + ": " + value + "\r\n";
+  }
+  if (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
+      request.method == "PATCH") {
+    out += "Content-Type: " +
+           (request.content_type.empty() ? std::string("application/octet-stream")
+                                         : request.content_type) +
+           "\r\nContent-Length: " + std::to_string(request.body.size()) + "\r\n";
+  }
+  out += "\r\n";
+  out += request.body;
+  return out;
+}
+
+Result<Response> Client::ExecuteBulk(Request& request) {
+  const bool idempotent = IsIdempotent(request);
+  const std::string what = request.method + " " + url_.ToString() + request.path;
+  SLUICE_ASSIGN_OR_RETURN(const std::string bytes, BulkRequestBytes(request));
+  for (int attempt = 0;; ++attempt) {
+    if (request.cancel && request.cancel->IsCancelled()) {
+      return Status::Cancelled(what + ": cancelled");
+    }
+    BulkExchangeResult r;
+    Result<std::string> address = ConnectAddress();
+    if (address.ok()) {
+      BulkExchangeOptions o;
+      o.address = *address;
+      o.port = url_.port;
+      o.connect_timeout = options_.connect_timeout;
+      o.read_timeout = options_.read_timeout;
+      o.write_timeout = options_.write_timeout;
+      o.max_response_bytes = options_.max_response_bytes;
+      r = BulkExchange(o, bytes, request.cancel);
     } else {
-      clock_->SleepFor(delay);
+      r.failure = BulkFailure::kConnect;
+      r.message = address.status().message();
+    }
+    if (r.failure == BulkFailure::kNone) {
+      Response out;
+      out.status = r.status;
+      out.headers = std::move(r.headers);
+      out.body = std::move(r.body);
+      const std::optional<std::chrono::milliseconds> delay =
+          RetryDelayForStatus(out, attempt, idempotent);
+      if (!delay) return out;
+      if (SleepBeforeRetry(request, *delay)) return Status::Cancelled(what + ": cancelled");
+      continue;
+    }
+    const std::string message = what + ": " + r.message;
+    switch (r.failure) {
+      case BulkFailure::kCancelled:
+        return Status::Cancelled(what + ": cancelled");
+      case BulkFailure::kTooLarge:
+        return Status(StatusCode::kTooLarge, message);
+      case BulkFailure::kMalformed:
+        return Status::Unavailable(message);  // Not retried: the server would answer the same.
+      default:
+        break;
+    }
+    const StatusCode code = r.failure == BulkFailure::kConnectTimeout ||
+                                    (r.failure == BulkFailure::kReadTimeout && r.got_head)
+                                ? StatusCode::kDeadlineExceeded
+                                : StatusCode::kUnavailable;
+    if (!idempotent || r.got_head || attempt + 1 >= options_.max_attempts) {
+      return Status(code, message);
+    }
+    if (SleepBeforeRetry(request, BackoffDelay(options_.backoff, attempt, UnitRandom()))) {
+      return Status::Cancelled(what + ": cancelled");
     }
   }
 }

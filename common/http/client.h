@@ -82,6 +82,11 @@ struct Request {
   std::string content_type;                 // Set with a body.
   std::optional<bool> idempotent;           // Overrides the method's idempotency for retries.
   std::optional<CancellationToken> cancel;  // Stops retries and streams when cancelled.
+  // A large response body is expected (a trainer's batch): over http://, Send reads it with
+  // BulkExchange (bulk_exchange.h: large reads, one connection per request) instead of
+  // cpp-httplib's 4 KiB reads. Same results, retries and errors either way; ignored for https
+  // and for Stream.
+  bool bulk_body = false;
 };
 
 struct Response {
@@ -130,6 +135,15 @@ class Client {
   bool IsIdempotent(const Request& request) const;
   Result<Response> Execute(Request& request, const std::function<bool(const Response&)>* on_head,
                            const std::function<bool(std::string_view)>* on_data);
+  Result<Response> ExecuteBulk(Request& request);
+  // The request's bytes for BulkExchange; InvalidArgument for a CR or LF in the path or a header.
+  Result<std::string> BulkRequestBytes(const Request& request) const;
+  // How long to wait before retrying a request answered with `out`'s status (429, 502, 503, 504
+  // where the request may be repeated, attempts left); nullopt: return `out` as it is.
+  std::optional<std::chrono::milliseconds> RetryDelayForStatus(const Response& out, int attempt,
+                                                               bool idempotent) const;
+  // Sleeps `delay` before a retry; true when the request was cancelled meanwhile.
+  bool SleepBeforeRetry(const Request& request, std::chrono::milliseconds delay) const;
 
   ClientOptions options_;
   Url url_;

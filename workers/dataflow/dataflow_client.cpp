@@ -50,6 +50,7 @@ Result<std::optional<std::string>> DataflowClient::TakeBatchFrame(const std::str
   req.path = "/v1/batches/" + policy + "?groups=" + std::to_string(groups) +
              "&wait=" + std::to_string(wait.count());
   req.cancel = cancel;
+  req.bulk_body = true;  // Up to hundreds of MB: read in large pieces (bulk_exchange.h).
   Result<http::Response> res = client_->Send(std::move(req));
   if (!res.ok()) return res.status();
   if (res->status == 204) return std::optional<std::string>();
