@@ -599,7 +599,7 @@ struct DataflowStatus {
   std::optional<int64_t> prompts_total;
   // Trajectories dropped as stale over all Policies.
   std::optional<int64_t> stale_dropped;
-  // Accepted trajectories per second, averaged over the last minute.
+  // Accepted trajectories per second over the latest span of at least 5 seconds.
   std::optional<double> trajectories_per_second;
 
   friend bool operator==(const DataflowStatus&, const DataflowStatus&) = default;

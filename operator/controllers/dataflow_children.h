@@ -83,4 +83,10 @@ nlohmann::json DataflowStatusFromWorker(const nlohmann::json& dataflow,
                                         const nlohmann::json& previous_status,
                                         double seconds_since_previous);
 
+// The shortest span, in seconds, over which trajectoriesPerSecond is measured: the controller
+// keeps one baseline sample until this long has passed, and until then republishes the last rate.
+// Reconciles come back to back (every status write is itself a watch event), so a rate over the
+// milliseconds between two of them would read no trajectory at all and publish 0.
+inline constexpr double kTrajectoryRateWindowSeconds = 5;
+
 }  // namespace sluice::controllers

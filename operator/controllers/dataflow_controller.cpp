@@ -253,12 +253,16 @@ json DataflowController::CurrentStatus(const json& df, const std::string& pod_st
         previous = last_[key];
       }
       const auto t = std::chrono::steady_clock::now();
+      const bool has_baseline = previous.status.is_object();
       const double elapsed =
-          previous.status.is_object() ? std::chrono::duration<double>(t - previous.at).count() : 0;
-      json fresh = DataflowStatusFromWorker(
-          df, worker, previous.status.is_object() ? previous.status : status, elapsed);
+          has_baseline ? std::chrono::duration<double>(t - previous.at).count() : 0;
+      // Within the rate window the baseline stays, and the published rate (in `status`) is kept.
+      const bool new_window = !has_baseline || elapsed >= kTrajectoryRateWindowSeconds;
+      json fresh = DataflowStatusFromWorker(df, worker,
+                                            has_baseline && new_window ? previous.status : status,
+                                            has_baseline && new_window ? elapsed : 0);
       for (auto& [k, v] : fresh.items()) status[k] = v;
-      {
+      if (new_window) {
         std::lock_guard<std::mutex> lock(mu_);
         last_[key] = {fresh, t};
       }

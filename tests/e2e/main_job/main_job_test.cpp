@@ -83,6 +83,16 @@ TEST(MainJobTest, TheDemoManifestTrainsThroughTheOperatorAndAccountsForEveryTraj
   EXPECT_NE(run.output.find(" -> " + n(kFinalVersion) + ")"), std::string::npos)
       << run.output << Diagnostics(cluster);
 
+  // The Dataflow published a live trajectory rate while it trained (`sluice run` records status
+  // every 2 s in progress.jsonl; the operator measures the rate over kTrajectoryRateWindowSeconds).
+  int rows_with_rate = 0;
+  std::ifstream progress(cluster.state() + "/experiments/" + kExample + "/progress.jsonl");
+  for (std::string line; std::getline(progress, line);) {
+    const json row = json::parse(line, nullptr, false);
+    if (row.is_object() && row.value("trajectoriesPerSecond", 0.0) > 0) ++rows_with_rate;
+  }
+  EXPECT_GT(rows_with_rate, 0) << "no progress row showed trajectoriesPerSecond > 0";
+
   const json job = cluster.Get(std::string("trainerjob ") + kExample);
   ASSERT_TRUE(job.is_object()) << Diagnostics(cluster);
   EXPECT_EQ(job.value("/status/phase"_json_pointer, ""), "Succeeded") << job.dump(2);
