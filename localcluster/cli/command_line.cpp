@@ -120,9 +120,15 @@ CommandSpec UpSpec() {
        "Helm chart (docs/operations.md).",
        std::nullopt, std::nullopt},
       {"prometheus", '\0', FlagType::kBool, "", "false",
-       "Also start /usr/bin/prometheus on 127.0.0.1:9090, scraping the API server, the node "
-       "agent and the pods annotated prometheus.io/scrape (the dataflow, rollout and trainer "
-       "pods; the node agent keeps their list in prometheus/targets/pods.json).",
+       "Also start /usr/bin/prometheus on 127.0.0.1:--prometheus-port, scraping the API server, "
+       "the node agent and the pods annotated prometheus.io/scrape (the dataflow, rollout and "
+       "trainer pods; the node agent keeps their list in prometheus/targets/pods.json), and give "
+       "the operator its URL (--prometheus-url), the default of RolloutPool "
+       "spec.autoscaling.prometheusURL.",
+       std::nullopt, std::nullopt},
+      IntFlag("prometheus-port", "N", 9090, "Port of Prometheus (HTTP on 127.0.0.1).", 1, 65535),
+      {"prometheus-scrape-interval", '\0', FlagType::kString, "DURATION", "15s",
+       "How often Prometheus scrapes every target, and evaluates rules (100ms to 1h).",
        std::nullopt, std::nullopt},
       IntFlag("timeout", "SECONDS", 60,
               "How long each component may take to become healthy (and the CRDs to be "
@@ -287,6 +293,19 @@ Result<Parsed<UpOptions>> ParseUp(const std::vector<std::string>& args,
   o.pod_ip_prefix = flags.GetString("pod-ip-prefix");
   o.run_operator = flags.GetBool("operator");
   o.prometheus = flags.GetBool("prometheus");
+  o.prometheus_port = static_cast<int>(flags.GetInt("prometheus-port"));
+  const std::string& scrape = flags.GetString("prometheus-scrape-interval");
+  Result<std::chrono::nanoseconds> interval = config::ParseDuration(scrape);
+  if (!interval.ok()) {
+    return Status::InvalidArgument("flag --prometheus-scrape-interval: " +
+                                   interval.status().message());
+  }
+  if (*interval < std::chrono::milliseconds(100) || *interval > std::chrono::hours(1) ||
+      *interval % std::chrono::milliseconds(1) != std::chrono::nanoseconds(0)) {
+    return Status::InvalidArgument("flag --prometheus-scrape-interval: " + scrape +
+                                   " is not a whole number of milliseconds from 100ms to 1h");
+  }
+  o.prometheus_scrape_interval = std::chrono::duration_cast<std::chrono::milliseconds>(*interval);
   o.timeout = std::chrono::seconds(flags.GetInt("timeout"));
   for (int port : {o.apiserver_port, o.node_port}) {
     if (port == o.operator_port || port == o.operator_port + 1) {
@@ -299,10 +318,15 @@ Result<Parsed<UpOptions>> ParseUp(const std::vector<std::string>& args,
     return Status::InvalidArgument("flags --apiserver-port and --node-port: both are " +
                                    std::to_string(o.node_port) + "; they must differ");
   }
-  if (o.prometheus && (o.apiserver_port == 9090 || o.node_port == 9090)) {
-    return Status::InvalidArgument(
-        "flag --prometheus: Prometheus listens on 9090, which --apiserver-port or --node-port "
-        "already uses");
+  if (o.prometheus) {
+    for (int port : {o.apiserver_port, o.node_port, o.operator_port, o.operator_port + 1}) {
+      if (port == o.prometheus_port) {
+        return Status::InvalidArgument(
+            "flag --prometheus-port: Prometheus would listen on " + std::to_string(port) +
+            ", which --apiserver-port, --node-port or --operator-port (or the next port) "
+            "already uses");
+      }
+    }
   }
   parsed.options = std::move(o);
   return parsed;

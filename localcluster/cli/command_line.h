@@ -3,7 +3,8 @@
 // returned as given (the commands make them absolute).
 //
 //   sluice up      [--config FILE] [--state-dir DIR] [--bin-dir DIR] [--apiserver-port N]
-//                  [--node-port N] [--[no-]operator] [--prometheus] [--timeout SECONDS]
+//                  [--node-port N] [--[no-]operator] [--prometheus] [--prometheus-port N]
+//                  [--prometheus-scrape-interval DURATION] [--timeout SECONDS]
 //   sluice down    [--state-dir DIR] [--timeout SECONDS]
 //   sluice status  [--state-dir DIR]
 //   sluice node    cordon|uncordon|fail|recover NODE [--state-dir DIR]
@@ -49,6 +50,8 @@ struct UpOptions {
   // cluster runs without one, e.g. to install the operator with the Helm chart.
   bool run_operator = true;
   bool prometheus = false;
+  int prometheus_port = 9090;  // On 127.0.0.1; the operator's --prometheus-url points at it.
+  std::chrono::milliseconds prometheus_scrape_interval{15000};
   std::chrono::seconds timeout{60};
 };
 

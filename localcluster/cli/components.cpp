@@ -100,6 +100,10 @@ ComponentSpec OperatorComponent(const ClusterPlan& plan) {
             "127.0.0.1:" + std::to_string(plan.operator_port),
             "--health-probe-bind-address",
             "127.0.0.1:" + std::to_string(plan.operator_port + 1)};
+  // The local Prometheus is every autoscaled pool's default (spec.autoscaling.prometheusURL).
+  if (plan.prometheus) {
+    c.args.insert(c.args.end(), {"--prometheus-url", PrometheusUrl(plan)});
+  }
   c.health = HttpHealth("http://127.0.0.1:" + std::to_string(plan.operator_port + 1), "/readyz");
   c.optional = true;
   return c;
@@ -111,8 +115,8 @@ ComponentSpec PrometheusComponent(const ClusterPlan& plan) {
   c.binary = plan.prometheus_binary;
   c.args = {"--config.file=" + plan.layout.PrometheusConfig(),
             "--storage.tsdb.path=" + plan.layout.PrometheusData(),
-            std::string("--web.listen-address=") + kPrometheusListen};
-  c.health = HttpHealth(std::string("http://") + kPrometheusListen, "/-/ready");
+            "--web.listen-address=127.0.0.1:" + std::to_string(plan.prometheus_port)};
+  c.health = HttpHealth(PrometheusUrl(plan), "/-/ready");
   c.dirs = {plan.layout.PrometheusDir(), plan.layout.PrometheusData()};
   PrometheusTargets targets;
   targets.apiserver_port = plan.apiserver_port;
@@ -120,8 +124,13 @@ ComponentSpec PrometheusComponent(const ClusterPlan& plan) {
   targets.apiserver_ca_file = plan.layout.ApiServerCa();
   targets.node_port = plan.node_port;
   targets.pod_targets_file = plan.layout.PrometheusPodTargets();
+  targets.scrape_interval = plan.prometheus_scrape_interval;
   c.files = {{plan.layout.PrometheusConfig(), RenderPrometheusConfig(targets)}};
   return c;
+}
+
+std::string PrometheusUrl(const ClusterPlan& plan) {
+  return "http://127.0.0.1:" + std::to_string(plan.prometheus_port);
 }
 
 std::vector<ComponentSpec> PlanComponents(const ClusterPlan& plan) {

@@ -16,6 +16,7 @@
 // Thread safety: pure functions and values.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -75,6 +76,8 @@ struct ClusterPlan {
   std::string pod_ip_prefix = "127.1";  // The node agent's pod addresses.
   bool run_operator = true;             // false: no operator component (`sluice up --no-operator`).
   bool prometheus = false;
+  int prometheus_port = 9090;  // Prometheus listens on 127.0.0.1:prometheus_port.
+  std::chrono::milliseconds prometheus_scrape_interval{15000};
   std::string prometheus_binary = "/usr/bin/prometheus";
 };
 
@@ -82,6 +85,8 @@ ComponentSpec ApiServerComponent(const StateLayout& layout, const std::string& b
 ComponentSpec NodeComponent(const ClusterPlan& plan);
 ComponentSpec OperatorComponent(const ClusterPlan& plan);
 ComponentSpec PrometheusComponent(const ClusterPlan& plan);
+// "http://127.0.0.1:<prometheus_port>".
+std::string PrometheusUrl(const ClusterPlan& plan);
 
 // Every component to start, in order: apiserver, node, operator (optional; with
 // plan.run_operator), prometheus (with plan.prometheus).

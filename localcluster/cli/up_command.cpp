@@ -64,6 +64,8 @@ int RunUp(const UpOptions& options, std::ostream& out, std::ostream& err) {
   plan.pod_ip_prefix = options.pod_ip_prefix;
   plan.run_operator = options.run_operator;
   plan.prometheus = options.prometheus;
+  plan.prometheus_port = options.prometheus_port;
+  plan.prometheus_scrape_interval = options.prometheus_scrape_interval;
   // Preflight: the programs first (a wrong --bin-dir is the likelier mistake), then the cluster
   // description, before anything starts.
   for (const ComponentSpec& c : PlanComponents(plan)) {
@@ -130,7 +132,7 @@ int RunUp(const UpOptions& options, std::ostream& out, std::ostream& err) {
       << "  export KUBECONFIG=" << plan.layout.Kubeconfig() << "\n"
       << "  kubectl get nodes\n"
       << "  sluice status" << state_flag << "\n";
-  if (plan.prometheus) out << "Prometheus: http://127.0.0.1:9090\n";
+  if (plan.prometheus) out << "Prometheus: " << PrometheusUrl(plan) << "\n";
   out << "Stop it with: sluice down" << state_flag << "\n";
   return kExitOk;
 }

@@ -85,13 +85,16 @@ TEST(CommandLineTest, UpDefaultsAndFlags) {
   EXPECT_EQ(p->options->apiserver_port, 6443);
   EXPECT_EQ(p->options->node_port, 10250);
   EXPECT_FALSE(p->options->prometheus);
+  EXPECT_EQ(p->options->prometheus_port, 9090);
+  EXPECT_EQ(p->options->prometheus_scrape_interval, std::chrono::seconds(15));
   EXPECT_TRUE(p->options->run_operator);
   EXPECT_EQ(p->options->timeout, std::chrono::seconds(60));
   EXPECT_EQ(p->options->cluster_config, "");
 
   p = ParseUp(
       {"--config", "c.yaml", "--state-dir", "/s", "--apiserver-port", "7443", "--node-port=11250",
-       "--prometheus", "--timeout", "5", "--bin-dir", "/b", "--no-operator"},
+       "--prometheus", "--timeout", "5", "--bin-dir", "/b", "--no-operator", "--prometheus-port",
+       "19090", "--prometheus-scrape-interval", "500ms"},
       kEnv);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->options->cluster_config, "c.yaml");
@@ -101,6 +104,8 @@ TEST(CommandLineTest, UpDefaultsAndFlags) {
   EXPECT_EQ(p->options->apiserver_port, 7443);
   EXPECT_EQ(p->options->node_port, 11250);
   EXPECT_TRUE(p->options->prometheus);
+  EXPECT_EQ(p->options->prometheus_port, 19090);
+  EXPECT_EQ(p->options->prometheus_scrape_interval, std::chrono::milliseconds(500));
   EXPECT_FALSE(p->options->run_operator);
   EXPECT_EQ(p->options->timeout, std::chrono::seconds(5));
 }
@@ -121,7 +126,25 @@ TEST(CommandLineTest, UpErrors) {
   EXPECT_NE(ParseUp({"--prometheus", "--node-port", "9090"}, kEnv)
                 .status()
                 .message()
-                .find("flag --prometheus"),
+                .find("flag --prometheus-port: Prometheus would listen on 9090"),
+            std::string::npos);
+  EXPECT_NE(ParseUp({"--prometheus", "--prometheus-port", "18081"}, kEnv)
+                .status()
+                .message()
+                .find("flag --prometheus-port: Prometheus would listen on 18081"),
+            std::string::npos);
+  // Without --prometheus the port is not taken, so it may coincide.
+  EXPECT_TRUE(ParseUp({"--node-port", "9090"}, kEnv).ok());
+  EXPECT_EQ(ParseUp({"--prometheus-scrape-interval", "50ms"}, kEnv).status().message(),
+            "flag --prometheus-scrape-interval: 50ms is not a whole number of milliseconds from "
+            "100ms to 1h");
+  EXPECT_EQ(ParseUp({"--prometheus-scrape-interval", "2h"}, kEnv).status().message(),
+            "flag --prometheus-scrape-interval: 2h is not a whole number of milliseconds from "
+            "100ms to 1h");
+  EXPECT_NE(ParseUp({"--prometheus-scrape-interval", "often"}, kEnv)
+                .status()
+                .message()
+                .find("flag --prometheus-scrape-interval: "),
             std::string::npos);
   EXPECT_NE(ParseUp({}, {}).status().message().find("HOME is not set"), std::string::npos);
   EXPECT_TRUE(ParseUp({"--state-dir", "/s"}, {}).ok());  // No HOME needed then.

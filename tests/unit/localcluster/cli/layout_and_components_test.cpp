@@ -106,12 +106,36 @@ TEST(ComponentsTest, PrometheusComponent) {
   ASSERT_EQ(p.files.size(), 1u);
   EXPECT_EQ(p.files[0].first, "/s/prometheus/prometheus.yml");
   EXPECT_NE(p.files[0].second.find("127.0.0.1:7443"), std::string::npos);
+  EXPECT_NE(p.files[0].second.find("  scrape_interval: 15s\n  evaluation_interval: 15s\n"),
+            std::string::npos);
+  // The operator's default Prometheus for autoscaled pools is this one.
+  std::vector<std::string> operator_args = PlanComponents(Plan(false))[2].args;
+  operator_args.insert(operator_args.end(), {"--prometheus-url", "http://127.0.0.1:9090"});
+  EXPECT_EQ(c[2].args, operator_args);
   EXPECT_NE(p.files[0].second.find("\"/s/prometheus/targets/pods.json\""), std::string::npos);
   // The node agent keeps the pods' target list only for Prometheus.
   std::vector<std::string> node_args = PlanComponents(Plan(false))[1].args;
   node_args.insert(node_args.end(),
                    {"--prometheus-targets-file", "/s/prometheus/targets/pods.json"});
   EXPECT_EQ(c[1].args, node_args);
+}
+
+// --prometheus-port and --prometheus-scrape-interval reach Prometheus, its config and the operator.
+TEST(ComponentsTest, PrometheusPortAndScrapeInterval) {
+  ClusterPlan plan = Plan(true);
+  plan.prometheus_port = 19090;
+  plan.prometheus_scrape_interval = std::chrono::milliseconds(500);
+  std::vector<ComponentSpec> c = PlanComponents(plan);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[3].args.back(), "--web.listen-address=127.0.0.1:19090");
+  EXPECT_EQ(c[3].health.base_url, "http://127.0.0.1:19090");
+  EXPECT_NE(c[3].files[0].second.find("  scrape_interval: 500ms\n  evaluation_interval: 500ms\n"),
+            std::string::npos);
+  EXPECT_EQ(c[2].args[c[2].args.size() - 2], "--prometheus-url");
+  EXPECT_EQ(c[2].args.back(), "http://127.0.0.1:19090");
+  plan.prometheus_scrape_interval = std::chrono::seconds(2);
+  EXPECT_NE(PlanComponents(plan)[3].files[0].second.find("  scrape_interval: 2s\n"),
+            std::string::npos);
 }
 
 TEST(ComponentsTest, KnownComponentsAndHealthFromCommandLine) {
