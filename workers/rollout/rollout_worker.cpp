@@ -491,29 +491,54 @@ bool RolloutWorker::BehindWithoutUpdate(const std::vector<dataflow::AnnouncedVer
 
 void RolloutWorker::MaybeUpdateWeights(const std::vector<dataflow::AnnouncedVersion>& versions) {
   if (updater_ == nullptr) return;
+  Clock& clock = options_.clock != nullptr ? *options_.clock : SystemClock::Instance();
   const std::map<std::string, int64_t> held = updater_->Versions();
-  std::lock_guard<std::mutex> lock(mu_);
+  const Clock::MonoTime now = clock.Now();
+  // Only the newest announcement of each policy is worth loading.
+  std::map<std::string, const dataflow::AnnouncedVersion*> newest;
   for (const dataflow::AnnouncedVersion& v : versions) {
+    const dataflow::AnnouncedVersion*& n = newest[v.policy];
+    if (n == nullptr || v.number > n->number) n = &v;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [policy, newest_version] : newest) {
+    const dataflow::AnnouncedVersion& v = *newest_version;
     auto h = held.find(v.policy);
     if (h == held.end() || v.number <= h->second) continue;
     if (updating_to_.count(v.policy) != 0) continue;  // One update per policy at a time.
+    auto backoff = update_backoff_.find(v.policy);
+    if (backoff != update_backoff_.end() && v.number <= backoff->second.version &&
+        now < backoff->second.retry_at) {
+      continue;  // This version failed a moment ago.
+    }
     auto old = updates_.find(v.policy);
     if (old != updates_.end()) {
       if (old->second.joinable()) old->second.join();
       updates_.erase(old);
     }
     updating_to_[v.policy] = v.number;
-    updates_.emplace(v.policy, std::thread([this, v] {
+    updates_.emplace(v.policy, std::thread([this, v, &clock] {
                        Result<std::optional<UpdateReport>> r = updater_->Update(v);
-                       if (!r.ok()) {
+                       std::chrono::milliseconds retry_in{0};
+                       if (r.ok()) {
+                         if (r->has_value()) LogWeightsUpdated(**r);
+                       }
+                       std::lock_guard<std::mutex> l(mu_);
+                       if (r.ok()) {
+                         update_backoff_.erase(v.policy);
+                       } else {
+                         UpdateBackoff& b = update_backoff_[v.policy];
+                         if (b.version != v.number) b.next_delay = options_.retry_delay;
+                         b.version = v.number;
+                         retry_in = b.next_delay;
+                         b.retry_at = clock.Now() + retry_in;
+                         b.next_delay = std::min(2 * b.next_delay, options_.join_retry_max);
                          if (errors_) errors_->WithLabels({"weights"}).Inc();
                          logger_.Warn("weight update failed", {{"policy", v.policy},
                                                                {"version", v.number},
-                                                               {"error", r.status().ToString()}});
-                       } else if (r->has_value()) {
-                         LogWeightsUpdated(**r);
+                                                               {"error", r.status().ToString()},
+                                                               {"retry_in_ms", retry_in.count()}});
                        }
-                       std::lock_guard<std::mutex> l(mu_);
                        updating_to_.erase(v.policy);
                        changed_.notify_all();  // LeaseOnce waits for loads to finish.
                      }));

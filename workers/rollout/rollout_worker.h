@@ -22,6 +22,10 @@
 //    episodes keep generating (their tokens carry the version that produced them). No new lease
 //    is asked for while an update is under way: the dataflow's admission charges a worker for
 //    the versions it lags, and answers a lagging worker's lease at once so it can load them.
+//    A failed update of a version is retried with backoff (retry_delay doubling up to
+//    join_retry_max); a newer announcement is tried at once. Without it a lagging worker that
+//    still gets tasks (within the staleness bound) would retry on every lease reply, e.g. a
+//    thousand times a second against a trainer that is gone.
 //  - Drain (Drain()): stop leasing, let running episodes finish within the grace period, then
 //    cancel the rest and hand their leases back; drained() once nothing is in flight.
 //
@@ -64,9 +68,11 @@ struct RolloutWorkerOptions {
   double kv_high_watermark = 0.95;
   std::chrono::seconds lease_wait{5};           // Long-poll of an idle lease request.
   std::chrono::milliseconds retry_delay{1000};  // After a failed lease request; join backoff base.
-  std::chrono::milliseconds join_retry_max{30000};  // Longest wait between two join attempts.
-  std::string environment_token;                    // For HTTP environments (may be empty).
-  // Times the join; null: SystemClock::Instance(). Borrowed, must outlive the worker.
+  // Longest wait between two join attempts, or two attempts to load one announced version.
+  std::chrono::milliseconds join_retry_max{30000};
+  std::string environment_token;  // For HTTP environments (may be empty).
+  // Times the join and the update backoff; null: SystemClock::Instance(). Borrowed, must
+  // outlive the worker.
   Clock* clock = nullptr;
 };
 
@@ -146,6 +152,14 @@ class RolloutWorker {
   std::map<std::string, std::unique_ptr<Workflow>> workflows_;  // By workflow JSON.
   std::map<std::string, std::thread> updates_;  // Weight updates in progress, by policy.
   std::map<std::string, int64_t> updating_to_;
+  // After a failed update, by policy: the version that failed, when to try it again, and the
+  // wait after the next failure.
+  struct UpdateBackoff {
+    int64_t version = 0;
+    Clock::MonoTime retry_at{};
+    std::chrono::milliseconds next_delay{0};
+  };
+  std::map<std::string, UpdateBackoff> update_backoff_;
   std::thread drain_timer_;
   CancellationSource drain_timer_stop_;
   int64_t submitted_ = 0, failed_ = 0, returned_ = 0;

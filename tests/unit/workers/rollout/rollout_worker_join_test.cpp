@@ -116,6 +116,13 @@ class ScriptedDataflow {
                             {"backpressure", false},
                             {"lease_seconds", 60}});
     });
+    // Weights URLs of a trainer that is gone (its address now answers 404 to everything),
+    // counted.
+    server_->Get("/v1/weights/.*", [this](const httplib::Request&, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++gone_fetches_;
+      http::ReplyError(res, Status::NotFound("no such weights"));
+    });
     EXPECT_TRUE(server_->Start().ok());
   }
   ~ScriptedDataflow() { server_->Shutdown(); }
@@ -149,6 +156,10 @@ class ScriptedDataflow {
     std::lock_guard<std::mutex> lock(mu_);
     return version_queries_;
   }
+  int gone_fetches() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return gone_fetches_;
+  }
   json lease(size_t i) {
     std::lock_guard<std::mutex> lock(mu_);
     return leases_.at(i);
@@ -162,6 +173,7 @@ class ScriptedDataflow {
   json versions_ = json::array();
   int unavailable_ = 0;
   int version_queries_ = 0;
+  int gone_fetches_ = 0;
   std::vector<json> leases_;
 };
 
@@ -311,6 +323,33 @@ TEST_F(RolloutWorkerJoinTest, StopEndsTheJoinPromptlyWithoutLeasing) {
   EXPECT_FALSE(worker_->ready());
   EXPECT_EQ(dataflow_->leases(), 0U);
   EXPECT_EQ(dataflow_->version_queries(), 1);
+}
+
+// A version announced after the join whose weights cannot be fetched (its trainer is gone) is
+// retried with backoff, not on every lease reply; a newer announcement is fetched at once.
+TEST_F(RolloutWorkerJoinTest, AFailingUpdateIsRetriedWithBackoffAndANewerVersionAtOnce) {
+  options_.retry_delay = milliseconds(20);  // Lease replies come every ~40 ms (20 ms poll + wait).
+  options_.join_retry_max = seconds(10);
+  dataflow_->Announce(Publish(3));
+  sink_.Open();
+  Start();
+  ASSERT_TRUE(dataflow_->WaitFor([&] { return dataflow_->leases_locked() >= 1; }, seconds(10)));
+  dataflow::AnnouncedVersion gone = Publish(4);
+  gone.url = dataflow_->url() + "/v1/weights/4";
+  dataflow_->Announce(gone);
+  // Two seconds hold about 50 lease replies; with backoff (20, 40, 80, ... ms) the version is
+  // tried about 7 times.
+  std::this_thread::sleep_for(seconds(2));
+  const int tried = dataflow_->gone_fetches();
+  EXPECT_GE(tried, 3);
+  EXPECT_LE(tried, 10);
+  EXPECT_EQ(updater_->Versions().at("actor"), 3);
+  // A newer version is loaded at once, although version 4 is still backing off.
+  dataflow_->Announce(Publish(5));
+  for (int i = 0; i < 200 && updater_->Versions().at("actor") != 5; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_EQ(updater_->Versions().at("actor"), 5);
 }
 
 }  // namespace
