@@ -309,7 +309,7 @@ int Main(int argc, char** argv) {
   controllers::TrainerJobController job_logic(
       client,
       {jobs.get(), pods.get(), services.get(), config_maps.get(), policies.get(), dataflows.get(),
-       secrets.get()},
+       secrets.get(), pools.get()},
       events, job_options);
   controllers::PolicyController policy_logic(client, {policies.get(), jobs.get(), pools.get()},
                                              events);

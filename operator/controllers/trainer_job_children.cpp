@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "operator/controllers/final_weights.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/pod_hardening.h"
@@ -161,6 +162,7 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
       "--master-addr=$(MASTER_ADDR)",
       "--master-port=$(MASTER_PORT)",
       "--steps=" + std::to_string(job.value("/spec/steps"_json_pointer, int64_t{0})),
+      "--final-weights-grace=" + std::to_string(kFinalWeightsGrace.count()) + "s",
   });
   if (checkpoint) args.push_back("--checkpoint-dir=" + CheckpointDir(job));
 

@@ -10,6 +10,7 @@
 #include "common/time_format.h"
 #include "kube/kubeconfig.h"
 #include "operator/controllers/data_exhaustion.h"
+#include "operator/controllers/final_weights.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
@@ -42,6 +43,25 @@ bool Unschedulable(const json& pod) {
     }
   }
   return false;
+}
+
+// Whether rank 0's pod of the job still runs (not being deleted): a finished trainer serving its
+// final weights.
+bool RankZeroRunning(const std::vector<json>& pods) {
+  for (const json& p : pods) {
+    if (Str(p, "/metadata/labels/sluice.dev~1rank", "0") == "0" &&
+        !p.contains("/metadata/deletionTimestamp"_json_pointer) &&
+        Str(p, "/status/phase") == "Running") {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string JoinedList(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
 }
 
 }  // namespace
@@ -149,12 +169,14 @@ Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) 
     }
   }
   auto delete_pods = [&](const std::string& why) -> Status {
+    int deleted = 0;  // Pods already going are not deleted, nor reported, again.
     for (const json& p : pods) {
       if (p.contains("/metadata/deletionTimestamp"_json_pointer)) continue;
       Result<json> r = pods_client.Delete(Str(p, "/metadata/name"));
       if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
+      ++deleted;
     }
-    if (!pods.empty()) {
+    if (deleted > 0) {
       (void)events_.Record(job, kube::kEventNormal, "DeletedRanks",
                            "Deleted the rank pods: " + why);
     }
@@ -164,7 +186,23 @@ Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) 
 
   // Finished jobs: nothing runs; the TTL deletes the job.
   if (phase == "Succeeded" || phase == "Failed") {
-    SLUICE_RETURN_IF_ERROR(delete_pods("the job finished"));
+    std::string why = "the job finished";
+    if (phase == "Succeeded" && informers_.pools != nullptr && RankZeroRunning(pods)) {
+      std::vector<json> pools;
+      for (const kube::ObjectPtr& p : informers_.pools->store().List()) {
+        if (Str(*p, "/metadata/namespace", "default") == ns) pools.push_back(*p);
+      }
+      const int64_t final_version = status.value("version", int64_t{0});
+      const std::vector<std::string> lagging =
+          PoolsWithoutFinalWeights(pools, policy_name, final_version);
+      if (KeepRanksForFinalWeights(lagging, WallSeconds(Str(status, "/completionTime")), now_s)) {
+        return ReconcileResult{std::chrono::seconds(1)};
+      }
+      why += lagging.empty() ? "; every rollout pool holds version " + std::to_string(final_version)
+                             : "; the final weights' grace passed before " + JoinedList(lagging) +
+                                   " loaded them";
+    }
+    SLUICE_RETURN_IF_ERROR(delete_pods(why));
     if (job.contains("/spec/runPolicy/ttlSecondsAfterFinished"_json_pointer)) {
       const int64_t ttl =
           job.value("/spec/runPolicy/ttlSecondsAfterFinished"_json_pointer, int64_t{0});
@@ -331,7 +369,8 @@ Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) 
     set("Running", false, reason, message);
     (void)events_.Record(job, ok ? kube::kEventNormal : kube::kEventWarning, reason, message);
     SLUICE_RETURN_IF_ERROR(write());
-    return delete_pods(message);
+    // A success's ranks go in the finished branch, once the pools hold the final weights.
+    return ok ? Status::Ok() : delete_pods(message);
   };
   if (done) {
     // The last report read may predate the last steps (trainer_final_progress.h).
@@ -342,7 +381,7 @@ Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) 
     status["version"] = final_progress.version;
     SLUICE_RETURN_IF_ERROR(
         finish(true, "StepsCompleted", "all " + std::to_string(steps) + " steps completed"));
-    return ReconcileResult{};
+    return ReconcileResult{std::chrono::milliseconds(200)};
   }
   // Rank 0 says its Dataflow can never feed it again before spec.steps: the job cannot complete.
   if (std::optional<std::string> starved = StarvedMessage(rank0_report, df_name)) {

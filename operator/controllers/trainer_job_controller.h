@@ -6,7 +6,9 @@
 // (PolicyNotFound / DataflowNotFound, re-checked when they appear); keep the headless Service and
 // the config ConfigMap; then by phase:
 //   - suspended (runPolicy.suspend): delete the ranks, phase Suspended, condition Suspended;
-//   - finished: delete ranks still running; after ttlSecondsAfterFinished delete the job;
+//   - finished: delete ranks still running, once every RolloutPool hosting the policy holds the
+//     final version (or kFinalWeightsGrace passed; final_weights.h), since rank 0 is where
+//     replicas fetch it; after ttlSecondsAfterFinished delete the job;
 //   - otherwise: the current attempt's ranks (label sluice.dev/attempt = status.restarts) are
 //     created together; a rank that failed, or vanished, restarts the whole gang (all ranks
 //     deleted, restarts + 1, event GangRestarted) until runPolicy.backoffLimit, then Failed with
@@ -55,6 +57,9 @@ struct TrainerJobInformers {
   // The Dataflow's token Secret: rank 0 requires the bearer token on /v1/status. May be null
   // (the report is then asked for without one).
   kube::Informer* secrets = nullptr;
+  // RolloutPools: a finished job's rank 0 serves its final weights until every pool hosting the
+  // policy holds them (final_weights.h). May be null (the ranks are then deleted at once).
+  kube::Informer* pools = nullptr;
 };
 
 class TrainerJobController {

@@ -46,6 +46,11 @@
 // "Starved" with the dataflow's message and keeps serving /v1/status (and rank 0 the weights)
 // until SIGTERM: the operator reads the phase and ends the TrainerJob (Failed, DataExhausted).
 //
+// The end: after the last step rank 0 keeps serving its weights and /v1/status (phase
+// Succeeded) for --final-weights-grace or until SIGTERM, so replicas still loading the final
+// version can finish (the operator stops it once every pool holds it:
+// operator/controllers/final_weights.h).
+//
 // Exit status: 0 after the last step (or a clean stop), 1 for a runtime failure (a rank died, the
 // dataflow is unreachable for longer than --dataflow-timeout) and for a SIGTERM while Starved (so
 // the pod never reads as having completed the job), 2 for bad flags or config.
@@ -137,6 +142,12 @@ config::Spec MakeSpec() {
                             "Give up when the dataflow is unreachable this long."))
       .Add(Option::Int("threads", 0, "Intra-op CPU threads for libtorch; 0: its default.").Min(0))
       .Add(Option::Duration("shutdown-grace", seconds(5), "HTTP shutdown grace."))
+      .Add(Option::Duration("final-weights-grace", seconds(0),
+                            "After the last step, rank 0 keeps serving its weights and "
+                            "/v1/status (phase Succeeded) until SIGTERM or for this long, so "
+                            "rollout replicas still loading the final version can finish; 0 "
+                            "exits at once. The operator sets it and stops the rank once every "
+                            "pool holds the final version."))
       .Add(Option::Enum("log-level", {"debug", "info", "warn", "error"}, "info",
                         "Minimum level of the JSON log lines on stderr."));
   return spec;
@@ -710,6 +721,14 @@ int Main(int argc, char** argv) {
   }
   board.SetPhase(finished ? "Succeeded" : "Running");
   logger.Info(finished ? "finished" : "stopped", {{"step", t.step()}, {"version", t.version()}});
+  // Rank 0 is where replicas fetch the final version from: keep serving it a while.
+  const auto final_grace = cfg->GetDuration("final-weights-grace");
+  if (finished && rank == 0 && final_grace.count() > 0 && !stop.Token().IsCancelled()) {
+    logger.Info("serving the final weights until stopped",
+                {{"version", t.version()},
+                 {"grace_seconds", std::chrono::duration<double>(final_grace).count()}});
+    stop.Token().WaitFor(final_grace);
+  }
   server.Shutdown();
   return 0;
 }

@@ -98,6 +98,21 @@ TEST(MainJobTest, TheDemoManifestTrainsThroughTheOperatorAndAccountsForEveryTraj
   EXPECT_EQ(job.value("/status/phase"_json_pointer, ""), "Succeeded") << job.dump(2);
   EXPECT_EQ(job.value("/status/version"_json_pointer, int64_t{0}), kFinalVersion) << job.dump(2);
   EXPECT_EQ(job.value("/status/step"_json_pointer, int64_t{0}), kSteps) << job.dump(2);
+  // Rank 0 served the final weights until the pool held them (operator/controllers/
+  // final_weights.h), then the operator deleted it.
+  std::string deleted_ranks;
+  EXPECT_TRUE(WaitUntil([&] {
+    const json events = cluster.Get(std::string("events --field-selector involvedObject.name=") +
+                                    kExample + ",reason=DeletedRanks");
+    for (const json& e : events.value("items", json::array()))
+      deleted_ranks = e.value("message", "");
+    return !deleted_ranks.empty();
+  })) << Diagnostics(cluster);
+  EXPECT_EQ(deleted_ranks,
+            "Deleted the rank pods: the job finished; every rollout pool holds "
+            "version " +
+                n(kFinalVersion))
+      << Diagnostics(cluster);
   const json df = cluster.Get(std::string("dataflow ") + kDataflow);
   ASSERT_TRUE(df.is_object()) << Diagnostics(cluster);
   EXPECT_EQ(df.value("/status/evaluation/version"_json_pointer, int64_t{0}), kFinalVersion)

@@ -228,7 +228,8 @@ TEST(TrainerJobChildrenTest, RankPodArgsWithoutCheckpoint) {
                    "--dataflow-url=http://arith.rl.svc:8080",
                    "--token-file=/var/run/sluice/token/token", "--address=$(POD_IP)", "--port=8080",
                    "--metrics-require-token=false", "--rank=$(RANK)", "--world-size=$(WORLD_SIZE)",
-                   "--master-addr=$(MASTER_ADDR)", "--master-port=$(MASTER_PORT)", "--steps=500"}));
+                   "--master-addr=$(MASTER_ADDR)", "--master-port=$(MASTER_PORT)", "--steps=500",
+                   "--final-weights-grace=120s"}));
   EXPECT_EQ(pod["spec"]["volumes"], json::parse(R"([
     {"name": "config", "configMap": {"name": "train-config"}},
     {"name": "token", "secret": {"secretName": "arith-token"}},
@@ -242,21 +243,21 @@ TEST(TrainerJobChildrenTest, RankPodArgsWithoutCheckpoint) {
 TEST(TrainerJobChildrenTest, RankPodArgsAndVolumesWithCheckpoint) {
   const json pod = Pod(JobWithCheckpoint("/runs/a"));
   const json& c = pod["spec"]["containers"][0];
-  ASSERT_EQ(c["args"].size(), 12u);
+  ASSERT_EQ(c["args"].size(), 13u);
   EXPECT_EQ(c["args"][10], "--steps=500");
-  EXPECT_EQ(c["args"][11], "--checkpoint-dir=/var/lib/sluice/checkpoints/runs/a");
+  EXPECT_EQ(c["args"][12], "--checkpoint-dir=/var/lib/sluice/checkpoints/runs/a");
   EXPECT_EQ(pod["spec"]["volumes"][2], json::parse(R"({"name": "checkpoints",
                             "persistentVolumeClaim": {"claimName": "ckpt"}})"));
   EXPECT_EQ(c["volumeMounts"][2],
             json::parse(R"({"name": "checkpoints", "mountPath": "/var/lib/sluice/checkpoints"})"));
   // The default path "/" is the mount itself; a trailing '/' is dropped.
-  EXPECT_EQ(Pod(JobWithCheckpoint("/"))["spec"]["containers"][0]["args"][11],
+  EXPECT_EQ(Pod(JobWithCheckpoint("/"))["spec"]["containers"][0]["args"][12],
             "--checkpoint-dir=/var/lib/sluice/checkpoints");
-  EXPECT_EQ(Pod(JobWithCheckpoint("/runs/b/"))["spec"]["containers"][0]["args"][11],
+  EXPECT_EQ(Pod(JobWithCheckpoint("/runs/b/"))["spec"]["containers"][0]["args"][12],
             "--checkpoint-dir=/var/lib/sluice/checkpoints/runs/b");
   json no_path = JobWithCheckpoint("/");
   no_path["spec"]["checkpoint"]["pvc"].erase("path");
-  EXPECT_EQ(Pod(no_path)["spec"]["containers"][0]["args"][11],
+  EXPECT_EQ(Pod(no_path)["spec"]["containers"][0]["args"][12],
             "--checkpoint-dir=/var/lib/sluice/checkpoints");
 }
 
