@@ -35,37 +35,6 @@ constexpr int64_t kFinalVersion = kFaultRun.warm_start_steps + kFaultRun.steps;
 static_assert(kFinalVersion % kFaultRun.every_versions == 0);
 constexpr int64_t kEvalRounds = 2;
 
-// The one pod with this label selector: {name, uid, containerStatuses[0]}; empty when there is
-// not exactly one (not being deleted).
-struct PodFacts {
-  std::string name, uid;
-  bool ready = false;
-  int64_t restarts = 0;
-  std::string container_id;  // "sluice://<pid>" on the local cluster.
-};
-PodFacts OnlyPod(const SluiceSession& cluster, const std::string& selector) {
-  const json pods = cluster.Get("pods -l " + selector);
-  PodFacts out;
-  int live = 0;
-  for (const json& p : pods.value("items", json::array())) {
-    if (p.contains("/metadata/deletionTimestamp"_json_pointer)) continue;
-    ++live;
-    out.name = p.value("/metadata/name"_json_pointer, "");
-    out.uid = p.value("/metadata/uid"_json_pointer, "");
-    for (const json& c : p.value("/status/conditions"_json_pointer, json::array())) {
-      if (c.value("type", "") == "Ready") out.ready = c.value("status", "") == "True";
-    }
-    out.restarts = p.value("/status/containerStatuses/0/restartCount"_json_pointer, int64_t{0});
-    out.container_id = p.value("/status/containerStatuses/0/containerID"_json_pointer, "");
-  }
-  return live == 1 ? out : PodFacts{};
-}
-
-int64_t TrainerVersion(const SluiceSession& cluster) {
-  const json job = cluster.Get(std::string("trainerjob ") + kExample);
-  return job.is_object() ? job.value("/status/version"_json_pointer, int64_t{0}) : 0;
-}
-
 TEST(MainJobFaultsTest, ADeletedReplicaAKilledDataflowAndARestartedControlPlaneLoseNothing) {
   std::string manifest;
   ASSERT_TRUE(DemoManifest(ShortRunEdits(kFaultRun), &manifest));

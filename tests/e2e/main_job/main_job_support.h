@@ -40,6 +40,11 @@ inline std::string Diagnostics(const SluiceSession& cluster) {
          cluster.Kubectl(std::string("get dataflow ") + kDataflow + " -o yaml").output;
   out += "\n--- rolloutpool\n" +
          cluster.Kubectl(std::string("get rolloutpool ") + kPool + " -o yaml").output;
+  out += "\n--- events\n" +
+         cluster.Kubectl("get events --sort-by=.lastTimestamp -o custom-columns="
+                         "LAST:.lastTimestamp,OBJECT:.involvedObject.name,REASON:.reason,"
+                         "MESSAGE:.message")
+             .output;
   const json pods = cluster.Get("pods");
   if (pods.is_object()) {
     for (const json& pod : pods.value("items", json::array())) {
@@ -52,6 +57,48 @@ inline std::string Diagnostics(const SluiceSession& cluster) {
     }
   }
   return out + "\n--- operator log\n" + cluster.Log("operator");
+}
+
+// A live pod's facts, from `kubectl get pods`.
+struct PodFacts {
+  std::string name, uid, node;
+  bool ready = false;
+  int64_t restarts = 0;
+  std::string container_id;  // "sluice://<pid>" on the local cluster.
+};
+
+// The pods with this label selector that are not being deleted, in the API server's order.
+inline std::vector<PodFacts> LivePods(const SluiceSession& cluster, const std::string& selector) {
+  using nlohmann::json;
+  const json pods = cluster.Get("pods -l " + selector);
+  std::vector<PodFacts> out;
+  if (!pods.is_object()) return out;
+  for (const json& p : pods.value("items", json::array())) {
+    if (p.contains("/metadata/deletionTimestamp"_json_pointer)) continue;
+    PodFacts f;
+    f.name = p.value("/metadata/name"_json_pointer, "");
+    f.uid = p.value("/metadata/uid"_json_pointer, "");
+    f.node = p.value("/spec/nodeName"_json_pointer, "");
+    for (const json& c : p.value("/status/conditions"_json_pointer, json::array())) {
+      if (c.value("type", "") == "Ready") f.ready = c.value("status", "") == "True";
+    }
+    f.restarts = p.value("/status/containerStatuses/0/restartCount"_json_pointer, int64_t{0});
+    f.container_id = p.value("/status/containerStatuses/0/containerID"_json_pointer, "");
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// The one live pod with this label selector; empty when there is not exactly one.
+inline PodFacts OnlyPod(const SluiceSession& cluster, const std::string& selector) {
+  std::vector<PodFacts> pods = LivePods(cluster, selector);
+  return pods.size() == 1 ? pods.front() : PodFacts{};
+}
+
+// The example TrainerJob's status.version; 0 before the first.
+inline int64_t TrainerVersion(const SluiceSession& cluster) {
+  const nlohmann::json job = cluster.Get(std::string("trainerjob ") + kExample);
+  return job.is_object() ? job.value("/status/version"_json_pointer, int64_t{0}) : 0;
 }
 
 // The demo's manifest with `edits` applied (example_manifest.h).
