@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include "workers/rollout/lease_planner.h"
@@ -157,8 +158,17 @@ Result<std::optional<UpdateReport>> WeightUpdater::Update(
   report.to = announced.number;
   Result<weights::FetchedWeights> fetched = Status::Unavailable("no source tried");
   if (!relay.empty()) {
-    fetched =
-        Fetch(state, relay + "/v1/relay/" + announced.policy, announced.number, announced.digest);
+    const std::string base = relay + "/v1/relay/" + announced.policy;
+    fetched = Fetch(state, base, announced.number, announced.digest);
+    // Not there yet: the relay learned of the version when this replica did and is fetching it.
+    std::chrono::milliseconds poll(50);
+    const auto give_up = std::chrono::steady_clock::now() + options_.relay_wait;
+    while (!fetched.ok() && fetched.status().code() == StatusCode::kNotFound &&
+           std::chrono::steady_clock::now() + poll <= give_up) {
+      std::this_thread::sleep_for(poll);
+      poll = std::min(2 * poll, std::chrono::milliseconds(500));
+      fetched = Fetch(state, base, announced.number, announced.digest);
+    }
     report.source = "relay";
     if (!fetched.ok()) {
       report.relay_error = fetched.status().ToString();

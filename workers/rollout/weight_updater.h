@@ -2,9 +2,12 @@
 //
 // Update(version) brings one policy to an announced version when it is newer than the one loaded:
 //  - Source: the region's relay first (another replica's /v1/relay/<policy>/v1/weights/...,
-//    SetRelay), so a version crosses a region boundary once; when the relay fails (gone, or not
-//    holding the version yet) the trainer's URL from the announcement. No relay when this replica
-//    is the relay itself.
+//    SetRelay), so a version crosses a region boundary once. A relay that does not hold the
+//    version yet (404: every replica sees an announcement at about the same time, the relay
+//    included) is asked again, 50 ms doubling to 500 ms, for up to relay_wait, while it fetches
+//    it; a relay that fails otherwise (gone, refusing, a bad image) or still lacks the version
+//    after relay_wait is passed over for the trainer's URL from the announcement. No relay when
+//    this replica is the relay itself.
 //  - Mode: a delta chain from the held version when the server offers one (weight_fetcher.h
 //    FetchUpdate, which falls back to the full image on 409), the full image otherwise. A full
 //    image is downloaded to staging_dir and resumed there after a broken transfer, in Range
@@ -65,6 +68,9 @@ struct WeightUpdaterOptions {
   // (weights::FetchOptions::chunk_bytes, from spec.weightSync.chunkSizeMiB). A policy not listed
   // here, or 0, fetches each image in one request.
   std::map<std::string, uint64_t> chunk_bytes;
+  // How long to wait for the relay to get a version it does not hold yet, before fetching it
+  // from the trainer (across regions, when the trainer is in another one).
+  std::chrono::milliseconds relay_wait{10000};
 };
 
 struct UpdateReport {

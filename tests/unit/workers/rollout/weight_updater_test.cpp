@@ -11,6 +11,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -188,6 +189,57 @@ TEST_F(WeightUpdaterTest, PeersFetchThroughTheRelayAndFallBackToTheTrainer) {
   EXPECT_FALSE((*r3)->relay_error.empty());
   EXPECT_EQ(peer.Versions().at("actor"), 3);
   EXPECT_EQ(std::get<2>(peer_sink.applied.at(1)), v3.digest);
+}
+
+// Every replica of a region sees an announcement at about the same time: a peer whose relay does
+// not hold the version yet waits for it instead of fetching across regions from the trainer, and
+// passes the relay over only when it still lacks the version after relay_wait.
+TEST_F(WeightUpdaterTest, APeerWaitsForItsRelayToGetANewVersion) {
+  RecordingSink relay_sink;
+  WeightUpdater relay({"actor"}, 0, Options("relay"), &relay_sink, nullptr);
+  std::unique_ptr<http::Server> relay_server = StartServer(nullptr, logger_);
+  relay.RegisterRoutes(*relay_server);
+  ASSERT_TRUE(relay_server->Start().ok());
+  const dataflow::AnnouncedVersion v1 = PublishNext();
+  ASSERT_TRUE(relay.Update(v1).ok());
+
+  RecordingSink peer_sink;
+  WeightUpdaterOptions options = Options("peer");
+  options.relay_wait = std::chrono::seconds(5);
+  WeightUpdater peer({"actor"}, 0, options, &peer_sink, nullptr);
+  peer.SetRelay(relay_server->BaseUrl());
+  ASSERT_TRUE(peer.Update(v1).ok());
+
+  // The relay gets version 2 300 ms after the peer starts asking for it.
+  const dataflow::AnnouncedVersion v2 = PublishNext();
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_TRUE(relay.Update(v2).ok());
+  });
+  Result<std::optional<UpdateReport>> r = peer.Update(v2);
+  late.join();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->has_value());
+  EXPECT_EQ((*r)->source, "relay");
+  EXPECT_EQ((*r)->relay_error, "");
+  EXPECT_EQ(peer.Versions().at("actor"), 2);
+
+  // A version the relay never gets: after relay_wait the trainer serves it.
+  WeightUpdaterOptions short_wait = Options("peer2");
+  short_wait.relay_wait = std::chrono::milliseconds(400);
+  WeightUpdater impatient({"actor"}, 0, short_wait, &peer_sink, nullptr);
+  impatient.SetRelay(relay_server->BaseUrl());
+  const dataflow::AnnouncedVersion v3 = PublishNext();
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<std::optional<UpdateReport>> r3 = impatient.Update(v3);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(r3.ok()) << r3.status().ToString();
+  ASSERT_TRUE(r3->has_value());
+  EXPECT_EQ((*r3)->source, "trainer");
+  EXPECT_NE((*r3)->relay_error.find("NotFound"), std::string::npos) << (*r3)->relay_error;
+  EXPECT_GE(waited, std::chrono::milliseconds(300));
+  EXPECT_LT(waited, std::chrono::seconds(3));
+  relay_server->Shutdown();
 }
 
 TEST_F(WeightUpdaterTest, FullImagesComeInChunksOfThePolicysSize) {
