@@ -17,7 +17,7 @@ TEST_ENV := TSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/tsan.supp
 endif
 
 .PHONY: all deps python-deps configure build test demo example-arithmetic example-solve-and-verify example-tool-use demo-foundation \
-	bench bench-speedup format format-check clean images push
+	bench bench-speedup chaos-soak format format-check clean images push
 
 all: build
 
@@ -68,6 +68,14 @@ bench: build
 MANIFEST ?= $(CURDIR)/examples/reverse-grpo.yaml
 bench-speedup: deps build
 	@python3 bench/speedup/speedup.py --manifest $(MANIFEST) --build-dir $(BUILD_DIR)
+
+# The chaos soak (bench/chaos_soak/chaos_soak.py): the main job under a seeded schedule of faults
+# for MINUTES minutes, with the invariants checked throughout; docs/reliability.md has its figures.
+MINUTES ?= 30
+SEED ?= 1
+chaos-soak: deps build
+	@python3 bench/chaos_soak/chaos_soak.py --minutes $(MINUTES) --seed $(SEED) \
+	    --bin-dir $(BUILD_DIR)/bin --kubectl $(CURDIR)/.tools/bin/kubectl
 
 format:
 	@git ls-files '*.cpp' '*.h' '*.cu' '*.cuh' | xargs -r clang-format -i
