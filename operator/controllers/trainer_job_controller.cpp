@@ -330,8 +330,12 @@ Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) 
     }
   }
   if (rank0_report.is_object()) {
-    if (rank0_report.contains("step")) status["step"] = rank0_report["step"];
-    if (rank0_report.contains("version")) status["version"] = rank0_report["version"];
+    const TrainerProgress shown = ReportedProgress(
+        {status.value("step", int64_t{0}), status.value("version", int64_t{0})},
+        rank0_report.value("phase", ""),
+        {rank0_report.value("step", int64_t{0}), rank0_report.value("version", int64_t{0})});
+    status["step"] = shown.step;
+    status["version"] = shown.version;
     if (rank0_report.contains("lastCheckpointStep")) {
       status["lastCheckpointStep"] = rank0_report["lastCheckpointStep"];
     }

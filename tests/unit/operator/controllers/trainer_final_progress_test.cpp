@@ -28,5 +28,31 @@ TEST(FinalProgressTest, CountsStepsAfterTheLastReport) {
   }
 }
 
+TEST(ReportedProgressTest, IgnoresAnInitializingRankAndNeverLowersTheVersion) {
+  struct Case {
+    const char* name;
+    TrainerProgress current;
+    const char* phase;
+    TrainerProgress reported;
+    TrainerProgress want;
+  };
+  const Case cases[] = {
+      {"a running report", {10, 15}, "Running", {12, 17}, {12, 17}},
+      {"the first report", {0, 0}, "Running", {1, 6}, {1, 6}},
+      {"a restarted gang still initializing", {30, 90}, "Initializing", {0, 0}, {30, 90}},
+      {"no phase in the report", {30, 90}, "", {0, 0}, {30, 90}},
+      {"resumed from an older checkpoint, versions continued",
+       {30, 90},
+       "Running",
+       {26, 91},
+       {26, 91}},
+      {"resumed, a report before the first new version", {30, 90}, "Running", {25, 85}, {25, 90}},
+      {"finished", {148, 208}, "Succeeded", {150, 210}, {150, 210}},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(ReportedProgress(c.current, c.phase, c.reported), c.want) << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace sluice::controllers
