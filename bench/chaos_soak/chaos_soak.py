@@ -187,8 +187,10 @@ class Soak:
     def next_kind(self):
         """Every kind once, in a seeded random order, then again."""
         if not self.order:
-            self.order = list(KINDS)
-            self.rng.shuffle(self.order)
+            self.order = list(self.args.kinds)
+            if not self.args.in_order:
+                self.rng.shuffle(self.order)
+            self.order.reverse()  # pop() takes from the end.
         return self.order.pop()
 
     def log(self, msg):
@@ -300,6 +302,26 @@ class Soak:
             return lambda: c.up().returncode == 0
         raise ValueError(kind)
 
+    def diagnose(self, ns, kind):
+        """Writes what a person needs to see why a fault did not recover; returns the path."""
+        c = self.c
+        path = os.path.join(self.args.work, f"diagnostics-{ns}-{kind}.txt")
+        with open(path, "w") as f:
+            for argv in (["get", "pods", "-n", ns, "-o", "wide"],
+                         ["get", "events", "-n", ns, "--sort-by=.lastTimestamp"],
+                         ["get", "rolloutpool", POOL, "-n", ns, "-o", "yaml"],
+                         ["get", "trainerjob", EXAMPLE, "-n", ns, "-o", "yaml"]):
+                f.write(f"--- kubectl {' '.join(argv)}\n{c.kubectl(*argv).stdout}\n")
+            for pod in c.pods(ns, "app.kubernetes.io/managed-by=sluice-operator") or []:
+                f.write(f"--- logs of {pod[0]}\n")
+                f.write(c.kubectl("logs", pod[0], "-n", ns, "--tail=40").stdout + "\n")
+            try:
+                with open(os.path.join(c.state, "logs", "operator.log")) as log:
+                    f.write("--- operator log\n" + "".join(log.readlines()[-60:]))
+            except OSError:
+                pass
+        return path
+
     # --- one experiment ---------------------------------------------------------------------
     def experiment(self, index, deadline):
         ns = f"soak-{index}"
@@ -338,7 +360,8 @@ class Soak:
                 took = self.wait(ns, recovered)
                 if took is None:
                     self.unrecovered.append(f"{ns}: {kind}")
-                    self.log(f"  {kind} did not recover within {RECOVERY_TIMEOUT} s")
+                    self.log(f"  {kind} did not recover within {RECOVERY_TIMEOUT} s; "
+                             f"diagnostics in {self.diagnose(ns, kind)}")
                 else:
                     self.recoveries[kind].append(took)
                     self.log(f"  {kind} recovered in {took:.1f} s")
@@ -401,11 +424,19 @@ def main():
     ap.add_argument("--steps", type=int, default=150, help="RL steps per experiment")
     ap.add_argument("--fault-every", type=float, default=20, help="mean seconds between faults")
     ap.add_argument("--experiment-timeout", type=int, default=900)
+    ap.add_argument("--kinds", default=",".join(KINDS),
+                    help="the fault kinds to inject, comma-separated (default: all)")
+    ap.add_argument("--in-order", action="store_true",
+                    help="inject --kinds in the order given instead of a seeded shuffle")
     ap.add_argument("--bin-dir", default=os.path.join(ROOT, "build", "bin"))
     ap.add_argument("--kubectl", default="kubectl")
     ap.add_argument("--report", help="write the JSON report here")
     ap.add_argument("--keep", action="store_true", help="leave the cluster and its state")
     args = ap.parse_args()
+    args.kinds = [k for k in args.kinds.split(",") if k]
+    unknown = [k for k in args.kinds if k not in KINDS]
+    if unknown or not args.kinds:
+        sys.exit(f"chaos-soak: --kinds: unknown {unknown}; the kinds are {', '.join(KINDS)}")
     for b in ("sluice", "sluice-apiserver", "sluice-node", "sluice-operator", "sluice-dataflow",
               "sluice-rollout", "sluice-trainer"):
         if not os.access(os.path.join(args.bin_dir, b), os.X_OK):
