@@ -40,11 +40,13 @@ inline std::string Diagnostics(const SluiceSession& cluster) {
          cluster.Kubectl(std::string("get dataflow ") + kDataflow + " -o yaml").output;
   out += "\n--- rolloutpool\n" +
          cluster.Kubectl(std::string("get rolloutpool ") + kPool + " -o yaml").output;
-  out += "\n--- events\n" +
-         cluster.Kubectl("get events --sort-by=.lastTimestamp -o custom-columns="
-                         "LAST:.lastTimestamp,OBJECT:.involvedObject.name,REASON:.reason,"
-                         "MESSAGE:.message")
-             .output;
+  out +=
+      "\n--- events\n" + cluster
+                             .Kubectl(
+                                 "get events --sort-by=.lastTimestamp -o custom-columns="
+                                 "LAST:.lastTimestamp,OBJECT:.involvedObject.name,REASON:.reason,"
+                                 "MESSAGE:.message")
+                             .output;
   const json pods = cluster.Get("pods");
   if (pods.is_object()) {
     for (const json& pod : pods.value("items", json::array())) {
