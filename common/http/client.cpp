@@ -5,6 +5,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -142,7 +143,7 @@ Client::~Client() {
   }
   if (client_cert_) X509_free(client_cert_);
   if (client_key_) EVP_PKEY_free(client_key_);
-  if (!ca_temp_file_.empty()) ::unlink(ca_temp_file_.c_str());
+  if (ca_memfd_ >= 0) ::close(ca_memfd_);
 }
 
 Status Client::LoadTls() {
@@ -152,14 +153,12 @@ Status Client::LoadTls() {
     SLUICE_RETURN_IF_ERROR(CountPemCertificates(pem, "CA file " + tls.ca_file).status());
   } else if (!tls.ca_pem.empty()) {
     SLUICE_RETURN_IF_ERROR(CountPemCertificates(tls.ca_pem, "CA data").status());
-    char path[] = "/tmp/sluice-ca-XXXXXX";
-    const int fd = ::mkstemp(path);
-    if (fd < 0) return Status::Internal("cannot create a temporary file for the CA bundle");
-    const ssize_t n = ::write(fd, tls.ca_pem.data(), tls.ca_pem.size());
-    ::close(fd);
-    ca_temp_file_ = path;
+    ca_memfd_ = ::memfd_create("sluice-ca", MFD_CLOEXEC);
+    if (ca_memfd_ < 0) return Status::Internal("cannot create an in-memory file for the CA bundle");
+    ca_memfd_path_ = "/proc/self/fd/" + std::to_string(ca_memfd_);
+    const ssize_t n = ::write(ca_memfd_, tls.ca_pem.data(), tls.ca_pem.size());
     if (n != static_cast<ssize_t>(tls.ca_pem.size())) {
-      return Status::Internal("cannot write the CA bundle to " + ca_temp_file_);
+      return Status::Internal("cannot write the CA bundle to " + ca_memfd_path_);
     }
   }
   std::string cert_pem = tls.client_cert_pem;
@@ -228,7 +227,7 @@ std::unique_ptr<httplib::ClientImpl> Client::NewConnection() {
             ? std::make_unique<httplib::SSLClient>(name, url_.port, client_cert_, client_key_)
             : std::make_unique<httplib::SSLClient>(name, url_.port);
     if (!tls.ca_file.empty()) ssl->set_ca_cert_path(tls.ca_file.c_str());
-    if (!ca_temp_file_.empty()) ssl->set_ca_cert_path(ca_temp_file_.c_str());
+    if (!ca_memfd_path_.empty()) ssl->set_ca_cert_path(ca_memfd_path_.c_str());
     ssl->enable_server_certificate_verification(!tls.insecure_skip_verify);
     conn = std::move(ssl);
   } else {

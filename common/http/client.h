@@ -150,9 +150,12 @@ class Client {
   Clock* clock_;
   std::mutex mu_;
   std::vector<std::unique_ptr<httplib::ClientImpl>> idle_;
-  // CA bundle given as PEM text, written to a private temporary file because cpp-httplib
-  // trusts exactly a file's CAs but adds the system's to an in-memory store. Removed in ~Client.
-  std::string ca_temp_file_;
+  // CA bundle given as PEM text, written to an anonymous in-memory file (memfd) because
+  // cpp-httplib trusts exactly a file's CAs but adds the system's to an in-memory store. It is
+  // read through ca_memfd_path_ (/proc/self/fd/N); closed in ~Client, and gone with the process
+  // however it ends (a file in /tmp was left behind by every killed process).
+  int ca_memfd_ = -1;
+  std::string ca_memfd_path_;
   // Client certificate and key parsed from PEM text; owned here, shared by pooled connections
   // (OpenSSL counts references), freed in ~Client.
   X509* client_cert_ = nullptr;

@@ -4,8 +4,8 @@
 // workers/ and the libraries they link; docs/operator.md, "Least privilege"):
 //
 //   sluice-dataflow  --wal-dir /var/lib/sluice/wal: the write-ahead log (its PVC, already a
-//                    volume). $TMPDIR: only a TLS client's temporary CA bundle
-//                    (common/http/client.cpp, which writes /tmp/sluice-ca-* itself).
+//                    volume). Nothing else: a TLS client's inline CA bundle is an in-memory
+//                    file (common/http/client.cpp).
 //   sluice-rollout   $TMPDIR/sluice-rollout-<replica>-weights: full weight downloads, staged
 //                    (resumable) before they are applied; $TMPDIR/sluice-models/<hash>: Policies
 //                    whose model source is a uri, downloaded once per pod;
