@@ -70,9 +70,10 @@
 //     GET  /v1/status  {"in_flight": int, "draining": bool, "drained": bool,
 //                       "policies": [{"name": str, "version": int}],
 //                       "tokens_per_second": double (average over the last minute)}
-//     POST /v1/relay   {"url": str}: the region's weight relay to fetch new versions from ("":
-//                      this replica is the relay and fetches from the trainer); the status reply
-//                      reports it as "weights": {"relay": str}. Sent only with spec.placement.
+//     POST /v1/relay   {"url": str}: the peer to fetch new versions from ("": the trainer); the
+//                      status reply reports it as "weights": {"relay": str}. Sent to ready
+//                      replicas with spec.placement (their region's relay) and to joining
+//                      replicas of any pool (a ready peer; operator/placement/weight_relays.h).
 //     POST /v1/drain   stop leasing new work, finish (or return) what is in flight, then report
 //                      drained: true. The Pod is deleted after spec.drain.gracePeriodSeconds at
 //                      the latest; terminationGracePeriodSeconds adds 30 s for SIGTERM.

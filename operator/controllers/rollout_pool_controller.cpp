@@ -467,26 +467,31 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
                         f.pending_unschedulable, worker});
   }
 
-  // Weight relays (multi-region pools): tell each ready replica which peer relays for its region
-  // when what it reports (weights.relay) differs. A lost POST is repeated at the next round.
-  if (pool.contains("/spec/placement"_json_pointer)) {
+  // Weight relays (operator/placement/weight_relays.h): tell each replica which peer to fetch
+  // weights from when what it reports (weights.relay) differs: the region's relay in a pool with
+  // placement, and for a joining replica of any pool a ready peer (the only source once the
+  // trainer finished). A lost POST is repeated at the next round.
+  {
     std::vector<placement::RelayCandidate> candidates;
-    std::map<std::string, const json*> by_name;
+    std::map<std::string, size_t> index_of;
     for (size_t i = 0; i < pods.size(); ++i) {
-      const json& pod = pods[i];
-      const std::string ip = Str(pod, "/status/podIP");
+      const std::string ip = Str(pods[i], "/status/podIP");
       candidates.push_back({facts[i].name, facts[i].region, facts[i].replica_index, facts[i].ready,
                             facts[i].draining,
                             ip.empty() ? "" : "http://" + ip + ":" + std::to_string(kRolloutPort)});
-      by_name[facts[i].name] = &pod;
+      index_of[facts[i].name] = i;
     }
-    for (const auto& [pod_name, relay] : placement::AssignWeightRelays(candidates)) {
-      for (const ReplicaObservation& o : observed) {
-        if (o.name != pod_name || !o.worker_status.has_value()) continue;
-        const std::string reported =
-            o.worker_status->value("/weights/relay"_json_pointer, std::string());
-        if (reported != relay) (void)PostRelay(*by_name.at(pod_name), token, relay);
+    const bool regional = pool.contains("/spec/placement"_json_pointer);
+    for (const auto& [pod_name, relay] : placement::AssignWeightRelays(candidates, regional)) {
+      const size_t i = index_of.at(pod_name);
+      std::optional<json> worker = observed[i].worker_status;
+      if (!observed[i].ready) {  // A joiner: not asked for its status above.
+        Result<json> ws = WorkerStatus(pods[i], token);
+        if (ws.ok()) worker = *ws;
       }
+      if (!worker.has_value()) continue;
+      const std::string reported = worker->value("/weights/relay"_json_pointer, std::string());
+      if (reported != relay) (void)PostRelay(pods[i], token, relay);
     }
   }
 
