@@ -13,9 +13,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
-#include <future>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -23,7 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/e2e/main_job/main_job_support.h"
+#include "tests/e2e/main_job/followed_run.h"
+#include "tests/e2e/main_job/metrics_queries.h"
 #include "tests/support/free_port.h"
 
 namespace sluice::e2e {
@@ -61,27 +59,6 @@ std::vector<Edit> AutoscaleEdits() {
   return edits;
 }
 
-// The operator's /metrics.
-std::string OperatorMetrics(const SluiceSession& cluster) {
-  http::ClientOptions options;
-  options.base_url = "http://127.0.0.1:" + std::to_string(cluster.operator_port());
-  options.max_attempts = 1;
-  Result<std::unique_ptr<http::Client>> client = http::Client::Create(options);
-  if (!client.ok()) return "";
-  Result<http::Response> r = (*client)->Get("/metrics");
-  return r.ok() && r->status == 200 ? r->body : "";
-}
-
-// The value of the sample `series` (name and labels exactly as exposed); -1 when absent.
-double Sample(const std::string& metrics, const std::string& series) {
-  std::istringstream lines(metrics);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
-
 std::string PoolSeries(const std::string& name, const std::string& extra = "") {
   return name + "{namespace=\"default\",pool=\"" + kPool + "\"" + extra + "}";
 }
@@ -103,24 +80,15 @@ std::string Joined(const std::vector<std::string>& lines) {
 }
 
 TEST(MainJobAutoscaleTest, AStalledReplicaScalesThePoolUpAndItsRecoveryScalesItDown) {
-  if (!std::filesystem::exists("/usr/bin/prometheus")) {
-    FAIL() << "/usr/bin/prometheus is missing (Debian's prometheus package; scripts/"
-              "install-deps.sh installs it)";
-  }
+  ASSERT_TRUE(HavePrometheus());
   std::string manifest;
   ASSERT_TRUE(DemoManifest(AutoscaleEdits(), &manifest));
-  std::future<CommandResult> run;  // Before the cluster: see MainJobFaultsTest.
+  FollowedRun run;  // Before the cluster (followed_run.h).
   SluiceSession cluster;
-  ASSERT_TRUE(cluster.Up("SLUICE_OPERATOR_STATUS_PERIOD=1s",
-                         "--prometheus --prometheus-scrape-interval 1s --prometheus-port " +
-                             std::to_string(test_support::FreePort())))
+  ASSERT_TRUE(
+      cluster.Up("SLUICE_OPERATOR_STATUS_PERIOD=1s", PrometheusFlags(test_support::FreePort())))
       << cluster.up().output;
-  const std::string manifest_file = cluster.dir() + "/" + kExample + ".yaml";
-  std::ofstream(manifest_file) << manifest;
-  const std::string command = BinDir() + "/sluice run " + manifest_file + " --state-dir " +
-                              cluster.state() + " --interval 2 --timeout 600 --eval-wait 120";
-  run = std::async(std::launch::async, [command] { return RunShell(command); });
-  auto running = [&] { return run.wait_for(seconds(0)) != std::future_status::ready; };
+  run.Start(cluster, manifest);
   const std::string replicas = std::string("sluice.dev/pool=") + kPool;
   auto pool_size = [&] {
     const json pool = cluster.Get(std::string("rolloutpool ") + kPool);
@@ -131,20 +99,19 @@ TEST(MainJobAutoscaleTest, AStalledReplicaScalesThePoolUpAndItsRecoveryScalesItD
   // RL under way with one replica (the start may have scaled up and back already).
   ASSERT_TRUE(WaitUntil(
       [&] {
-        return !running() || (TrainerVersion(cluster) >= kAutoscaleRun.warm_start_steps + 10 &&
-                              pool_size() == 1 && live_replicas() == 1);
+        return !run.running() || (TrainerVersion(cluster) >= kAutoscaleRun.warm_start_steps + 10 &&
+                                  pool_size() == 1 && live_replicas() == 1);
       },
       seconds(300)))
       << Diagnostics(cluster) << OperatorMetrics(cluster);
-  ASSERT_TRUE(running()) << "the run ended early: " << run.get().output << Diagnostics(cluster);
+  ASSERT_TRUE(run.StillRunning("the stall")) << Diagnostics(cluster);
   const size_t ups_before = PoolEventMessages(cluster, "ScaledUp").size();
   const size_t downs_before = PoolEventMessages(cluster, "ScaledDown").size();
 
   // The replica stalls: the trainer waits and the pool grows to its maximum.
   const PodFacts stalled = OnlyPod(cluster, replicas);
-  ASSERT_EQ(stalled.container_id.rfind("sluice://", 0), 0u) << Diagnostics(cluster);
-  const pid_t pid = std::stoi(stalled.container_id.substr(9));
-  ASSERT_GT(pid, 1);
+  const pid_t pid = ContainerPid(stalled);
+  ASSERT_GT(pid, 1) << Diagnostics(cluster);
   const int64_t stalled_at = TrainerVersion(cluster);
   ASSERT_EQ(::kill(pid, SIGSTOP), 0) << "kill -STOP " << pid;
   const auto t0 = std::chrono::steady_clock::now();
@@ -169,11 +136,11 @@ TEST(MainJobAutoscaleTest, AStalledReplicaScalesThePoolUpAndItsRecoveryScalesItD
   // It resumed: the trainer no longer waits, and after the stabilisation window the pool
   // shrinks back to one replica, before the run ends.
   const auto t1 = std::chrono::steady_clock::now();
-  ASSERT_TRUE(WaitUntil([&] { return !running() || (pool_size() == 1 && live_replicas() == 1); },
-                        seconds(180)))
+  ASSERT_TRUE(WaitUntil(
+      [&] { return !run.running() || (pool_size() == 1 && live_replicas() == 1); }, seconds(180)))
       << OperatorMetrics(cluster) << Diagnostics(cluster);
-  ASSERT_TRUE(running()) << "the run ended before the pool shrank: " << run.get().output
-                         << OperatorMetrics(cluster) << Diagnostics(cluster);
+  ASSERT_TRUE(run.StillRunning("the pool shrank"))
+      << OperatorMetrics(cluster) << Diagnostics(cluster);
   const double shrank_after =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   std::cerr << "autoscale: back to 1 replica " << shrank_after
@@ -194,18 +161,12 @@ TEST(MainJobAutoscaleTest, AStalledReplicaScalesThePoolUpAndItsRecoveryScalesItD
       << metrics;
   EXPECT_EQ(Sample(metrics, PoolSeries("sluice_autoscaler_desired_replicas")), 1) << metrics;
 
-  ASSERT_EQ(run.wait_for(seconds(660)), std::future_status::ready) << Diagnostics(cluster);
-  const CommandResult result = run.get();
-  ASSERT_EQ(result.exit_code, 0) << result.output << Diagnostics(cluster);
-  const json job = cluster.Get(std::string("trainerjob ") + kExample);
-  ASSERT_TRUE(job.is_object()) << Diagnostics(cluster);
-  EXPECT_EQ(job.value("/status/phase"_json_pointer, ""), "Succeeded") << job.dump(2);
-  EXPECT_EQ(job.value("/status/version"_json_pointer, int64_t{0}), kFinalVersion) << job.dump(2);
-  EXPECT_EQ(job.value("/status/restarts"_json_pointer, int64_t{-1}), 0) << job.dump(2);
-  ExpectAccountingOnceSettled(cluster, {.steps = kAutoscaleRun.steps,
-                                        .eval_rounds = kEvalRounds,
-                                        .eval_samples = kAutoscaleRun.eval_samples,
-                                        .faults = true});
+  ExpectFinished(cluster, run,
+                 {.shape = {.steps = kAutoscaleRun.steps,
+                            .eval_rounds = kEvalRounds,
+                            .eval_samples = kAutoscaleRun.eval_samples,
+                            .faults = true},
+                  .version = kFinalVersion});
   EXPECT_EQ(cluster.Down().exit_code, 0);
 }
 

@@ -12,8 +12,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <fstream>
-#include <future>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -22,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/e2e/main_job/main_job_support.h"
+#include "tests/e2e/main_job/followed_run.h"
 
 namespace sluice::e2e {
 namespace {
@@ -84,21 +82,6 @@ double TrainerDataWait(const SluiceSession& cluster) {
                          : -1.0;
 }
 
-// The version of policy `kPolicy` the replica's "ready: weights loaded at join" log line names;
-// -1 without such a line.
-int64_t JoinVersion(const SluiceSession& cluster, const std::string& pod) {
-  std::istringstream lines(cluster.Kubectl("logs " + pod).output);
-  std::string line;
-  while (std::getline(lines, line)) {
-    const size_t brace = line.find('{');
-    if (brace == std::string::npos) continue;
-    const json entry = json::parse(line.substr(brace), nullptr, false);
-    if (!entry.is_object() || entry.value("msg", "") != "ready: weights loaded at join") continue;
-    return entry.value(json::json_pointer(std::string("/versions/") + kPolicy), int64_t{-1});
-  }
-  return -1;
-}
-
 // How many events about the pool have this reason.
 size_t PoolEvents(const SluiceSession& cluster, const std::string& reason) {
   const json events = cluster.Get(std::string("events --field-selector involvedObject.name=") +
@@ -109,25 +92,15 @@ size_t PoolEvents(const SluiceSession& cluster, const std::string& reason) {
 TEST(MainJobElasticityTest, ScalingOneToThreeAndBackAndANodeFailureLoseNothing) {
   std::string manifest;
   ASSERT_TRUE(DemoManifest(ElasticEdits(), &manifest));
-  std::future<CommandResult> run;  // Before the cluster: see MainJobFaultsTest.
+  FollowedRun run;  // Before the cluster (followed_run.h).
   SluiceSession cluster;
   ASSERT_TRUE(cluster.Up(kFastNodeEnv)) << cluster.up().output;
-  const std::string manifest_file = cluster.dir() + "/" + kExample + ".yaml";
-  std::ofstream(manifest_file) << manifest;
-  const std::string command = BinDir() + "/sluice run " + manifest_file + " --state-dir " +
-                              cluster.state() + " --interval 2 --timeout 600 --eval-wait 120";
-  run = std::async(std::launch::async, [command] { return RunShell(command); });
-  auto running = [&] { return run.wait_for(seconds(0)) != std::future_status::ready; };
-  auto wait_for_version = [&](int64_t version) {
-    return WaitUntil([&] { return !running() || TrainerVersion(cluster) >= version; },
-                     seconds(300));
-  };
+  run.Start(cluster, manifest);
   const std::string replicas = std::string("sluice.dev/pool=") + kPool;
   const seconds window(10);
 
   // One replica: its throughput once RL runs.
-  ASSERT_TRUE(wait_for_version(kElasticRun.warm_start_steps + 3)) << Diagnostics(cluster);
-  ASSERT_TRUE(running()) << "the run ended early: " << run.get().output << Diagnostics(cluster);
+  ASSERT_TRUE(run.ReachVersion(cluster, kElasticRun.warm_start_steps + 3)) << Diagnostics(cluster);
   DataflowApi api;
   api.Connect(cluster);
   ASSERT_TRUE(api.ok());
@@ -161,8 +134,7 @@ TEST(MainJobElasticityTest, ScalingOneToThreeAndBackAndANodeFailureLoseNothing) 
         << p.name << " joined without the current weights\n"
         << cluster.Kubectl("logs " + p.name + " --tail=20").output;
   }
-  ASSERT_TRUE(running()) << "the run ended before the measurement at 3 replicas: "
-                         << run.get().output << Diagnostics(cluster);
+  ASSERT_TRUE(run.StillRunning("the measurement at 3 replicas")) << Diagnostics(cluster);
   const double at_three = TrajectoriesPerSecond(api, window);
   ASSERT_GT(at_three, 0) << api.last_error() << Diagnostics(cluster);
   const double wait_at_three = TrainerDataWait(cluster);
@@ -181,8 +153,7 @@ TEST(MainJobElasticityTest, ScalingOneToThreeAndBackAndANodeFailureLoseNothing) 
                                  << Diagnostics(cluster);
   const std::string failed = per_node.begin()->first;
   const int lost = per_node.begin()->second;
-  ASSERT_TRUE(running()) << "the run ended before the node failure: " << run.get().output
-                         << Diagnostics(cluster);
+  ASSERT_TRUE(run.StillRunning("the node failure")) << Diagnostics(cluster);
   const auto failed_at = std::chrono::steady_clock::now();
   ASSERT_EQ(
       cluster.Kubectl("annotate node " + failed + " sluice.dev/simulated-failure=true").exit_code,
@@ -205,8 +176,7 @@ TEST(MainJobElasticityTest, ScalingOneToThreeAndBackAndANodeFailureLoseNothing) 
             << " s, at version " << TrainerVersion(cluster) << "\n";
 
   // 3 -> 1: the leavers are drained before they are deleted.
-  ASSERT_TRUE(running()) << "the run ended before the scale-down: " << run.get().output
-                         << Diagnostics(cluster);
+  ASSERT_TRUE(run.StillRunning("the scale-down")) << Diagnostics(cluster);
   const size_t drained_before = PoolEvents(cluster, "DrainingReplica");
   ASSERT_EQ(cluster.Kubectl(std::string("scale rolloutpool ") + kPool + " --replicas=1").exit_code,
             0);
@@ -217,19 +187,12 @@ TEST(MainJobElasticityTest, ScalingOneToThreeAndBackAndANodeFailureLoseNothing) 
   EXPECT_GE(PoolEvents(cluster, "DrainingReplica"), drained_before + 2) << Diagnostics(cluster);
   std::cerr << "elasticity: scaled down to 1 at version " << TrainerVersion(cluster) << "\n";
 
-  ASSERT_EQ(run.wait_for(seconds(660)), std::future_status::ready) << Diagnostics(cluster);
-  const CommandResult result = run.get();
-  ASSERT_EQ(result.exit_code, 0) << result.output << Diagnostics(cluster);
-  const json job = cluster.Get(std::string("trainerjob ") + kExample);
-  ASSERT_TRUE(job.is_object()) << Diagnostics(cluster);
-  EXPECT_EQ(job.value("/status/phase"_json_pointer, ""), "Succeeded") << job.dump(2);
-  EXPECT_EQ(job.value("/status/version"_json_pointer, int64_t{0}), kFinalVersion) << job.dump(2);
-  EXPECT_EQ(job.value("/status/step"_json_pointer, int64_t{0}), kElasticRun.steps) << job.dump(2);
-  EXPECT_EQ(job.value("/status/restarts"_json_pointer, int64_t{-1}), 0) << job.dump(2);
-  ExpectAccountingOnceSettled(cluster, {.steps = kElasticRun.steps,
-                                        .eval_rounds = kEvalRounds,
-                                        .eval_samples = kElasticRun.eval_samples,
-                                        .faults = true});
+  ExpectFinished(cluster, run,
+                 {.shape = {.steps = kElasticRun.steps,
+                            .eval_rounds = kEvalRounds,
+                            .eval_samples = kElasticRun.eval_samples,
+                            .faults = true},
+                  .version = kFinalVersion});
   EXPECT_EQ(cluster.Down().exit_code, 0);
 }
 

@@ -10,9 +10,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
-#include <future>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -20,9 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "common/http/client.h"
-#include "common/http/url.h"
-#include "tests/e2e/main_job/main_job_support.h"
+#include "tests/e2e/main_job/followed_run.h"
+#include "tests/e2e/main_job/metrics_queries.h"
 #include "tests/support/free_port.h"
 
 namespace sluice::e2e {
@@ -60,48 +56,16 @@ std::vector<Edit> RegionEdits() {
   return edits;
 }
 
-// An instant query's vector as (labels, value) pairs; empty on any error (with `error` set).
-std::vector<std::pair<json, double>> Query(int prometheus_port, const std::string& promql,
-                                           std::string* error) {
-  http::ClientOptions options;
-  options.base_url = "http://127.0.0.1:" + std::to_string(prometheus_port);
-  options.max_attempts = 1;
-  Result<std::unique_ptr<http::Client>> client = http::Client::Create(options);
-  if (!client.ok()) return {};
-  Result<http::Response> r = (*client)->Get("/api/v1/query?query=" + http::PercentEncode(promql));
-  std::vector<std::pair<json, double>> out;
-  if (!r.ok() || r->status != 200) {
-    *error = r.ok() ? r->body : r.status().ToString();
-    return out;
-  }
-  const json body = json::parse(r->body, nullptr, false);
-  for (const json& s : body.value("/data/result"_json_pointer, json::array())) {
-    out.emplace_back(s.value("metric", json::object()),
-                     std::stod(s.value("/value/1"_json_pointer, std::string("0"))));
-  }
-  return out;
-}
-
 TEST(MainJobRegionsTest, ASpilledPoolFetchesEachVersionAcrossRegionsOnceThroughItsRelay) {
-  if (!std::filesystem::exists("/usr/bin/prometheus")) {
-    FAIL() << "/usr/bin/prometheus is missing (Debian's prometheus package; scripts/"
-              "install-deps.sh installs it)";
-  }
+  ASSERT_TRUE(HavePrometheus());
   std::string manifest;
   ASSERT_TRUE(DemoManifest(RegionEdits(), &manifest));
-  std::future<CommandResult> run;  // Before the cluster: see MainJobFaultsTest.
+  FollowedRun run;  // Before the cluster (followed_run.h).
   SluiceSession cluster;
   const int prometheus_port = test_support::FreePort();
-  ASSERT_TRUE(cluster.Up("SLUICE_OPERATOR_STATUS_PERIOD=1s",
-                         "--prometheus --prometheus-scrape-interval 1s --prometheus-port " +
-                             std::to_string(prometheus_port)))
+  ASSERT_TRUE(cluster.Up("SLUICE_OPERATOR_STATUS_PERIOD=1s", PrometheusFlags(prometheus_port)))
       << cluster.up().output;
-  const std::string manifest_file = cluster.dir() + "/" + kExample + ".yaml";
-  std::ofstream(manifest_file) << manifest;
-  const std::string command = BinDir() + "/sluice run " + manifest_file + " --state-dir " +
-                              cluster.state() + " --interval 2 --timeout 600 --eval-wait 120";
-  run = std::async(std::launch::async, [command] { return RunShell(command); });
-  auto running = [&] { return run.wait_for(seconds(0)) != std::future_status::ready; };
+  run.Start(cluster, manifest);
   const std::string replicas = std::string("sluice.dev/pool=") + kPool;
 
   // Two replicas in east, the third spilled over into west, all ready while the trainer runs.
@@ -117,28 +81,22 @@ TEST(MainJobRegionsTest, ASpilledPoolFetchesEachVersionAcrossRegionsOnceThroughI
           }
           if (ready) ++per_region[p.value("/metadata/labels/sluice.dev~1region"_json_pointer, "")];
         }
-        return !running() || (per_region["east"] == 2 && per_region["west"] == 1);
+        return !run.running() || (per_region["east"] == 2 && per_region["west"] == 1);
       },
       seconds(120)))
       << Diagnostics(cluster);
-  ASSERT_TRUE(running()) << "the run ended before the pool was placed: " << run.get().output
-                         << Diagnostics(cluster);
+  ASSERT_TRUE(run.StillRunning("the pool was placed")) << Diagnostics(cluster);
   std::cerr << "regions: 2 replicas in east, 1 spilled into west at version "
             << TrainerVersion(cluster) << "\n";
   const json spilled = cluster.Get(std::string("events --field-selector involvedObject.name=") +
                                    kPool + ",reason=SpilledOver");
   EXPECT_FALSE(spilled.value("items", json::array()).empty()) << Diagnostics(cluster);
 
-  ASSERT_EQ(run.wait_for(seconds(660)), std::future_status::ready) << Diagnostics(cluster);
-  const CommandResult result = run.get();
-  ASSERT_EQ(result.exit_code, 0) << result.output << Diagnostics(cluster);
-  const json job = cluster.Get(std::string("trainerjob ") + kExample);
-  ASSERT_TRUE(job.is_object()) << Diagnostics(cluster);
-  EXPECT_EQ(job.value("/status/phase"_json_pointer, ""), "Succeeded") << job.dump(2);
-  EXPECT_EQ(job.value("/status/version"_json_pointer, int64_t{0}), kFinalVersion) << job.dump(2);
-  ExpectAccountingOnceSettled(cluster, {.steps = kRegionRun.steps,
-                                        .eval_rounds = kEvalRounds,
-                                        .eval_samples = kRegionRun.eval_samples});
+  ASSERT_NO_FATAL_FAILURE(ExpectFinished(cluster, run,
+                                         {.shape = {.steps = kRegionRun.steps,
+                                                    .eval_rounds = kEvalRounds,
+                                                    .eval_samples = kRegionRun.eval_samples},
+                                          .version = kFinalVersion}));
 
   // Bytes fetched per region and source, once Prometheus has scraped the final counters (every
   // replica holds the final version: the trainer served it until then).
@@ -157,16 +115,17 @@ TEST(MainJobRegionsTest, ASpilledPoolFetchesEachVersionAcrossRegionsOnceThroughI
   ASSERT_TRUE(WaitUntil(
       [&] {
         bytes.clear();
-        for (const auto& [labels, value] : Query(prometheus_port, promql, &error)) {
+        for (const auto& [labels, value] : PrometheusQuery(prometheus_port, promql, &error)) {
           bytes[key(labels)] = value;
         }
         west_trainer = bytes["west/trainer"];
         east_trainer = bytes["east/trainer"];
         east_relay = bytes["east/relay"];
         return west_trainer > 0 && east_relay > 0 &&
-               Query(prometheus_port,
-                     std::string("min(sluice_rollout_policy_version{pool=\"") + kPool + "\"})",
-                     &error)
+               PrometheusQuery(
+                   prometheus_port,
+                   std::string("min(sluice_rollout_policy_version{pool=\"") + kPool + "\"})",
+                   &error)
                        .size() == 1;
       },
       seconds(30)))

@@ -6,12 +6,15 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/base64.h"
@@ -91,6 +94,14 @@ inline std::vector<PodFacts> LivePods(const SluiceSession& cluster, const std::s
   return out;
 }
 
+// The process id of the pod's container on the local cluster (its containerID is
+// "sluice://<pid>"); 0 when the pod has none.
+inline pid_t ContainerPid(const PodFacts& pod) {
+  constexpr std::string_view kScheme = "sluice://";
+  if (pod.container_id.rfind(kScheme, 0) != 0) return 0;
+  return static_cast<pid_t>(std::stol(pod.container_id.substr(kScheme.size())));
+}
+
 // The one live pod with this label selector; empty when there is not exactly one.
 inline PodFacts OnlyPod(const SluiceSession& cluster, const std::string& selector) {
   std::vector<PodFacts> pods = LivePods(cluster, selector);
@@ -101,6 +112,22 @@ inline PodFacts OnlyPod(const SluiceSession& cluster, const std::string& selecto
 inline int64_t TrainerVersion(const SluiceSession& cluster) {
   const nlohmann::json job = cluster.Get(std::string("trainerjob ") + kExample);
   return job.is_object() ? job.value("/status/version"_json_pointer, int64_t{0}) : 0;
+}
+
+// The version of policy `kPolicy` the replica's "ready: weights loaded at join" log line names;
+// -1 without such a line.
+inline int64_t JoinVersion(const SluiceSession& cluster, const std::string& pod) {
+  using nlohmann::json;
+  std::istringstream lines(cluster.Kubectl("logs " + pod).output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t brace = line.find('{');
+    if (brace == std::string::npos) continue;
+    const json entry = json::parse(line.substr(brace), nullptr, false);
+    if (!entry.is_object() || entry.value("msg", "") != "ready: weights loaded at join") continue;
+    return entry.value(json::json_pointer(std::string("/versions/") + kPolicy), int64_t{-1});
+  }
+  return -1;
 }
 
 // The demo's manifest with `edits` applied (example_manifest.h).
