@@ -247,15 +247,17 @@ std::unique_ptr<httplib::ClientImpl> Client::NewConnection() {
   return conn;
 }
 
-std::unique_ptr<httplib::ClientImpl> Client::Acquire() {
+std::unique_ptr<httplib::ClientImpl> Client::Acquire(bool* reused) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!idle_.empty()) {
       std::unique_ptr<httplib::ClientImpl> conn = std::move(idle_.back());
       idle_.pop_back();
+      *reused = true;
       return conn;
     }
   }
+  *reused = false;
   return NewConnection();
 }
 
@@ -316,11 +318,13 @@ Result<Response> Client::Execute(Request& request,
   const std::string what = request.method + " " + url_.ToString() + request.path;
   constexpr size_t kMaxErrorBody = 64 << 10;
 
+  bool resent_on_new_connection = false;  // See the stale-connection case below.
   for (int attempt = 0;; ++attempt) {
     if (request.cancel && request.cancel->IsCancelled()) {
       return Status::Cancelled(what + ": cancelled");
     }
-    std::unique_ptr<httplib::ClientImpl> conn = Acquire();
+    bool reused = false;
+    std::unique_ptr<httplib::ClientImpl> conn = Acquire(&reused);
     httplib::Request hreq;
     hreq.method = request.method;
     hreq.path = target;
@@ -423,6 +427,15 @@ Result<Response> Client::Execute(Request& request,
         return Status::Cancelled(what + ": cancelled");
       }
       return out;  // The caller chose to stop reading; that is success.
+    }
+    // A pooled connection the server closed while it sat idle (its keep-alive timeout) fails
+    // the write of the next request. The server cannot have acted on a request it did not
+    // receive whole, so it is sent once more on a new connection, whatever its method and
+    // without counting an attempt: an operator's event (a POST) was lost this way.
+    if (error == httplib::Error::Write && reused && !got_head && !resent_on_new_connection) {
+      resent_on_new_connection = true;
+      --attempt;
+      continue;
     }
     std::string message = what + ": " + DescribeError(error, options_);
     if (error == httplib::Error::SSLServerVerification) {

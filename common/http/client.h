@@ -7,7 +7,10 @@
 // - Retries with exponential backoff and jitter (backoff.h), only where repeating is safe:
 //   idempotent methods (GET, HEAD, PUT, DELETE, OPTIONS) or a request marked idempotent (a
 //   submit keyed by task id); on connection failures and 502/503/504. A 429 is retried for any
-//   method (the server refused without acting), honouring Retry-After.
+//   method (the server refused without acting), honouring Retry-After. A request whose write
+//   fails on a pooled keep-alive connection (the server closed it while idle) is sent once more
+//   on a new connection, whatever its method and without counting an attempt: the server never
+//   received it whole.
 // - Bearer token from a TokenSource (re-read when its file rotates).
 // - TLS through OpenSSL: CA bundle (file or PEM text), client certificate and key (files or
 //   PEM text), a server-name override (kubeconfig's tls-server-name) and, for tests,
@@ -130,7 +133,8 @@ class Client {
   Status LoadTls();
   Result<std::string> ConnectAddress() const;
   std::unique_ptr<httplib::ClientImpl> NewConnection();
-  std::unique_ptr<httplib::ClientImpl> Acquire();
+  // A pooled connection when one is idle (`reused` true), else a new one.
+  std::unique_ptr<httplib::ClientImpl> Acquire(bool* reused);
   void Release(std::unique_ptr<httplib::ClientImpl> conn);
   bool IsIdempotent(const Request& request) const;
   Result<Response> Execute(Request& request, const std::function<bool(const Response&)>* on_head,
