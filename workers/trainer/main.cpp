@@ -66,6 +66,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/config/program_start.h"
 #include "common/http/bearer_token.h"
 #include "common/http/client.h"
@@ -80,6 +81,7 @@
 #include "workers/model/nn/decoder_model.h"
 #include "workers/trainer/checkpoint_directory.h"
 #include "workers/trainer/export_route.h"
+#include "workers/trainer/master_address.h"
 #include "workers/trainer/torch/communicator.h"
 #include "workers/trainer/torch/policy_trainer.h"
 #include "workers/trainer/torch/published_weights.h"
@@ -153,14 +155,11 @@ config::Spec MakeSpec() {
   return spec;
 }
 
-// MASTER_ADDR as an IP: the pod hosts file ($SLUICE_HOSTS_FILE) knows the headless Service's
-// names on the local cluster; the system resolver (inside c10d) handles everything else.
-std::string ResolveHost(const std::string& host) {
-  if (const char* file = std::getenv("SLUICE_HOSTS_FILE"); file != nullptr && *file != '\0') {
-    http::HostsFileResolver resolver(file);
-    if (std::optional<std::string> ip = resolver.Lookup(host)) return *ip;
-  }
-  return host;
+// The pod hosts file ($SLUICE_HOSTS_FILE) knows the headless Service's names on the local cluster
+// (master_address.h); the system resolver (inside c10d) handles everything else.
+std::string HostsFile() {
+  const char* file = std::getenv("SLUICE_HOSTS_FILE");
+  return file != nullptr ? file : "";
 }
 
 std::shared_ptr<http::HostsFileResolver> HostsResolver() {
@@ -389,12 +388,21 @@ int Main(int argc, char** argv) {
   GlooOptions gloo;
   gloo.rank = rank;
   gloo.world_size = world;
-  gloo.master_addr = ResolveHost(cfg->GetString("master-addr"));
   gloo.master_port = static_cast<int>(cfg->GetInt("master-port"));
   gloo.bind_address =
       cfg->GetString("address") == "0.0.0.0" ? "127.0.0.1" : cfg->GetString("address");
   gloo.timeout =
       std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("collective-timeout"));
+  Result<std::string> master =
+      ResolveMasterAddress(cfg->GetString("master-addr"), HostsFile(), gloo.timeout, stop.Token(),
+                           SystemClock::Instance());
+  if (!master.ok() && master.status().code() == StatusCode::kCancelled) {
+    logger.Info("stopped while looking up rank 0's address");
+    server.Shutdown();
+    return 0;
+  }
+  if (!master.ok()) return fail("rendezvous failed", master.status());
+  gloo.master_addr = *master;
   Result<std::unique_ptr<Communicator>> comm = ConnectGloo(gloo);
   if (!comm.ok()) return fail("rendezvous failed", comm.status());
 
