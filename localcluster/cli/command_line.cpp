@@ -226,6 +226,11 @@ CommandSpec RunSpec() {
        "final version (e.g. 90s, 5m; a plain number is seconds, at most 24h); 0 does not wait. "
        "Ctrl-C during this wait ends it with exit 0.",
        std::nullopt, std::nullopt},
+      {"unreachable-timeout", '\0', FlagType::kString, "DURATION", "60s",
+       "Stop following and exit 1 once the API server has been unreachable this long (the "
+       "cluster was stopped or died; e.g. 30s, 5m; at most 24h); 0 keeps following. Shorter "
+       "outages (a restarted API server) are sat out.",
+       std::nullopt, std::nullopt},
       {"follow", '\0', FlagType::kBool, "", "true",
        "Follow the experiment after applying (--no-follow: apply and exit 0).", std::nullopt,
        std::nullopt},
@@ -472,6 +477,16 @@ Result<Parsed<RunOptions>> ParseRun(const std::vector<std::string>& args,
     return Status::InvalidArgument("flag --eval-wait: " + eval_wait + " is longer than 24h");
   }
   o.eval_wait = std::chrono::ceil<std::chrono::milliseconds>(*wait);
+  const std::string& unreachable = flags.GetString("unreachable-timeout");
+  Result<std::chrono::nanoseconds> gone = config::ParseDuration(unreachable);
+  if (!gone.ok()) {
+    return Status::InvalidArgument("flag --unreachable-timeout: " + gone.status().message());
+  }
+  if (*gone > std::chrono::hours(24)) {
+    return Status::InvalidArgument("flag --unreachable-timeout: " + unreachable +
+                                   " is longer than 24h");
+  }
+  o.unreachable_timeout = std::chrono::ceil<std::chrono::milliseconds>(*gone);
   o.follow = flags.GetBool("follow");
   parsed.options = std::move(o);
   return parsed;

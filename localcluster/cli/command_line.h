@@ -94,6 +94,9 @@ struct RunOptions {
   // After every TrainerJob succeeded: how long to keep sampling for the evaluation round at the
   // final version (eval_wait.h). 0: do not wait.
   std::chrono::milliseconds eval_wait{120000};
+  // Stop following (exit 1) once every read of the followed objects has failed to reach the API
+  // server for this long (the cluster was stopped, or died). 0: follow regardless.
+  std::chrono::milliseconds unreachable_timeout{60000};
   bool follow = true;
   RunDisplay display = RunDisplay::kAuto;  // Not a flag: tests pick kPlain or kLive.
 };

@@ -55,6 +55,12 @@ double WallSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// A read that never got an answer from the API server: the connection failed or timed out.
+bool Unreachable(const Status& status) {
+  return status.code() == StatusCode::kUnavailable ||
+         status.code() == StatusCode::kDeadlineExceeded;
+}
+
 class Follower {
  public:
   Follower(const RunOptions& options, kube::RestClient& client, std::vector<Followed> objects,
@@ -74,6 +80,15 @@ class Follower {
     std::optional<SteadyClock::time_point> eval_deadline;
     while (true) {
       Sample();
+      if (options_.unreachable_timeout.count() > 0 && unreachable_since_ &&
+          SteadyClock::now() - *unreachable_since_ >= options_.unreachable_timeout) {
+        out_ << std::flush;
+        err_ << "sluice run: the API server has been unreachable for "
+             << std::chrono::ceil<std::chrono::seconds>(options_.unreachable_timeout).count()
+             << " s (" << unreachable_error_ << "); stopped following " << options_.experiment
+             << " (was the cluster stopped? Follow it again with `sluice run`)\n";
+        return kExitFailure;
+      }
       const ExperimentOutcome outcome = DecideOutcome(Objects(ExperimentRole::kTrainerJob));
       if (outcome.state == ExperimentState::kSucceeded) {
         const std::vector<PendingEvaluation> pending = PendingEvaluations(
@@ -154,6 +169,7 @@ class Follower {
   }
 
   void Sample() {
+    bool reached = false;  // Some read got an answer from the API server (an error or not).
     for (Followed& f : objects_) {
       kube::ResourceClient resource(client_, f.applied.gvr, f.applied.namespace_);
       Result<json> object = resource.Get(f.applied.name);
@@ -164,6 +180,16 @@ class Follower {
         f.last_error = object.status().message();
         err_ << "sluice run: reading " << f.applied.display << ": " << f.last_error << "\n";
       }
+      if (object.ok() || !Unreachable(object.status())) {
+        reached = true;
+      } else {
+        unreachable_error_ = object.status().message();
+      }
+    }
+    if (reached) {
+      unreachable_since_.reset();
+    } else if (!unreachable_since_) {
+      unreachable_since_ = SteadyClock::now();
     }
     ExperimentView view;
     for (const json& o : Objects(ExperimentRole::kTrainerJob)) {
@@ -219,6 +245,9 @@ class Follower {
   std::string waiting_note_;  // While waiting for evaluations: shown under the live view.
   size_t live_lines_ = 0;
   bool append_failed_ = false;
+  // Since when no read has reached the API server (see --unreachable-timeout), and why.
+  std::optional<SteadyClock::time_point> unreachable_since_;
+  std::string unreachable_error_;
 };
 
 }  // namespace

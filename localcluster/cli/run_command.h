@@ -11,7 +11,9 @@
 //      DIR/experiments/<name>/progress.jsonl, render (progress_render.h: live view on a
 //      terminal, else plain lines), and decide (run_outcome.h): all Succeeded -> step 5; one
 //      Failed -> its name and reason on stderr, exit 1; --timeout passed -> "timed out after N
-//      s", exit 1; SIGINT/SIGTERM -> exit 130. The resources are never deleted.
+//      s", exit 1; no read reached the API server for --unreachable-timeout (the cluster was
+//      stopped or died; shorter outages are sat out) -> "the API server has been unreachable
+//      for N s", exit 1; SIGINT/SIGTERM -> exit 130. The resources are never deleted.
 //   5. Every TrainerJob Succeeded: while an evaluation round at a TrainerJob's final version is
 //      still to come (eval_wait.h), keep sampling as in 4 (one note says so: a line, or under
 //      the live view) until it comes, --eval-wait passes or --timeout passes (whichever is

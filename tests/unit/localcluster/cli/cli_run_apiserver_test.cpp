@@ -396,5 +396,29 @@ TEST_F(CliRunApiServerTest, RejectedDocumentTimeoutInterruptAndFailure) {
   EXPECT_TRUE(jobs.Get("tiny-grpo").ok());
 }
 
+// The cluster goes away while `sluice run` follows (sluice down, a crash): following ends after
+// --unreachable-timeout instead of lasting for ever (--timeout is 0 by default), while an outage
+// shorter than it is sat out.
+TEST_F(CliRunApiServerTest, AnApiServerThatStaysUnreachableEndsFollowing) {
+  const std::string progress = layout_.ProgressLog("gone");
+  std::thread stopper([&] {
+    // A first sample, then the API server stops.
+    ASSERT_TRUE(WaitForFileContaining(progress, "tiny-grpo"));
+    StopComponent(*FindKnownComponent("apiserver"), layout_, std::chrono::seconds(5));
+  });
+  RunOptions o = Options(example_, "gone");
+  o.unreachable_timeout = std::chrono::seconds(1);
+  std::ostringstream out, err;
+  const auto start = std::chrono::steady_clock::now();
+  const int code = RunRun(o, out, err);
+  stopper.join();
+  EXPECT_EQ(code, 1) << out.str() << err.str();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_NE(err.str().find("sluice run: the API server has been unreachable for 1 s ("),
+            std::string::npos)
+      << err.str();
+  EXPECT_NE(err.str().find("stopped following gone"), std::string::npos) << err.str();
+}
+
 }  // namespace
 }  // namespace sluice::cli

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "localcluster/cli/cli.h"
 #include "localcluster/cli/flags.h"
@@ -190,6 +193,24 @@ TEST(CommandLineTest, Logs) {
   EXPECT_NE(ParseLogs({"kubelet"}, kEnv).status().message().find("unknown component \"kubelet\""),
             std::string::npos);
   EXPECT_NE(ParseLogs({}, kEnv).status().message().find("missing COMPONENT"), std::string::npos);
+}
+
+// --unreachable-timeout DURATION: how long `sluice run` sits out an API server it cannot reach
+// (0 disables; at most 24h).
+TEST(CommandLineTest, RunUnreachableTimeout) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(ParseRun({"a.yaml"}, kEnv)->options->unreachable_timeout, milliseconds(60000));
+  EXPECT_EQ(ParseRun({"a.yaml", "--unreachable-timeout", "5m"}, kEnv)->options->unreachable_timeout,
+            milliseconds(300000));
+  EXPECT_EQ(ParseRun({"a.yaml", "--unreachable-timeout=0"}, kEnv)->options->unreachable_timeout,
+            milliseconds(0));
+  for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
+           {"25h", "flag --unreachable-timeout: 25h is longer than 24h"},
+           {"soon", "flag --unreachable-timeout: \"soon\" is not a duration"}}) {
+    Result<Parsed<RunOptions>> p = ParseRun({"a.yaml", "--unreachable-timeout", text}, kEnv);
+    ASSERT_FALSE(p.ok()) << text;
+    EXPECT_EQ(p.status().message().rfind(message, 0), 0u) << p.status().message();
+  }
 }
 
 // --eval-wait DURATION: how long `sluice run` keeps following after success for the final
