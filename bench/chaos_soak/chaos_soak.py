@@ -59,6 +59,9 @@ FAST_NODES = {
     "SLUICE_OPERATOR_STATUS_PERIOD": "1s",
 }
 RECOVERY_TIMEOUT = 180  # Seconds a fault may take to recover before it counts as not recovered.
+# A recovery slower than this still counts, but keeps diagnostics as an unrecovered fault does: a
+# rank kill once took 125 s (the collective timeout) and the soak had kept nothing to say why.
+SLOW_RECOVERY = 60
 
 
 def edit(text, old, new):
@@ -303,7 +306,8 @@ class Soak:
         raise ValueError(kind)
 
     def diagnose(self, ns, kind):
-        """Writes what a person needs to see why a fault did not recover; returns the path."""
+        """Writes what a person needs to see why a fault did not recover (or was slow); returns
+        the path."""
         c = self.c
         path = os.path.join(self.args.work, f"diagnostics-{ns}-{kind}.txt")
         with open(path, "w") as f:
@@ -342,7 +346,8 @@ class Soak:
             self.check(ns)
             time.sleep(2)
             # No fault once the run is about to end: a replica re-created after the trainer has
-            # gone cannot load the final version (docs/reliability.md, "Not covered yet").
+            # gone loads the final version only from a ready peer, and a node fault can take both
+            # replicas (docs/reliability.md, "Not covered yet").
             if (time.monotonic() < next_fault or time.monotonic() > deadline or
                     self.last_step >= self.args.steps - 15):
                 continue
@@ -365,6 +370,8 @@ class Soak:
                 else:
                     self.recoveries[kind].append(took)
                     self.log(f"  {kind} recovered in {took:.1f} s")
+                    if took > SLOW_RECOVERY:
+                        self.log(f"  {kind} was slow; diagnostics in {self.diagnose(ns, kind)}")
             next_fault = time.monotonic() + max(5.0, self.rng.expovariate(1.0 / self.args.fault_every))
         output = run.stdout.read()
         result = {"namespace": ns, "exit": run.returncode}
