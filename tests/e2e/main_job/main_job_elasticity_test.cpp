@@ -112,20 +112,8 @@ TEST(MainJobElasticityTest, ScalingOneToThreeAndBackAndANodeFailureLoseNothing) 
 
   // 1 -> 3: the joiners load the current weights before they lease.
   const int64_t scaled_up_at = TrainerVersion(cluster);
-  ASSERT_EQ(cluster.Kubectl(std::string("scale rolloutpool ") + kPool + " --replicas=3").exit_code,
-            0);
-  std::vector<PodFacts> three;
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        three = LivePods(cluster, replicas);
-        if (three.size() != 3) return false;
-        for (const PodFacts& p : three) {
-          if (!p.ready) return false;
-        }
-        return true;
-      },
-      seconds(120)))
-      << Diagnostics(cluster);
+  const std::vector<PodFacts> three = ScalePoolAndWait(cluster, 3, seconds(120));
+  ASSERT_EQ(three.size(), 3u) << Diagnostics(cluster);
   std::cerr << "elasticity: 3 replicas ready at version " << TrainerVersion(cluster)
             << " (scaled at " << scaled_up_at << ")\n";
   for (const PodFacts& p : three) {

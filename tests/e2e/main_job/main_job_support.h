@@ -108,6 +108,30 @@ inline PodFacts OnlyPod(const SluiceSession& cluster, const std::string& selecto
   return pods.size() == 1 ? pods.front() : PodFacts{};
 }
 
+// `kubectl scale` of the example pool to `replicas`, then waits up to `timeout` until that many
+// live replicas are Ready. Their facts; empty when the wait ran out or the scale was refused.
+inline std::vector<PodFacts> ScalePoolAndWait(const SluiceSession& cluster, int replicas,
+                                              std::chrono::seconds timeout) {
+  std::vector<PodFacts> pods;
+  if (cluster
+          .Kubectl(std::string("scale rolloutpool ") + kPool +
+                   " --replicas=" + std::to_string(replicas))
+          .exit_code != 0) {
+    return pods;
+  }
+  const bool ready = WaitUntil(
+      [&] {
+        pods = LivePods(cluster, std::string("sluice.dev/pool=") + kPool);
+        if (pods.size() != static_cast<size_t>(replicas)) return false;
+        for (const PodFacts& p : pods) {
+          if (!p.ready) return false;
+        }
+        return true;
+      },
+      timeout);
+  return ready ? pods : std::vector<PodFacts>{};
+}
+
 // The example TrainerJob's status.version; 0 before the first.
 inline int64_t TrainerVersion(const SluiceSession& cluster) {
   const nlohmann::json job = cluster.Get(std::string("trainerjob ") + kExample);

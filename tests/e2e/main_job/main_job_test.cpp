@@ -125,16 +125,8 @@ TEST(MainJobTest, TheDemoManifestTrainsThroughTheOperatorAndAccountsForEveryTraj
   const std::string replicas = std::string("sluice.dev/pool=") + kPool;
   const PodFacts first = OnlyPod(cluster, replicas);
   ASSERT_TRUE(first.ready) << Diagnostics(cluster);
-  ASSERT_EQ(cluster.Kubectl(std::string("scale rolloutpool ") + kPool + " --replicas=2").exit_code,
-            0);
-  std::vector<PodFacts> two;
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        two = LivePods(cluster, replicas);
-        return two.size() == 2 && two[0].ready && two[1].ready;
-      },
-      std::chrono::seconds(60)))
-      << Diagnostics(cluster);
+  const std::vector<PodFacts> two = ScalePoolAndWait(cluster, 2, std::chrono::seconds(60));
+  ASSERT_EQ(two.size(), 2u) << Diagnostics(cluster);
   const PodFacts& joiner = two[0].uid == first.uid ? two[1] : two[0];
   EXPECT_EQ(JoinVersion(cluster, joiner.name), kFinalVersion)
       << cluster.Kubectl("logs " + joiner.name).output;

@@ -18,6 +18,7 @@
 #include "common/http/response_head.h"
 #include "common/http/server.h"
 #include "common/metrics/exposition.h"
+#include "tests/support/loopback_listener.h"
 
 namespace sluice::http {
 namespace {
@@ -271,18 +272,9 @@ TEST_F(BulkBody, CancellationEndsAWaitAtOnce) {
 class ScriptedPeer {
  public:
   explicit ScriptedPeer(std::string reply) : reply_(std::move(reply)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    EXPECT_EQ(::listen(fd_, 8), 0);
-    socklen_t len = sizeof(addr);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
     thread_ = std::thread([this] {
       while (true) {
-        const int c = ::accept(fd_, nullptr, nullptr);
+        const int c = ::accept(listener_.fd(), nullptr, nullptr);
         if (c < 0) return;
         char buf[4096];
         (void)::recv(c, buf, sizeof(buf), 0);  // The request (small); not checked.
@@ -292,16 +284,14 @@ class ScriptedPeer {
     });
   }
   ~ScriptedPeer() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
+    ::shutdown(listener_.fd(), SHUT_RDWR);
     thread_.join();
   }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(listener_.port()); }
 
  private:
   std::string reply_;
-  int fd_ = -1;
-  int port_ = 0;
+  test_support::LoopbackListener listener_;
   std::thread thread_;
 };
 

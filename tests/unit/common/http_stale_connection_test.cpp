@@ -1,9 +1,7 @@
 // http::Client over a pooled connection that the server has dropped: the request whose write
 // fails on it is sent once more on a new connection, whatever its method (the server never
 // received it whole), and without counting an attempt. A raw peer scripts the drop.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,6 +11,7 @@
 #include <thread>
 
 #include "common/http/client.h"
+#include "tests/support/loopback_listener.h"
 
 namespace sluice::http {
 namespace {
@@ -43,20 +42,11 @@ bool ReadRequest(int c) {
 class DroppingPeer {
  public:
   DroppingPeer() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    EXPECT_EQ(::listen(fd_, 8), 0);
-    socklen_t len = sizeof(addr);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
     thread_ = std::thread([this] {
       const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
       const std::string created = "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n";
       for (int n = 1;; ++n) {
-        const int c = ::accept(fd_, nullptr, nullptr);
+        const int c = ::accept(listener_.fd(), nullptr, nullptr);
         if (c < 0) return;
         connections_.fetch_add(1);
         if (n == 1) {
@@ -73,16 +63,14 @@ class DroppingPeer {
     });
   }
   ~DroppingPeer() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
+    ::shutdown(listener_.fd(), SHUT_RDWR);
     thread_.join();
   }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(listener_.port()); }
   int connections() const { return connections_.load(); }
 
  private:
-  int fd_ = -1;
-  int port_ = 0;
+  test_support::LoopbackListener listener_;
   std::atomic<int> connections_{0};
   std::thread thread_;
 };

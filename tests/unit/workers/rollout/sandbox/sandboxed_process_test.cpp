@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/loopback_listener.h"
+
 namespace sluice::rollout {
 namespace {
 
@@ -209,20 +211,11 @@ TEST(SandboxedProcessTest, TruncatesOutputButKeepsDraining) {
 class Listener {
  public:
   Listener() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    EXPECT_EQ(::listen(fd_, 8), 0);
-    socklen_t len = sizeof(addr);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
     thread_ = std::thread([this] {
       while (!stop_) {
-        pollfd p{fd_, POLLIN, 0};
+        pollfd p{listener_.fd(), POLLIN, 0};
         if (::poll(&p, 1, 50) == 1) {
-          const int c = ::accept(fd_, nullptr, nullptr);
+          const int c = ::accept(listener_.fd(), nullptr, nullptr);
           if (c >= 0) {
             ++accepted_;
             ::close(c);
@@ -234,14 +227,12 @@ class Listener {
   ~Listener() {
     stop_ = true;
     thread_.join();
-    ::close(fd_);
   }
-  int port() const { return port_; }
+  int port() const { return listener_.port(); }
   int accepted() const { return accepted_; }
 
  private:
-  int fd_ = -1;
-  int port_ = 0;
+  test_support::LoopbackListener listener_;
   std::atomic<bool> stop_{false};
   std::atomic<int> accepted_{0};
   std::thread thread_;
