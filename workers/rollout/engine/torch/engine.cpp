@@ -390,7 +390,7 @@ Status Engine::StepPolicy(Policy& policy, std::vector<SampleUpdate>& updates) {
   torch::Tensor row_logits =
       rows.size() == logit_seqs.size()
           ? logits
-          : logits.index_select(0, torch::tensor(logit_index, torch::kInt64));
+          : logits.index_select(0, torch::tensor(logit_index, torch::kInt64).to(logits.device()));
   std::vector<SamplingRow> params;
   params.reserve(rows.size());
   for (SeqId seq : rows) {

@@ -156,7 +156,8 @@ Result<torch::Tensor> PagedForward(const model::DecoderModel& model, PagedKvCach
   const torch::Device device = model.device();
   SLUICE_ASSIGN_OR_RETURN(PackedStep plan, Plan(config, cache, chunks, options, device));
   if (plan.offsets.back() == 0) {
-    return torch::zeros({0, config.vocab_size}, torch::TensorOptions().dtype(torch::kFloat32));
+    return torch::zeros({0, config.vocab_size},
+                        torch::TensorOptions().dtype(torch::kFloat32).device(device));
   }
   try {
     torch::NoGradGuard no_grad;

@@ -18,7 +18,7 @@
 // engine uses offset = index of the token in the sample's output.
 //
 // Cost: one batched softmax and cumsum over [rows, vocab]; rows with top_k or top_p also sort
-// their row.
+// their row. On a GPU all of it stays on the device (SampleTokensWithTensorOps).
 #pragma once
 
 #include <torch/torch.h>
@@ -45,8 +45,19 @@ struct SampledToken {
 // A uniform double in [0, 1) from a counter-based hash of (seed, offset).
 double DrawUniform(uint64_t seed, uint64_t offset);
 
-// One token per row of float32 logits [rows.size(), vocab].
+// One token per row of float32 logits [rows.size(), vocab] on any device: CPU logits are sampled
+// on the host (SampleOnHost in sampler.cpp), others by SampleTokensWithTensorOps on their device.
 std::vector<SampledToken> SampleTokens(const torch::Tensor& logits,
                                        std::span<const SamplingRow> rows);
+
+// The same semantics with libtorch ops on the logits' own device; only the chosen tokens and
+// their log-probs (2 numbers a row) come to the host. On a GPU a [rows, vocab] float32 copy to the
+// host and a host softmax cost several forwards (docs/benchmarks.md, "The device check on an
+// H200"). On CPU logits it gives the host path's result exactly (the same ops in the same order;
+// tests/unit/workers/rollout/engine/torch/sampler_test.cpp); on a GPU its cumulative sums round
+// differently, so a draw within float rounding of a token boundary may take the neighbour.
+// Top-k/top-p rows sort their row on the device and read one threshold count back each.
+std::vector<SampledToken> SampleTokensWithTensorOps(const torch::Tensor& logits,
+                                                    std::span<const SamplingRow> rows);
 
 }  // namespace sluice::engine
