@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu/device_timing.h"
 #include "bench/gpu/qwen3_shapes.h"
 #include "workers/rollout/engine/torch/engine.h"
 #include "workers/rollout/engine/torch/paged_forward.h"
@@ -39,7 +40,6 @@
 namespace sluice::bench {
 namespace {
 
-using BenchClock = std::chrono::steady_clock;
 using engine::Engine;
 using engine::EngineOptions;
 using engine::SampleUpdate;
@@ -48,30 +48,13 @@ using engine::SamplingParams;
 constexpr double kNominalHbmBytesPerSecond = 4.8e12;  // H200, HBM3e.
 constexpr int64_t kPromptTokens = 128;
 
-void Sync(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize();
-}
-
-double Seconds(BenchClock::time_point a, BenchClock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
 // Device-to-device copy bandwidth, bytes read + written per second (median of 10).
 double CopyBandwidth(const torch::Device& device, int64_t bytes) {
   torch::Tensor src =
       torch::empty({bytes}, torch::TensorOptions().dtype(torch::kUInt8).device(device));
   torch::Tensor dst = torch::empty_like(src);
   src.fill_(1);
-  std::vector<double> runs;
-  for (int i = 0; i < 13; ++i) {
-    Sync(device);
-    const auto t0 = BenchClock::now();
-    dst.copy_(src);
-    Sync(device);
-    if (i >= 3) runs.push_back(Seconds(t0, BenchClock::now()));
-  }
-  std::sort(runs.begin(), runs.end());
-  return 2.0 * static_cast<double>(bytes) / runs[runs.size() / 2];
+  return 2.0 * static_cast<double>(bytes) / MedianSeconds(device, 3, 10, [&] { dst.copy_(src); });
 }
 
 int64_t WeightBytes(const model::DecoderModel& m) {
@@ -138,7 +121,7 @@ DecodeFigures RunBatch(const std::shared_ptr<model::DecoderModel>& model, int ba
     }
   }
   Sync(device);
-  const double secs = Seconds(t0, BenchClock::now());
+  const double secs = Seconds(t0);
   int64_t after = 0;
   for (const auto& [id, n] : emitted) after += n;
   DecodeFigures f;
@@ -162,16 +145,7 @@ struct Breakdown {
 
 template <typename Fn>
 double MedianMs(const torch::Device& device, Fn&& fn) {
-  std::vector<double> runs;
-  for (int i = 0; i < 12; ++i) {
-    Sync(device);
-    const auto t0 = BenchClock::now();
-    fn();
-    Sync(device);
-    if (i >= 2) runs.push_back(1e3 * Seconds(t0, BenchClock::now()));
-  }
-  std::sort(runs.begin(), runs.end());
-  return runs[runs.size() / 2];
+  return 1e3 * MedianSeconds(device, 2, 10, fn);
 }
 
 Breakdown MeasureBreakdown(const model::DecoderModel& model, int batch, int64_t context) {
@@ -249,7 +223,7 @@ int Main(int argc, char** argv) {
     for (const torch::Tensor& t : model->Parameters()) params += t.numel();
     std::printf("%s: %.1f M parameters, %.2f GB of bf16 weights (built in %.1f s)\n",
                 shape.name.c_str(), static_cast<double>(params) / 1e6,
-                static_cast<double>(WeightBytes(*model)) / 1e9, Seconds(t0, BenchClock::now()));
+                static_cast<double>(WeightBytes(*model)) / 1e9, Seconds(t0));
     const model::ModelConfig& c = model->config();
     const double kv_bytes_per_token =
         2.0 * static_cast<double>(c.num_hidden_layers * c.num_key_value_heads * c.head_dim) * 2.0;

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu/device_timing.h"
 #include "bench/gpu/qwen3_shapes.h"
 #include "workers/model/nn/decoder_model.h"
 #include "workers/trainer/policy_loss.h"
@@ -37,37 +38,15 @@
 namespace sluice::bench {
 namespace {
 
-using BenchClock = std::chrono::steady_clock;
-
 constexpr double kPeakBf16Flops = 989e12;  // H200 dense bf16.
-
-void Sync(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize();
-}
-
-double Seconds(BenchClock::time_point a, BenchClock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-double MedianSeconds(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // FLOP/s of a bf16 n^3 matmul (median of 10 after 3 warm-ups).
 double MatmulFlops(const torch::Device& device, int64_t n) {
   auto opts = torch::TensorOptions().dtype(torch::kBFloat16).device(device);
   torch::Tensor a = torch::randn({n, n}, opts);
   torch::Tensor b = torch::randn({n, n}, opts);
-  std::vector<double> runs;
-  for (int i = 0; i < 13; ++i) {
-    Sync(device);
-    const auto t0 = BenchClock::now();
-    torch::Tensor c = torch::mm(a, b);
-    Sync(device);
-    if (i >= 3) runs.push_back(Seconds(t0, BenchClock::now()));
-  }
-  return 2.0 * static_cast<double>(n) * n * n / MedianSeconds(runs);
+  const double secs = MedianSeconds(device, 3, 10, [&] { (void)torch::mm(a, b); });
+  return 2.0 * static_cast<double>(n) * n * n / secs;
 }
 
 struct Batch {
@@ -184,15 +163,8 @@ int Main(int argc, char** argv) {
       torch::optim::AdamW optimizer(m.Parameters(), torch::optim::AdamWOptions(1e-6));
       const Batch b = MakeBatch(sequences, seq_len, c.vocab_size, device);
       (void)Step(m, optimizer, b, chunk);  // Warm-up: allocator, AdamW state.
-      std::vector<double> runs;
-      for (int i = 0; i < steps; ++i) {
-        Sync(device);
-        const auto t0 = BenchClock::now();
-        (void)Step(m, optimizer, b, chunk);
-        Sync(device);
-        runs.push_back(Seconds(t0, BenchClock::now()));
-      }
-      const double secs = MedianSeconds(runs);
+      const double secs =
+          MedianSeconds(device, 0, steps, [&] { (void)Step(m, optimizer, b, chunk); });
       const double flops = step_flops / secs;
       std::printf("%-22s %-9s %8.3f %10.0f %9.1f %11.1f%% %9.1f%%\n", shape.name.c_str(),
                   dtype == torch::kFloat32 ? "float32" : "bf16", secs, tokens / secs, flops / 1e12,
