@@ -7,7 +7,9 @@
 #                                          # packages the GPU machine lacks into .device-check/debs
 #   bash scripts/device-check.sh run [OUT] # on the GPU machine, from the repository root, with
 #                                          # .device-check carried along; logs go to OUT
-#                                          # (default: $OUT, else build-device/logs)
+#                                          # (default: $OUT, else build-device/logs);
+#                                          # SLUICE_DEVICE_CHECK_ONLY="decode-bench ..." runs
+#                                          # only the steps named
 #
 # The GPU machine is bare: its Python has torch 2.x with CUDA, nvcc, CMake and ninja, but none of
 # Debian's -dev packages Sluice builds with (yaml-cpp, httplib, gtest, ...) and no network. The
@@ -35,10 +37,19 @@ PACKAGES=(
   libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3
   libgloo-dev pkgconf pkgconf-bin libpkgconf3
 )
-# What the check builds: the kernels and their tests and benchmark, the CUDA path tests, the GPU
-# decode and training benchmarks.
-TARGETS=(sluice_kernels_tests sluice_bench_kernels sluice_cuda_tests sluice_bench_gpu_decode
-         sluice_bench_gpu_train)
+# The check's steps after the build, each with the target it runs: the kernel tests and
+# benchmark, the CUDA path tests, the GPU decode and training benchmarks.
+# SLUICE_DEVICE_CHECK_ONLY="step ..." runs (and builds) only those steps, to spend less of a
+# device lease re-checking one change.
+declare -A STEP_TARGET=(
+  [kernel-tests]=sluice_kernels_tests [cuda-path-tests]=sluice_cuda_tests
+  [kernel-bench]=sluice_bench_kernels [decode-bench]=sluice_bench_gpu_decode
+  [train-bench]=sluice_bench_gpu_train
+)
+STEPS=(kernel-tests cuda-path-tests kernel-bench decode-bench train-bench)
+only=${SLUICE_DEVICE_CHECK_ONLY:-}
+
+wanted() { [[ -z "$only" || " $only " == *" $1 "* ]]; }
 
 prepare() {
   mkdir -p "$debs"
@@ -141,22 +152,28 @@ run() {
     ${pkg_config:+-DPKG_CONFIG_EXECUTABLE="$pkg_config"} \
     -DSLUICE_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" \
     -DSLUICE_WITH_TORCH=ON -DCMAKE_POLICY_VERSION_MINIMUM=3.5
-  step build 1200 cmake --build build-device/build -j "$cores" --target "${TARGETS[@]}"
+  local targets=() name
+  for name in "${STEPS[@]}"; do
+    wanted "$name" && targets+=("${STEP_TARGET[$name]}")
+  done
+  if ((${#targets[@]} == 0)); then
+    echo "device-check: SLUICE_DEVICE_CHECK_ONLY names no step of: ${STEPS[*]}" >&2
+    return 2
+  fi
+  step build 1200 cmake --build build-device/build -j "$cores" --target "${targets[@]}"
 
   local bin=build-device/build/bin
   local tests=build-device/build/tests
   ((have_gpu)) && nvidia-smi
-  step kernel-tests 300 "$tests/sluice_kernels_tests" --gtest_brief=1
+  local dry=()
+  ((have_gpu)) || dry=(--cpu-dry-run)
+  wanted kernel-tests && step kernel-tests 300 "$tests/sluice_kernels_tests" --gtest_brief=1
   # Without a GPU the CUDA path tests compare the CPU with itself: that proves their code only.
-  SLUICE_CUDA_PATHS_DRY_RUN=$((1 - have_gpu)) step cuda-path-tests 300 "$tests/sluice_cuda_tests"
-  step kernel-bench 300 "$bin/sluice_bench_kernels"
-  if ((have_gpu)); then
-    step decode-bench 300 "$bin/sluice_bench_gpu_decode"
-    step train-bench 300 "$bin/sluice_bench_gpu_train"
-  else
-    step decode-bench 300 "$bin/sluice_bench_gpu_decode" --cpu-dry-run
-    step train-bench 300 "$bin/sluice_bench_gpu_train" --cpu-dry-run
-  fi
+  wanted cuda-path-tests &&
+    SLUICE_CUDA_PATHS_DRY_RUN=$((1 - have_gpu)) step cuda-path-tests 300 "$tests/sluice_cuda_tests"
+  wanted kernel-bench && step kernel-bench 300 "$bin/sluice_bench_kernels"
+  wanted decode-bench && step decode-bench 300 "$bin/sluice_bench_gpu_decode" "${dry[@]}"
+  wanted train-bench && step train-bench 300 "$bin/sluice_bench_gpu_train" "${dry[@]}"
 
   echo
   echo "=== summary ($( ((have_gpu)) && echo GPU || echo 'dry run, no GPU'))"
@@ -171,7 +188,7 @@ case ${1:-} in
     run "$@"
     ;;
   *)
-    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,/^set /p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

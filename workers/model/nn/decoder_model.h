@@ -137,6 +137,11 @@ class DecoderModel {
   // Applies rotary to x [T, heads, head_dim] with cos/sin from RotaryCosSin.
   torch::Tensor ApplyRotary(const torch::Tensor& x, const torch::Tensor& cos,
                             const torch::Tensor& sin) const;
+  // RoPE's inverse frequencies [head_dim / 2] (float32, on the model's device, rope scaling
+  // applied) and attention scale (RopeAttentionScale: YaRN's magnitude factor, else 1), for
+  // kernels that rotate in place (workers/kernels/rotary.h).
+  const torch::Tensor& inv_freq() const { return inv_freq_; }
+  double rope_attention_scale() const { return rope_scale_; }
   // q [T, heads, hd], k and v [T, kv_heads, hd] of layer `layer` for normed input x: projections
   // with biases, per-head QK norm (qwen3), rotary at `positions`.
   struct Qkv {

@@ -7,8 +7,23 @@
 #include <string>
 #include <vector>
 
+#if SLUICE_ENGINE_CUDA_KERNELS
+#include "workers/rollout/engine/torch/cuda_decode_kernels.h"
+#endif
+
 namespace sluice::engine {
 namespace {
+
+// Whether this step runs the CUDA kernels' path (cuda_decode_kernels.h): a model on a GPU and an
+// engine built with the kernels.
+bool UseKernels(const torch::Device& device) {
+#if SLUICE_ENGINE_CUDA_KERNELS
+  return device.is_cuda();
+#else
+  (void)device;
+  return false;
+#endif
+}
 
 torch::Tensor LongTensor(const std::vector<int64_t>& v, torch::Device device) {
   return torch::from_blob(const_cast<int64_t*>(v.data()), {static_cast<int64_t>(v.size())},
@@ -36,7 +51,37 @@ struct PackedStep {
   };
   std::vector<Batch> decode;
   torch::Tensor logit_rows;  // Rows whose hidden state feeds the logits.
+  // The kernels' path instead of `decode`: every decode chunk's row [D] (int64), its block table
+  // [D, max blocks] and context length [D] (int32), read by the paged attention kernel in place.
+  torch::Tensor kernel_rows, block_tables, context_lens;
 };
+
+// The kernels' decode inputs for the decode chunks `decode` (see PackedStep).
+void PlanKernelDecode(std::span<const ForwardChunk> chunks, const std::vector<size_t>& decode,
+                      int64_t block_size, torch::Device device, PackedStep& plan) {
+  if (decode.empty()) return;
+  const auto d = static_cast<int64_t>(decode.size());
+  int64_t max_blocks = 1;
+  for (size_t c : decode) {
+    max_blocks = std::max(max_blocks, (chunks[c].start + 1 + block_size - 1) / block_size);
+  }
+  std::vector<int64_t> rows;
+  std::vector<int32_t> tables(static_cast<size_t>(d * max_blocks), 0);
+  std::vector<int32_t> lens;
+  for (int64_t i = 0; i < d; ++i) {
+    const ForwardChunk& ch = chunks[decode[static_cast<size_t>(i)]];
+    rows.push_back(plan.offsets[decode[static_cast<size_t>(i)]]);
+    lens.push_back(static_cast<int32_t>(ch.start + 1));
+    const int64_t used = (ch.start + 1 + block_size - 1) / block_size;
+    std::copy_n(ch.block_table.begin(), used, tables.begin() + i * max_blocks);
+  }
+  const auto int32 = torch::TensorOptions().dtype(torch::kInt32);
+  plan.kernel_rows = LongTensor(rows, device);
+  plan.block_tables = torch::from_blob(tables.data(), {d, max_blocks}, int32)
+                          .to(device, /*non_blocking=*/false, /*copy=*/true);
+  plan.context_lens =
+      torch::from_blob(lens.data(), {d}, int32).to(device, /*non_blocking=*/false, /*copy=*/true);
+}
 
 Result<PackedStep> Plan(const model::ModelConfig& config, const PagedKvCache& cache,
                         std::span<const ForwardChunk> chunks, const ForwardOptions& options,
@@ -87,6 +132,10 @@ Result<PackedStep> Plan(const model::ModelConfig& config, const PagedKvCache& ca
   plan.slots = LongTensor(slots, device);
   plan.logit_rows = LongTensor(logit_rows, device);
 
+  if (UseKernels(device)) {
+    PlanKernelDecode(chunks, decode, bs, device, plan);
+    return plan;
+  }
   // Decode batches: ascending context, cut where the padded size would pass the budget.
   std::sort(decode.begin(), decode.end(),
             [&](size_t a, size_t b) { return chunks[a].start < chunks[b].start; });
@@ -147,6 +196,64 @@ torch::Tensor DecodeAttention(const model::ModelConfig& config, const torch::Ten
   return out.reshape({b, config.num_attention_heads * hd});
 }
 
+#if SLUICE_ENGINE_CUDA_KERNELS
+// The layers through the CUDA kernels: norms (fused with the residual adds), rotary, the cache
+// write and decode attention are kernels; projections, the MLP and prefill attention stay
+// libtorch ops. The same math as the loop in PagedForward, step for step.
+torch::Tensor KernelForward(const model::DecoderModel& model, PagedKvCache& cache,
+                            const PackedStep& plan) {
+  const model::ModelConfig& config = model.config();
+  const model::DecoderWeights& w = model.weights();
+  const double eps = config.rms_norm_eps;
+  const int64_t t = plan.tokens.size(0);
+  const int64_t hd = config.head_dim;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  torch::Tensor x = model.Embed(plan.tokens).contiguous();  // The residual stream.
+  torch::Tensor normed = cuda_decode::RmsNorm(x, w.layers[0].input_layernorm, eps);
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    const model::DecoderLayerWeights& lw = w.layers[static_cast<size_t>(l)];
+    torch::Tensor q =
+        torch::linear(normed, lw.q_proj, lw.q_bias).view({t, config.num_attention_heads, hd});
+    torch::Tensor k =
+        torch::linear(normed, lw.k_proj, lw.k_bias).view({t, config.num_key_value_heads, hd});
+    torch::Tensor v =
+        torch::linear(normed, lw.v_proj, lw.v_bias).view({t, config.num_key_value_heads, hd});
+    if (config.qk_norm) {
+      q = cuda_decode::RmsNorm(q, lw.q_norm, eps);
+      k = cuda_decode::RmsNorm(k, lw.k_norm, eps);
+    }
+    cuda_decode::RotaryInPlace(q, plan.positions, model.inv_freq(), model.rope_attention_scale());
+    cuda_decode::RotaryInPlace(k, plan.positions, model.inv_freq(), model.rope_attention_scale());
+    cuda_decode::WriteKv(k, v, plan.slots, cache.keys(l), cache.values(l));
+    torch::Tensor attn = torch::empty({t, config.q_width()}, x.options());
+    if (plan.kernel_rows.defined()) {
+      attn.index_copy_(0, plan.kernel_rows,
+                       cuda_decode::PagedAttention(q.index_select(0, plan.kernel_rows),
+                                                   cache.keys(l), cache.values(l),
+                                                   plan.block_tables, plan.context_lens, scale));
+    }
+    for (size_t p = 0; p < plan.prefill.size(); ++p) {
+      const size_t c = plan.prefill[p];
+      const int64_t s = plan.offsets[c];
+      const int64_t e = plan.offsets[c + 1];
+      auto [pk, pv] = cache.Gather(l, plan.prefill_slots[p]);
+      attn.slice(0, s, e).copy_(model.CausalAttention(q.slice(0, s, e), pk, pv));
+    }
+    torch::Tensor mlp_in =
+        cuda_decode::AddRmsNorm(x, model.ProjectOutput(l, attn), lw.post_attention_layernorm, eps);
+    torch::Tensor mlp_out = model.Mlp(l, mlp_in);
+    if (l + 1 < config.num_hidden_layers) {
+      normed = cuda_decode::AddRmsNorm(x, mlp_out,
+                                       w.layers[static_cast<size_t>(l + 1)].input_layernorm, eps);
+    } else {
+      x.add_(mlp_out);
+    }
+  }
+  torch::Tensor last = x.index_select(0, plan.logit_rows);
+  return model.Logits(model.RmsNorm(last, w.norm));
+}
+#endif
+
 }  // namespace
 
 Result<torch::Tensor> PagedForward(const model::DecoderModel& model, PagedKvCache& cache,
@@ -161,6 +268,9 @@ Result<torch::Tensor> PagedForward(const model::DecoderModel& model, PagedKvCach
   }
   try {
     torch::NoGradGuard no_grad;
+#if SLUICE_ENGINE_CUDA_KERNELS
+    if (UseKernels(device)) return KernelForward(model, cache, plan);
+#endif
     const model::DecoderWeights& w = model.weights();
     const int64_t kvh = config.num_key_value_heads;
     const int64_t hd = config.head_dim;
