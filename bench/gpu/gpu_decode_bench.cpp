@@ -27,10 +27,12 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench/gpu/device_timing.h"
+#include "bench/gpu/gpu_bench_flags.h"
 #include "bench/gpu/qwen3_shapes.h"
 #include "workers/rollout/engine/torch/engine.h"
 #include "workers/rollout/engine/torch/paged_forward.h"
@@ -178,28 +180,13 @@ Breakdown MeasureBreakdown(const model::DecoderModel& model, int batch, int64_t 
 }
 
 int Main(int argc, char** argv) {
-  bool dry_run = false;
-  int steps = 32;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--cpu-dry-run") {
-      dry_run = true;
-    } else if (a == "--steps" && i + 1 < argc) {
-      steps = std::atoi(argv[++i]);
-    } else if (a == "--help" || a == "-h") {
-      std::printf("usage: sluice_bench_gpu_decode [--cpu-dry-run] [--steps K]\n");
-      return 0;
-    } else {
-      std::fprintf(stderr, "unknown flag %s (see --help)\n", a.c_str());
-      return 2;
-    }
-  }
-  if (!dry_run && !torch::cuda::is_available()) {
-    std::printf("no CUDA device: GPU decode benchmark skipped\n");
-    return 0;
-  }
-  const torch::Device device =
-      dry_run ? torch::Device(torch::kCPU) : torch::Device(torch::kCUDA, 0);
+  GpuBenchFlags flags;
+  if (std::optional<int> exit =
+          ParseGpuBenchFlags(argc, argv, "sluice_bench_gpu_decode", 32, flags))
+    return *exit;
+  const bool dry_run = flags.dry_run;
+  int steps = flags.steps;
+  const torch::Device device = flags.device;
   const std::vector<NamedShape> shapes = dry_run ? DryRunShapes() : GpuShapes();
   const std::vector<int> batches = dry_run ? std::vector<int>{1, 4} : std::vector<int>{1, 64, 256};
   if (dry_run) steps = std::min(steps, 4);

@@ -27,10 +27,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench/gpu/device_timing.h"
+#include "bench/gpu/gpu_bench_flags.h"
 #include "bench/gpu/qwen3_shapes.h"
 #include "workers/model/nn/decoder_model.h"
 #include "workers/trainer/policy_loss.h"
@@ -112,28 +114,12 @@ double Step(const model::DecoderModel& m, torch::optim::Optimizer& optimizer, co
 }
 
 int Main(int argc, char** argv) {
-  bool dry_run = false;
-  int steps = 3;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--cpu-dry-run") {
-      dry_run = true;
-    } else if (a == "--steps" && i + 1 < argc) {
-      steps = std::max(1, std::atoi(argv[++i]));
-    } else if (a == "--help" || a == "-h") {
-      std::printf("usage: sluice_bench_gpu_train [--cpu-dry-run] [--steps K]\n");
-      return 0;
-    } else {
-      std::fprintf(stderr, "unknown flag %s (see --help)\n", a.c_str());
-      return 2;
-    }
-  }
-  if (!dry_run && !torch::cuda::is_available()) {
-    std::printf("no CUDA device: GPU training benchmark skipped\n");
-    return 0;
-  }
-  const torch::Device device =
-      dry_run ? torch::Device(torch::kCPU) : torch::Device(torch::kCUDA, 0);
+  GpuBenchFlags flags;
+  if (std::optional<int> exit = ParseGpuBenchFlags(argc, argv, "sluice_bench_gpu_train", 3, flags))
+    return *exit;
+  const bool dry_run = flags.dry_run;
+  const int steps = flags.steps;
+  const torch::Device device = flags.device;
   const std::vector<NamedShape> shapes = dry_run ? DryRunShapes() : GpuShapes();
   const int64_t sequences = dry_run ? 2 : 8;
   const int64_t seq_len = dry_run ? 64 : 512;
