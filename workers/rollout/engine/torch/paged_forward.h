@@ -12,6 +12,11 @@
 // Attention: chunks of one token (decode) are batched, sorted by context length and split so no
 // batch pads more than `decode_slots_per_batch` [batch x context] slots, as one masked matmul per
 // layer; longer chunks (prefill) attend one by one.
+//
+// On a CUDA device, in an engine built with workers/kernels, the norms (fused with the residual
+// adds), rotary, the cache write and decode attention run as those kernels instead, decode
+// attention reading the paged cache in place (cuda_decode_kernels.h); prefill still attends one
+// chunk at a time through libtorch.
 #pragma once
 
 #include <torch/torch.h>
