@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "common/clock.h"
+#include "common/token_bucket_state.h"
 
 namespace sluice::kube {
 
@@ -31,14 +32,11 @@ class TokenBucket {
   int burst() const { return burst_; }
 
  private:
-  void RefillLocked(Clock::MonoTime now);
-
   const double qps_;
   const int burst_;
   Clock& clock_;
   std::mutex mu_;
-  double tokens_;  // May go negative: reservations of tokens not yet earned.
-  Clock::MonoTime last_;
+  TokenBucketState state_;  // Guarded by mu_.
 };
 
 }  // namespace sluice::kube

@@ -5,6 +5,7 @@
 
 #include <string_view>
 
+#include "common/file/atomic_file.h"
 #include "localcluster/apiserver/secret_file.h"
 
 namespace sluice::apiserver {
@@ -52,7 +53,7 @@ Result<std::string> EnsureAccessToken(const std::string& path) {
   Result<std::string> existing = ReadToken(path);
   if (existing.ok() || existing.status().code() != StatusCode::kNotFound) return existing;
   SLUICE_ASSIGN_OR_RETURN(const std::string token, NewRandomSecret());
-  SLUICE_ASSIGN_OR_RETURN(const bool created, WriteFileIfAbsent(path, token + "\n", 0600));
+  SLUICE_ASSIGN_OR_RETURN(const bool created, file::WriteFileIfAbsent(path, token + "\n", 0600));
   if (!created) return ReadToken(path);  // Another process created it first; use theirs.
   return token;
 }

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "common/file/atomic_file.h"
 #include "localcluster/apiserver/secret_file.h"
 
 namespace sluice::apiserver {
@@ -93,7 +94,7 @@ Status WriteKubeconfig(const std::string& path, const KubeconfigParams& params) 
     return Status::InvalidArgument(
         "kubeconfig cannot set both a certificate authority and insecure-skip-tls-verify");
   }
-  Status s = WriteFileAtomic(path, RenderKubeconfig(params), 0600);
+  Status s = file::WriteFileAtomic(path, RenderKubeconfig(params), 0600);
   return s.ok() ? s : s.WithContext("writing kubeconfig");
 }
 

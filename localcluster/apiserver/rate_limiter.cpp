@@ -17,27 +17,22 @@ bool ClientRateLimiter::Allow(std::string_view client, std::chrono::seconds* ret
   if (auto it = index_.find(client); it != index_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second);  // Iterators stay valid.
     bucket = &lru_.front();
-    const double elapsed = std::chrono::duration<double>(now - bucket->updated).count();
-    if (elapsed > 0) {
-      bucket->tokens = std::min(options_.burst, bucket->tokens + elapsed * options_.qps);
-      bucket->updated = now;
-    }
+    bucket->state.Refill(now);
   } else {
     if (lru_.size() >= options_.max_clients) {
       index_.erase(lru_.back().client);
       lru_.pop_back();
     }
-    lru_.push_front(Bucket{std::string(client), options_.burst, now});
+    lru_.push_front(
+        Bucket{std::string(client), TokenBucketState(options_.qps, options_.burst, now)});
     index_.emplace(lru_.front().client, lru_.begin());
     bucket = &lru_.front();
   }
-  if (bucket->tokens >= 1) {
-    bucket->tokens -= 1;
-    return true;
-  }
+  if (bucket->state.TryTake()) return true;
   if (retry_after != nullptr) {
-    // Capped so that a tiny qps cannot overflow the conversion; a day is "much later" enough.
-    const double wait = std::min((1 - bucket->tokens) / options_.qps, 86400.0);
+    // Whole seconds, at least 1, at most a day ("much later" enough).
+    const double wait =
+        std::min(std::chrono::duration<double>(bucket->state.TimeUntilToken()).count(), 86400.0);
     *retry_after =
         std::chrono::seconds(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(wait))));
   }

@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "common/clock.h"
+#include "common/token_bucket_state.h"
 
 namespace sluice::apiserver {
 
@@ -46,8 +47,7 @@ class ClientRateLimiter {
  private:
   struct Bucket {
     std::string client;
-    double tokens;
-    Clock::MonoTime updated;
+    TokenBucketState state;
   };
   // Most recently seen first.
   using Lru = std::list<Bucket>;

@@ -20,6 +20,7 @@
 #include <optional>
 #include <set>
 
+#include "common/file/atomic_file.h"
 #include "localcluster/apiserver/secret_file.h"
 
 namespace sluice::apiserver {
@@ -437,8 +438,8 @@ Result<ServingCerts> EnsureServingCerts(const std::string& dir,
     SLUICE_ASSIGN_OR_RETURN(std::string key_pem, KeyToPem(key.get(), ca_key.string()));
     SLUICE_ASSIGN_OR_RETURN(std::string crt_pem, CertToPem(cert->get(), ca_crt.string()));
     // Key first: a ca.crt on disk always has its key beside it.
-    SLUICE_RETURN_IF_ERROR(WriteFileAtomic(ca_key, key_pem, 0600));
-    SLUICE_RETURN_IF_ERROR(WriteFileAtomic(ca_crt, crt_pem, 0644));
+    SLUICE_RETURN_IF_ERROR(file::WriteFileAtomic(ca_key, key_pem, 0600));
+    SLUICE_RETURN_IF_ERROR(file::WriteFileAtomic(ca_crt, crt_pem, 0644));
     ca = Ca{std::move(*cert), std::move(key), std::move(crt_pem)};
     out.ca_generated = true;
   }
@@ -474,8 +475,8 @@ Result<ServingCerts> EnsureServingCerts(const std::string& dir,
   }
   SLUICE_ASSIGN_OR_RETURN(std::string key_pem, KeyToPem(key.get(), srv_key.string()));
   SLUICE_ASSIGN_OR_RETURN(std::string crt_pem, CertToPem(cert->get(), srv_crt.string()));
-  SLUICE_RETURN_IF_ERROR(WriteFileAtomic(srv_key, key_pem, 0600));
-  SLUICE_RETURN_IF_ERROR(WriteFileAtomic(srv_crt, crt_pem, 0644));
+  SLUICE_RETURN_IF_ERROR(file::WriteFileAtomic(srv_key, key_pem, 0600));
+  SLUICE_RETURN_IF_ERROR(file::WriteFileAtomic(srv_crt, crt_pem, 0644));
   out.server_cert_issued = true;
   return out;
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/file/atomic_file.h"
 #include "localcluster/cli/detached_process.h"
 #include "localcluster/cli/health.h"
 #include "localcluster/cli/pid_file.h"
@@ -21,13 +22,6 @@ Status MakeDir(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::Internal("cannot create " + dir + ": " + ec.message());
-  return Status::Ok();
-}
-
-Status WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream f(path, std::ios::trunc | std::ios::binary);
-  f << content;
-  if (!f.flush()) return Status::Internal("cannot write " + path);
   return Status::Ok();
 }
 
@@ -86,7 +80,8 @@ Result<EnsureResult> EnsureComponent(const ComponentSpec& c, const StateLayout& 
   for (const std::string& dir : c.dirs) SLUICE_RETURN_IF_ERROR(MakeDir(dir));
   SLUICE_RETURN_IF_ERROR(MakeDir(layout.LogsDir()));
   SLUICE_RETURN_IF_ERROR(MakeDir(layout.RunDir()));
-  for (const auto& [path, content] : c.files) SLUICE_RETURN_IF_ERROR(WriteFile(path, content));
+  for (const auto& [path, content] : c.files)
+    SLUICE_RETURN_IF_ERROR(file::WriteFileAtomic(path, content));
   for (const std::string& path : c.remove_before_start) {
     std::error_code ec;
     std::filesystem::remove(path, ec);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "api/operator_rbac.h"
+#include "common/file/atomic_file.h"
 #include "common/yaml/yaml_json.h"
 #include "kube/dynamic_client.h"
 
@@ -52,15 +53,7 @@ Result<std::string> ReadTextFile(const std::string& path) {
 Status WritePrivateFile(const std::string& path, const std::string& text) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::Internal("cannot write " + tmp + ": " + std::strerror(errno));
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Status::Internal("cannot write " + path + ": " + std::strerror(errno));
-  }
-  return Status::Ok();
+  return file::WriteFileAtomic(path, text, 0600);
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/file/atomic_file.h"
+
 namespace sluice::cli {
 namespace {
 
@@ -112,16 +114,7 @@ PidFileState InspectPidFile(const std::string& path, std::string_view binary_nam
 }
 
 Status WritePidFile(const std::string& path, pid_t pid) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << pid << "\n";
-    if (!out.flush()) return Status::Internal("cannot write " + tmp + ": " + std::strerror(errno));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::Internal("cannot rename " + tmp + " to " + path + ": " + ec.message());
-  return Status::Ok();
+  return file::WriteFileAtomic(path, std::to_string(pid) + "\n", 0644);
 }
 
 void RemovePidFile(const std::string& path) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "common/file/atomic_file.h"
 #include "common/time_format.h"
 #include "localcluster/node/node_liveness.h"
 #include "localcluster/node/resource_quantity.h"
@@ -51,14 +52,7 @@ bool SimulatedFailure(const json& node) {
 
 // Write then rename, so a reader (a pod's resolver, Prometheus) never sees half a file.
 bool ReplaceFile(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!(out << text).flush()) return false;
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  return !ec;
+  return file::WriteFileAtomic(path, text, 0644).ok();
 }
 
 int64_t GpuRequest(const json& pod) {

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <utility>
 
+#include "common/file/atomic_file.h"
+
 namespace sluice::node {
 namespace {
 
@@ -290,7 +292,7 @@ Status WritePayload(const fs::path& dir, const Payload& payload, const std::stri
       if (ec) return Internal("creating", target, ec);
     }
     keep.insert(target);
-    SLUICE_RETURN_IF_ERROR(WriteFileAtomic(target, file.data, file.mode));
+    SLUICE_RETURN_IF_ERROR(UpdateVolumeFile(target, file.data, file.mode));
   }
   // Delete what is no longer projected (stale keys, leftovers of interrupted writes).
   std::vector<fs::path> stale;
@@ -480,7 +482,7 @@ std::string RemapList(std::string_view value, const std::vector<PathMapping>& mo
 
 }  // namespace
 
-Status WriteFileAtomic(const fs::path& target, const std::string& data, mode_t mode) {
+Status UpdateVolumeFile(const fs::path& target, const std::string& data, mode_t mode) {
   struct stat st {};
   if (::lstat(target.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) == mode &&
       static_cast<size_t>(st.st_size) == data.size()) {
@@ -489,42 +491,9 @@ Status WriteFileAtomic(const fs::path& target, const std::string& data, mode_t m
     existing << in.rdbuf();
     if (in && existing.str() == data) return Status::Ok();
   }
-  std::string tmpl =
-      (target.parent_path() / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
-  int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) {
-    return Status::Internal("creating a temporary file for " + target.string() + ": " +
-                            std::strerror(errno));
-  }
-  auto fail = [&](const char* what) {
-    int err = errno;
-    ::close(fd);
-    ::unlink(tmpl.c_str());
-    return Status::Internal(std::string(what) + " " + target.string() + ": " + std::strerror(err));
-  };
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail("writing");
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fchmod(fd, mode) != 0) return fail("setting the mode of");
-  if (::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmpl.c_str());
-    return Status::Internal("writing " + target.string() + ": " + std::strerror(err));
-  }
   std::error_code ec;
   if (fs::is_directory(fs::symlink_status(target, ec))) fs::remove_all(target, ec);
-  if (::rename(tmpl.c_str(), target.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmpl.c_str());
-    return Status::Internal("renaming into " + target.string() + ": " + std::strerror(err));
-  }
-  return Status::Ok();
+  return file::WriteFileAtomic(target, data, mode);
 }
 
 Result<VolumeDirs> MaterializeVolumes(const json& pod, const fs::path& pod_dir,

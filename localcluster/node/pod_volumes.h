@@ -98,10 +98,10 @@ Result<std::vector<PathMapping>> ContainerMounts(const nlohmann::json& container
 // The remapping described in the file comment.
 std::string RemapPath(std::string_view value, const std::vector<PathMapping>& mounts);
 
-// Replaces the file `target` with `data` and `mode` through a temporary file in its directory and
-// a rename, so readers see the old content or the new; an identical file (content and mode) is
-// left alone, so a refresh that changes nothing is not an event. A directory at `target` is
-// removed first. Internal errors name the path.
-Status WriteFileAtomic(const std::filesystem::path& target, const std::string& data, mode_t mode);
+// Replaces the file `target` with `data` and `mode` atomically (common/file/atomic_file.h), so
+// readers see the old content or the new; an identical file (content and mode) is left alone, so
+// a refresh that changes nothing is not an event. A directory at `target` is removed first.
+// Errors name the path.
+Status UpdateVolumeFile(const std::filesystem::path& target, const std::string& data, mode_t mode);
 
 }  // namespace sluice::node

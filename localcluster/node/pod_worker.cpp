@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 
+#include "common/file/atomic_file.h"
 #include "common/time_format.h"
 #include "localcluster/node/container_process.h"
 #include "localcluster/node/pod_status.h"
@@ -221,6 +222,10 @@ bool PodWorker::Setup() {
   }
   // Kill what a previous agent process left running for this pod.
   for (const auto& entry : std::filesystem::directory_iterator(pod_dir_ / "run", ec)) {
+    if (file::IsAtomicWriteTemp(entry.path().filename().string())) {
+      std::filesystem::remove(entry.path(), ec);  // An interrupted write: it names nothing.
+      continue;
+    }
     std::ifstream in(entry.path());
     pid_t pgid = 0;
     if (in >> pgid && pgid > 1) ::kill(-pgid, SIGKILL);
@@ -381,10 +386,9 @@ void PodWorker::StartContainer(Container& c) {
   c.process = std::move(*process);
   c.started = Mono::now();
   c.killed_by_probe = false;
-  {
-    std::ofstream pid(pod_dir_ / "run" / name);
-    pid << c.process->pid() << "\n";
-  }
+  // Lets a restarted agent kill this process group (Setup). Atomic: a torn file could name
+  // another process. Best effort, as a failure here must not stop a container that runs.
+  (void)file::WriteFileAtomic(pod_dir_ / "run" / name, std::to_string(c.process->pid()) + "\n");
   c.status.state = State::kRunning;
   c.status.reason.clear();
   c.status.message.clear();

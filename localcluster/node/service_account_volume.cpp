@@ -116,9 +116,9 @@ Status WriteServiceAccountFiles(const fs::path& dir, const std::string& token,
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Status::Internal("creating " + dir.string() + ": " + ec.message());
-  SLUICE_RETURN_IF_ERROR(WriteFileAtomic(dir / "token", token, kTokenMode));
-  SLUICE_RETURN_IF_ERROR(WriteFileAtomic(dir / "ca.crt", ca_pem, kPublicMode));
-  return WriteFileAtomic(dir / "namespace", namespace_, kPublicMode);
+  SLUICE_RETURN_IF_ERROR(UpdateVolumeFile(dir / "token", token, kTokenMode));
+  SLUICE_RETURN_IF_ERROR(UpdateVolumeFile(dir / "ca.crt", ca_pem, kPublicMode));
+  return UpdateVolumeFile(dir / "namespace", namespace_, kPublicMode);
 }
 
 void AddServiceAccountMount(std::vector<PathMapping>& mounts, const fs::path& dir) {

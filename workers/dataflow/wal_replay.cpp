@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/file/atomic_file.h"
 #include "common/wire/frame.h"
 #include "workers/dataflow/wal_file_io.h"
 #include "workers/dataflow/wal_snapshot_file.h"
@@ -108,8 +109,10 @@ Result<ReplayStats> WriteAheadLog::ReplayFiles(
       segments.push_back({*lsn, it->path().string()});
     } else if (auto snap_lsn = ParseLsnName(name, kSnapshotPrefix, kSnapshotSuffix)) {
       snapshots.push_back({*snap_lsn, it->path().string()});
-    } else if (name.starts_with(kSnapshotPrefix) && name.ends_with(kTempSuffix)) {
-      ::unlink(it->path().c_str());  // A snapshot that was never completed.
+    } else if (name.starts_with(kSnapshotPrefix) &&
+               (file::IsAtomicWriteTemp(name) || name.ends_with(kTempSuffix))) {
+      // A snapshot that was never completed (".tmp" is the name older versions used).
+      ::unlink(it->path().c_str());
     }
   }
   if (ec) {

@@ -18,6 +18,7 @@
 #include <system_error>
 #include <vector>
 
+#include "common/file/atomic_file.h"
 #include "common/wire/encoder.h"
 #include "common/wire/format.h"
 #include "common/wire/frame.h"
@@ -111,41 +112,42 @@ Result<std::string> ReadSnapshotFile(const std::string& path, uint64_t lsn) {
   return out;
 }
 
-Status WriteSnapshotFile(const std::string& path, uint64_t lsn, std::string_view data, bool sync) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return IoError("create", path, errno);
-  Status s;
+namespace {
+
+// The frames of the snapshot at `lsn` holding `data`, appended to `out`.
+Status AppendSnapshotFrames(file::WritableFile& out, uint64_t lsn, std::string_view data) {
   std::string frame;
   std::string marker;
   wire::Encoder encoder(&marker);
   encoder.PutU64(lsn);
   encoder.PutU64(data.size());
-  s = wire::AppendFrame(kSnapshotBeginFrameType, marker, &frame);
-  if (s.ok()) s = WriteAll(fd, frame.data(), frame.size(), path);
-  for (size_t offset = 0; s.ok() && offset < data.size(); offset += kSnapshotChunkBytes) {
+  SLUICE_RETURN_IF_ERROR(wire::AppendFrame(kSnapshotBeginFrameType, marker, &frame));
+  SLUICE_RETURN_IF_ERROR(out.Append(frame));
+  for (size_t offset = 0; offset < data.size(); offset += kSnapshotChunkBytes) {
     frame.clear();
-    s = wire::AppendFrame(kSnapshotChunkFrameType, data.substr(offset, kSnapshotChunkBytes),
-                          &frame);
-    if (s.ok()) s = WriteAll(fd, frame.data(), frame.size(), path);
+    SLUICE_RETURN_IF_ERROR(wire::AppendFrame(kSnapshotChunkFrameType,
+                                             data.substr(offset, kSnapshotChunkBytes), &frame));
+    SLUICE_RETURN_IF_ERROR(out.Append(frame));
   }
-  if (s.ok()) {
-    frame.clear();
-    s = wire::AppendFrame(kSnapshotEndFrameType, marker, &frame);
-  }
-  if (s.ok()) s = WriteAll(fd, frame.data(), frame.size(), path);
-  if (s.ok() && sync) s = DataSync(fd, path);
-  if (::close(fd) != 0 && s.ok()) s = IoError("close", path, errno);
-  return s;
+  frame.clear();
+  SLUICE_RETURN_IF_ERROR(wire::AppendFrame(kSnapshotEndFrameType, marker, &frame));
+  return out.Append(frame);
+}
+
+}  // namespace
+
+Status WriteSnapshotFile(const std::string& path, uint64_t lsn, std::string_view data) {
+  return file::WriteFileAtomic(
+             path, 0644,
+             [lsn, data](file::WritableFile& out) { return AppendSnapshotFrames(out, lsn, data); })
+      .WithContext("write-ahead log snapshot");
 }
 
 }  // namespace wal_internal
 
-using wal_internal::IoError;
 using wal_internal::kSnapshotPrefix;
 using wal_internal::kSnapshotSuffix;
-using wal_internal::kTempSuffix;
 using wal_internal::ParseLsnName;
-using wal_internal::SyncDir;
 using wal_internal::WriteSnapshotFile;
 
 namespace {
@@ -176,15 +178,8 @@ Status WriteAheadLog::WriteSnapshot(uint64_t lsn, std::string_view snapshot) {
   // the log unless records were lost with fsync off.
   SLUICE_RETURN_IF_ERROR(WaitDurable(lsn));
 
-  const std::string path = SnapshotPath(lsn);
-  const std::string tmp = path + std::string(kTempSuffix);
-  Status s = WriteSnapshotFile(tmp, lsn, snapshot, options_.fsync);
-  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = IoError("rename", tmp, errno);
-  if (!s.ok()) {
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  if (options_.fsync) SLUICE_RETURN_IF_ERROR(SyncDir(options_.dir));
+  // Always synced, even with fsync off: the segments it covers are deleted next.
+  SLUICE_RETURN_IF_ERROR(WriteSnapshotFile(SnapshotPath(lsn), lsn, snapshot));
 
   // The new snapshot is durable: older snapshots and fully covered segments can go. Leftovers
   // from a crash here are recognised and removed by the next Replay.

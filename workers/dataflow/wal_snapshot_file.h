@@ -17,7 +17,8 @@ namespace sluice::dataflow::wal_internal {
 // is the snapshot plus one chunk.
 Result<std::string> ReadSnapshotFile(const std::string& path, uint64_t lsn);
 
-// Writes `data` as the snapshot at `lsn` to path (created or truncated), fdatasynced when sync.
-Status WriteSnapshotFile(const std::string& path, uint64_t lsn, std::string_view data, bool sync);
+// Replaces `path` with `data` as the snapshot at `lsn`, atomically and durably
+// (common/file/atomic_file.h: synced, renamed into place, directory synced).
+Status WriteSnapshotFile(const std::string& path, uint64_t lsn, std::string_view data);
 
 }  // namespace sluice::dataflow::wal_internal

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <utility>
 
+#include "common/file/atomic_file.h"
 #include "common/http/url.h"
 #include "workers/model/safetensors.h"
 
@@ -122,13 +123,6 @@ Status WriteAll(int fd, std::string_view data, const std::string& path) {
     if (n < 0) return ErrnoStatus("write " + path);
     data.remove_prefix(static_cast<size_t>(n));
   }
-  return Status::Ok();
-}
-
-Status FsyncDir(const fs::path& dir) {
-  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.fd < 0) return ErrnoStatus("open " + dir.string());
-  if (::fsync(fd.fd) != 0) return ErrnoStatus("fsync " + dir.string());
   return Status::Ok();
 }
 
@@ -515,20 +509,12 @@ Result<ModelDownload> DownloadModelDirectory(const std::string& uri, const std::
   }
 
   const fs::path marker = partial / kMarkerFile;
-  {
-    UniqueFd fd(::open(marker.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (fd.fd < 0) return ErrnoStatus("open " + marker.string());
-    SLUICE_RETURN_IF_ERROR(
-        WriteAll(fd.fd, json{{"uri", base}, {"files", present}}.dump(2) + "\n", marker.string()));
-    if (::fsync(fd.fd) != 0) return ErrnoStatus("fsync " + marker.string());
+  SLUICE_RETURN_IF_ERROR(
+      file::WriteFileAtomic(marker, json{{"uri", base}, {"files", present}}.dump(2) + "\n"));
+  for (const fs::path& d : dirs) {
+    SLUICE_RETURN_IF_ERROR(file::DefaultFileSystem().SyncDirectory(d.string()));
   }
-  for (const fs::path& d : dirs) SLUICE_RETURN_IF_ERROR(FsyncDir(d));
-  fs::rename(partial, target, ec);
-  if (ec) {
-    return Status::Internal("renaming " + partial.string() + " to " + target.string() + ": " +
-                            ec.message());
-  }
-  SLUICE_RETURN_IF_ERROR(FsyncDir(parent));
+  SLUICE_RETURN_IF_ERROR(file::RenameDurably(partial, target));
   fs::remove(lock_path, ec);  // Later callers find the entry before they look for the lock.
   return out;
 }

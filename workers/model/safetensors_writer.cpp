@@ -2,11 +2,8 @@
 // safetensors.h): checking the tensors, laying out the header and data as the reference
 // implementation does, and writing files atomically (temporary file, fsync, rename, fsync of the
 // directory). Reading and validating files is in safetensors.cpp.
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -21,6 +18,7 @@
 #include <system_error>
 #include <vector>
 
+#include "common/file/atomic_file.h"
 #include "common/status.h"
 #include "workers/model/safetensors.h"
 #include "workers/model/safetensors_internal.h"
@@ -31,7 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using safetensors_internal::ComputeExtent;
-using safetensors_internal::Errno;
 using safetensors_internal::Extent;
 using safetensors_internal::kLengthPrefixBytes;
 using safetensors_internal::kMetadataKey;
@@ -145,62 +142,18 @@ void AppendLengthPrefix(uint64_t n, std::string* out) {
   for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((n >> (8 * i)) & 0xff));
 }
 
-Status WriteAll(int fd, const void* data, size_t size, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t n = ::write(fd, p, std::min<size_t>(size, size_t{1} << 30));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::Internal("safetensors: cannot write " + path + ": " + Errno(errno));
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return Status::Ok();
-}
-
-Status SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::Internal("safetensors: cannot open " + dir + ": " + Errno(errno));
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  // Some filesystems cannot sync a directory; the rename itself has happened.
-  if (rc != 0 && err != EINVAL) {
-    return Status::Internal("safetensors: cannot fsync " + dir + ": " + Errno(err));
-  }
-  return Status::Ok();
-}
-
-// Writes the pieces to `path` through a temporary file and a rename.
+// Writes the pieces to `path` atomically (common/file/atomic_file.h).
 Status WriteAtomically(const std::string& path,
                        std::span<const std::span<const std::byte>> pieces) {
-  static std::atomic<uint64_t> counter{0};
-  std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" +
-                    std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Internal("safetensors: cannot create " + tmp + ": " + Errno(errno));
-  Status status;
-  for (std::span<const std::byte> piece : pieces) {
-    status = WriteAll(fd, piece.data(), piece.size(), tmp);
-    if (!status.ok()) break;
-  }
-  if (status.ok() && ::fsync(fd) != 0) {
-    status = Status::Internal("safetensors: cannot fsync " + tmp + ": " + Errno(errno));
-  }
-  if (::close(fd) != 0 && status.ok()) {
-    status = Status::Internal("safetensors: cannot close " + tmp + ": " + Errno(errno));
-  }
-  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    status =
-        Status::Internal("safetensors: cannot rename " + tmp + " to " + path + ": " + Errno(errno));
-  }
-  if (!status.ok()) {
-    ::unlink(tmp.c_str());
-    return status;
-  }
-  std::string dir = fs::path(path).parent_path().string();
-  return SyncDir(dir.empty() ? "." : dir);
+  return file::WriteFileAtomic(path, 0644,
+                               [pieces](file::WritableFile& out) {
+                                 for (std::span<const std::byte> piece : pieces) {
+                                   SLUICE_RETURN_IF_ERROR(out.Append(std::string_view(
+                                       reinterpret_cast<const char*>(piece.data()), piece.size())));
+                                 }
+                                 return Status::Ok();
+                               })
+      .WithContext("safetensors");
 }
 
 std::span<const std::byte> AsBytes(std::string_view s) {

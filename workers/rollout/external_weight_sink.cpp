@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/file/atomic_file.h"
+
 namespace sluice::rollout {
 
 namespace fs = std::filesystem;
@@ -31,13 +33,7 @@ Status ExternalWeightSink::ApplyWeights(const std::string& policy,
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp, ec);
   if (ec) return Status::Internal("cannot create " + tmp + ": " + ec.message());
-  {
-    std::ofstream out(tmp + "/model.safetensors", std::ios::binary | std::ios::trunc);
-    const std::string_view image = snapshot.image();
-    out.write(image.data(), static_cast<std::streamsize>(image.size()));
-    out.flush();
-    if (!out) return Status::Internal("cannot write " + tmp + "/model.safetensors");
-  }
+  SLUICE_RETURN_IF_ERROR(file::WriteFileAtomic(tmp + "/model.safetensors", snapshot.image()));
   if (!model_dir_.empty()) {
     for (const char* name :
          {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
@@ -48,9 +44,9 @@ Status ExternalWeightSink::ApplyWeights(const std::string& policy,
       if (ec) return Status::Internal("cannot copy " + from.string() + ": " + ec.message());
     }
   }
+  SLUICE_RETURN_IF_ERROR(file::SyncDirectoryContents(tmp));
   fs::remove_all(dir, ec);
-  fs::rename(tmp, dir, ec);
-  if (ec) return Status::Internal("cannot rename " + tmp + ": " + ec.message());
+  SLUICE_RETURN_IF_ERROR(file::RenameDurably(tmp, dir));
   SLUICE_RETURN_IF_ERROR(backend_->ReloadWeights(policy, dir, snapshot.version()));
 
   // Keep the newest `keep_` versions.

@@ -1,8 +1,6 @@
 #include "workers/trainer/checkpoint_directory.h"
 
-#include <fcntl.h>
 #include <openssl/evp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -12,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "common/file/atomic_file.h"
+
 namespace sluice::trainer {
 namespace {
 
@@ -20,15 +20,6 @@ namespace fs = std::filesystem;
 constexpr const char kPrefix[] = "step-";
 
 std::string TempName(int64_t step) { return "." + CheckpointName(step) + ".tmp"; }
-
-Status FsyncPath(const fs::path& path, bool directory) {
-  const int fd = ::open(path.c_str(), (directory ? O_DIRECTORY : 0) | O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::Internal("open " + path.string() + " for fsync failed");
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return Status::Internal("fsync " + path.string() + " failed");
-  return Status::Ok();
-}
 
 // "sha256:<hex>" of the file at `path`, read in 1 MiB pieces.
 Result<std::string> FileDigest(const fs::path& path) {
@@ -67,11 +58,8 @@ Status WriteChecksums(const fs::path& tmp) {
     files[name] = *digest;
   }
   if (ec) return Status::Internal("listing " + tmp.string() + ": " + ec.message());
-  std::ofstream out(tmp / kChecksumsFile);
-  out << nlohmann::json{{"files", files}}.dump() << "\n";
-  out.close();
-  if (!out) return Status::Internal("writing " + (tmp / kChecksumsFile).string() + " failed");
-  return Status::Ok();
+  return file::WriteFileAtomic(tmp / kChecksumsFile,
+                               nlohmann::json{{"files", files}}.dump() + "\n");
 }
 
 }  // namespace
@@ -124,15 +112,9 @@ Status CommitCheckpoint(const std::string& dir, int64_t step, int keep) {
   const fs::path tmp = fs::path(dir) / TempName(step);
   const fs::path final_path = fs::path(dir) / CheckpointName(step);
   SLUICE_RETURN_IF_ERROR(WriteChecksums(tmp));
-  for (const fs::directory_entry& e : fs::directory_iterator(tmp, ec)) {
-    if (e.is_regular_file()) SLUICE_RETURN_IF_ERROR(FsyncPath(e.path(), false));
-  }
-  if (ec) return Status::Internal("listing " + tmp.string() + ": " + ec.message());
-  SLUICE_RETURN_IF_ERROR(FsyncPath(tmp, true));
+  SLUICE_RETURN_IF_ERROR(file::SyncDirectoryContents(tmp));
   fs::remove_all(final_path, ec);
-  fs::rename(tmp, final_path, ec);
-  if (ec) return Status::Internal("renaming " + tmp.string() + ": " + ec.message());
-  SLUICE_RETURN_IF_ERROR(FsyncPath(dir, true));
+  SLUICE_RETURN_IF_ERROR(file::RenameDurably(tmp, final_path));
 
   Result<std::vector<int64_t>> steps = ListCheckpoints(dir);
   if (!steps.ok()) return steps.status();
@@ -148,12 +130,8 @@ Status CommitCheckpoint(const std::string& dir, int64_t step, int keep) {
 }
 
 Status WriteHeldThrough(const std::string& tmp_dir, int64_t held_through) {
-  const fs::path path = fs::path(tmp_dir) / kDataflowFile;
-  std::ofstream out(path);
-  out << nlohmann::json{{"held_through", held_through}}.dump() << "\n";
-  out.close();
-  if (!out) return Status::Internal("writing " + path.string() + " failed");
-  return Status::Ok();
+  return file::WriteFileAtomic(fs::path(tmp_dir) / kDataflowFile,
+                               nlohmann::json{{"held_through", held_through}}.dump() + "\n");
 }
 
 Result<int64_t> ReadHeldThrough(const std::string& path) {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <utility>
 
+#include "common/file/atomic_file.h"
 #include "workers/weights/weight_delta.h"
 #include "workers/weights/weight_digest.h"
 #include "workers/weights/weight_routes.h"
@@ -240,15 +241,7 @@ Result<FetchStats> FetchFull(http::Client& client, int64_t version, const std::s
                               "digest");
   }
   if (::fsync(fd) != 0) return ErrnoStatus("fsync " + partial);
-  if (::rename(partial.c_str(), dest.c_str()) != 0) return ErrnoStatus("rename to " + dest);
-  // The rename itself is durable only once the directory is synced.
-  std::filesystem::path dir = std::filesystem::path(dest).parent_path();
-  if (dir.empty()) dir = ".";
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  SLUICE_RETURN_IF_ERROR(file::RenameDurably(partial, dest));
   stats.digest = got.digest;
   return stats;
 }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/file/atomic_file.h"
 #include "workers/model/safetensors.h"
 
 namespace sluice::model {
@@ -394,17 +395,7 @@ Status DecoderModel::SaveHf(const std::string& dir, const SaveHfOptions& options
   }
   ModelConfig c = config_;
   c.torch_dtype = HfDtypeName(dtype_);
-  const std::string path = dir + "/config.json";
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << ToHfConfig(c).dump(2) << "\n";
-    out.close();
-    if (!out) return Status::Internal("writing " + tmp);
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::Internal("renaming " + tmp + ": " + ec.message());
-  return Status::Ok();
+  return file::WriteFileAtomic(dir + "/config.json", ToHfConfig(c).dump(2) + "\n");
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> DecoderModel::NamedParameters() const {

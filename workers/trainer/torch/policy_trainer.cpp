@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/file/atomic_file.h"
 #include "workers/trainer/advantages.h"
 #include "workers/trainer/batch_layout.h"
 #include "workers/trainer/lr_schedule.h"
@@ -523,11 +524,7 @@ Status PolicyTrainer::SaveState(const std::string& dir) const {
     return Status::Internal("saving the training state to " + dir + ": " + e.what());
   }
   const nlohmann::json meta = {{"step", step_}, {"version", version()}, {"updates", im.updates}};
-  std::ofstream out(dir + "/state.json");
-  out << meta.dump() << "\n";
-  out.close();
-  if (!out) return Status::Internal("writing " + dir + "/state.json failed");
-  return Status::Ok();
+  return file::WriteFileAtomic(dir + "/state.json", meta.dump() + "\n");
 }
 
 Status PolicyTrainer::LoadState(const std::string& dir) {

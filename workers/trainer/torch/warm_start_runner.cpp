@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/file/atomic_file.h"
 #include "workers/rollout/environments/tool_call_format.h"
 #include "workers/rollout/workflows/policy_text_loader.h"
 #include "workers/trainer/calculator_warm_start.h"
@@ -179,8 +180,8 @@ Result<std::unique_ptr<PolicyTrainer>> RunWarmStart(const WarmStartInputs& in) {
     fs::create_directories(tmp, ec);
     if (ec) return Status::Internal("creating " + tmp + ": " + ec.message());
     SLUICE_RETURN_IF_ERROR(trainer->SaveState(tmp));
-    fs::rename(tmp, saved, ec);
-    if (ec) return Status::Internal("renaming " + tmp + " to " + saved + ": " + ec.message());
+    SLUICE_RETURN_IF_ERROR(file::SyncDirectoryContents(tmp));
+    SLUICE_RETURN_IF_ERROR(file::RenameDurably(tmp, saved));
     if (in.logger) in.logger->Info("warm start saved", {{"dir", saved}});
   }
   return trainer;

@@ -99,33 +99,9 @@ TEST(AccessToken, ConcurrentFirstStartsAgreeOnOneToken) {
   EXPECT_EQ(Entries(tmp.path()), 1u);
 }
 
-TEST(SecretFile, WritesAtomicallyWithTheGivenMode) {
+// The writes are common/file/atomic_file.h's (tests/unit/common/atomic_file_test.cpp).
+TEST(SecretFile, ReadSmallFileNamesAMissingFile) {
   ScratchDir tmp;
-  const std::string path = tmp.File("f");
-  { std::ofstream(path) << "old"; }
-  fs::permissions(path, fs::perms::all);
-  ASSERT_TRUE(WriteFileAtomic(path, "new content", 0600).ok());
-  EXPECT_EQ(ReadAll(path), "new content");
-  EXPECT_EQ(Mode(path), 0600u) << "the mode is the new file's, not the replaced one's";
-  ASSERT_TRUE(WriteFileAtomic(path, "", 0644).ok());
-  EXPECT_EQ(ReadAll(path), "");
-  EXPECT_EQ(Mode(path), 0644u);
-  EXPECT_EQ(Entries(tmp.path()), 1u);
-
-  Status s = WriteFileAtomic(tmp.File("no/such/dir"), "x", 0600);
-  EXPECT_EQ(s.code(), StatusCode::kInternal);
-  EXPECT_NE(s.message().find("no/such/dir"), std::string::npos) << s.ToString();
-
-  Result<bool> created = WriteFileIfAbsent(path, "other", 0600);
-  ASSERT_TRUE(created.ok());
-  EXPECT_FALSE(*created);
-  EXPECT_EQ(ReadAll(path), "");
-  created = WriteFileIfAbsent(tmp.File("g"), "g", 0640);
-  ASSERT_TRUE(created.ok());
-  EXPECT_TRUE(*created);
-  EXPECT_EQ(Mode(tmp.File("g")), 0640u);
-  EXPECT_EQ(Entries(tmp.path()), 2u);
-
   EXPECT_EQ(ReadSmallFile(tmp.File("missing"), "thing").status().code(), StatusCode::kNotFound);
   EXPECT_NE(ReadSmallFile(tmp.File("missing"), "thing").status().message().find("thing "),
             std::string::npos);
