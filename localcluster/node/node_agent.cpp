@@ -46,6 +46,13 @@ bool Terminal(const json& pod) {
 
 bool Deleting(const json& obj) { return obj.contains("/metadata/deletionTimestamp"_json_pointer); }
 
+bool HasUnreachableTaint(const json& node) {
+  for (const json& t : node.value("/spec/taints"_json_pointer, json::array())) {
+    if (t.value("key", "") == kUnreachableTaint) return true;
+  }
+  return false;
+}
+
 bool SimulatedFailure(const json& node) {
   return Str(node, "/metadata/annotations/sluice.dev~1simulated-failure") == "true";
 }
@@ -371,7 +378,7 @@ void NodeAgent::MonitorNodes() {
     if (!node) continue;
     const bool failing = SimulatedFailure(*node);
     std::vector<std::unique_ptr<PodWorker>> killed;
-    bool became_unreachable = false, recovered = false, evict = false;
+    bool became_unreachable = false, unreachable = false, evict = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       NodeRuntime& n = nodes_state_[spec.name];
@@ -402,8 +409,8 @@ void NodeAgent::MonitorNodes() {
         became_unreachable = true;
       } else if (!stale && n.unreachable_since) {
         n.unreachable_since.reset();
-        recovered = true;
       }
+      unreachable = n.unreachable_since.has_value();
       evict = n.unreachable_since && now - *n.unreachable_since >= options_.pod_eviction_timeout;
     }
     killed.clear();  // Joins the failed node's workers (their processes are SIGKILLed).
@@ -418,24 +425,30 @@ void NodeAgent::MonitorNodes() {
       }
       (void)nodes.Patch(spec.name, kube::PatchType::kMerge,
                         json{{"status", {{"conditions", conditions}}}}.dump(), {}, "status");
-      json taints = node->value("/spec/taints"_json_pointer, json::array());
-      for (const char* effect : {"NoSchedule", "NoExecute"}) {
-        taints.push_back({{"key", kUnreachableTaint}, {"effect", effect}, {"timeAdded", Now()}});
-      }
-      (void)nodes.Patch(spec.name, kube::PatchType::kMerge,
-                        json{{"spec", {{"taints", taints}}}}.dump());
       Event(json{{"apiVersion", "v1"},
                  {"kind", "Node"},
                  {"metadata", {{"name", spec.name}, {"uid", Str(*node, "/metadata/uid")}}}},
             "Normal", "NodeNotReady", "Node " + spec.name + " status is now: NodeNotReady");
     }
-    if (recovered) {
+    // Level-triggered: a taint write that failed or was lost (a patch refused under load) is
+    // made again next round, instead of leaving a recovered node tainted for good.
+    if (HasUnreachableTaint(*node) != unreachable) {
       json taints = json::array();
       for (const json& t : node->value("/spec/taints"_json_pointer, json::array())) {
         if (t.value("key", "") != kUnreachableTaint) taints.push_back(t);
       }
-      (void)nodes.Patch(spec.name, kube::PatchType::kMerge,
-                        json{{"spec", {{"taints", taints.empty() ? json() : taints}}}}.dump());
+      if (unreachable) {
+        for (const char* effect : {"NoSchedule", "NoExecute"}) {
+          taints.push_back({{"key", kUnreachableTaint}, {"effect", effect}, {"timeAdded", Now()}});
+        }
+      }
+      Result<json> patched =
+          nodes.Patch(spec.name, kube::PatchType::kMerge,
+                      json{{"spec", {{"taints", taints.empty() ? json() : taints}}}}.dump());
+      if (!patched.ok()) {
+        log_.Warn("cannot update the node's unreachable taint; retrying next round",
+                  {{"node", spec.name}, {"error", patched.status().ToString()}});
+      }
     }
     if (evict) {
       for (const kube::ObjectPtr& p : pods_->store().List()) {
