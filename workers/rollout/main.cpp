@@ -24,7 +24,6 @@
 #include <utility>
 #include <vector>
 
-#include "common/config/program_start.h"
 #include "common/http/bearer_token.h"
 #include "common/http/client.h"
 #include "common/http/hosts_file.h"
@@ -32,7 +31,7 @@
 #include "common/http/server.h"
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
-#include "common/process/signals.h"
+#include "common/service/service_main.h"
 #include "workers/dataflow/dataflow_client.h"
 #include "workers/model/chat_template.h"
 #include "workers/model/model_download.h"
@@ -54,16 +53,15 @@ config::Spec MakeSpec() {
   using config::Option;
   using std::chrono::seconds;
   config::Spec spec("SLUICE_ROLLOUT");
+  service::ServingDefaults serving;
+  serving.token_help =
+      "Bearer token for the dataflow, the trainers and this replica's own /v1 routes; empty: "
+      "none (development only). Never sent to environments.";
+  service::AddServingOptions(spec, serving);
   spec.Add(Option::String("dataflow-url", "", "Base URL of the dataflow.").Required())
-      .Add(Option::String("token-file", "",
-                          "Bearer token for the dataflow, the trainers and this replica's own /v1 "
-                          "routes; empty: none (development only). Never sent to environments."))
       .Add(Option::String("environment-token-file", "",
                           "Bearer token for an HTTP environment (the Dataflow's "
                           "spec.workflow.environment.tokenSecretRef); empty: none."))
-      .Add(Option::Bool("metrics-require-token", true,
-                        "Whether /metrics needs the token too (the operator's pods turn it off, "
-                        "so Prometheus can scrape them)."))
       .Add(Option::String("policies", "", "Hosted policies, comma-separated.").Required())
       .Add(Option::String("policy-config", "/etc/sluice/config/rollout.json",
                           "rollout.json: the Policies (model, tokenizer, chat template)."))
@@ -93,8 +91,6 @@ config::Spec MakeSpec() {
       .Add(Option::Int("max-episodes", 0,
                        "Tasks running at once; 0: max-concurrent-sequences / 4 (at least 1).")
                .Min(0))
-      .Add(Option::String("address", "0.0.0.0", "Address to listen on (the pod's IP)."))
-      .Add(Option::Int("port", 8080, "HTTP port; 0 picks a free one.").Min(0).Max(65535))
       .Add(Option::String("region", "", "Placement region of this replica."))
       .Add(Option::String("replica", "", "This replica's name (the Pod's); default: the host."))
       .Add(Option::String("pool", "", "The RolloutPool; default: rollout.json's pool."))
@@ -113,7 +109,6 @@ config::Spec MakeSpec() {
                             "On SIGTERM: how long running episodes may take to finish before "
                             "they are handed back."))
       .Add(Option::Int("threads", 0, "Intra-op CPU threads for libtorch; 0: its default.").Min(0))
-      .Add(Option::Duration("shutdown-grace", seconds(5), "HTTP shutdown grace."))
       .Add(Option::Enum("log-level", {"debug", "info", "warn", "error"}, "info",
                         "Minimum level of the JSON log lines on stderr."));
   return spec;
@@ -184,23 +179,12 @@ Status FetchPolicyModel(const HostedPolicy& p, std::shared_ptr<http::HostsFileRe
   return Status::Ok();
 }
 
-int Main(int argc, char** argv) {
-  const config::Spec spec = MakeSpec();
-  int exit_code = 0;
-  std::optional<config::Config> cfg = config::StartProgram(
-      spec, argc, argv, kProgram,
-      "One replica of a Sluice RolloutPool: leases tasks from the Dataflow, runs their "
-      "workflows (single-turn, multi-turn with an environment, solve-and-verify) on the "
-      "hosted policies, scores and submits them, and loads every new weight version the "
-      "trainers announce. docs/rollout.md.",
-      &exit_code);
-  if (!cfg) return exit_code;
-  log::Logger logger("rollout");
-  CancellationSource stop;
-  if (Status s = InstallShutdownSignals(stop); !s.ok()) {
-    std::cerr << kProgram << ": " << s.ToString() << "\n";
-    return 1;
-  }
+int Serve(service::Service& svc) {
+  const config::Config* cfg = &svc.config;
+  log::Logger& logger = svc.logger;
+  CancellationSource stop = svc.stop;
+  metrics::Registry& registry = svc.registry;
+  const std::shared_ptr<http::TokenSource>& token = svc.token;
   const std::vector<std::string> hosted = SplitList(cfg->GetString("policies"));
   if (hosted.empty()) {
     std::cerr << kProgram << ": flag --policies: must name at least one policy\n";
@@ -214,15 +198,6 @@ int Main(int argc, char** argv) {
   }
   if (cfg->GetInt("threads") > 0) torch::set_num_threads(static_cast<int>(cfg->GetInt("threads")));
 
-  std::shared_ptr<http::TokenSource> token;
-  if (const std::string& file = cfg->GetString("token-file"); !file.empty()) {
-    Result<std::shared_ptr<http::TokenSource>> source = http::TokenSource::FromFile(file);
-    if (!source.ok()) {
-      std::cerr << kProgram << ": flag --token-file: " << source.status().message() << "\n";
-      return 2;
-    }
-    token = *source;
-  }
   // The environment server is user code outside the experiment: it gets its own credential, if
   // any, and never the experiment's token.
   std::string environment_token;
@@ -297,7 +272,6 @@ int Main(int argc, char** argv) {
   }
 
   // HTTP first, so /healthz answers while the models load.
-  metrics::Registry registry;
   std::atomic<bool> loaded{false};
   std::string staging = cfg->GetString("staging-dir");
   if (staging.empty()) {
@@ -316,14 +290,7 @@ int Main(int argc, char** argv) {
   WeightUpdater updater(hosted, 0, wu, sink, &registry);
   updater.SetRelay(cfg->GetString("weights-relay"));
 
-  http::ServerOptions options;
-  options.name = "rollout";
-  options.address = cfg->GetString("address");
-  options.port = static_cast<int>(cfg->GetInt("port"));
-  options.auth = token;
-  options.metrics_require_auth = cfg->GetBool("metrics-require-token");
-  options.shutdown_grace =
-      std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("shutdown-grace"));
+  http::ServerOptions options = svc.ServerOptions();
   options.write_timeout = std::chrono::milliseconds(120000);
   http::Server server(options, &registry, logger);
   std::unique_ptr<RolloutWorker> worker;
@@ -493,4 +460,14 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace sluice::rollout
 
-int main(int argc, char** argv) { return sluice::rollout::Main(argc, argv); }
+int main(int argc, char** argv) {
+  using namespace sluice;
+  const service::ServiceDefinition program{
+      "sluice-rollout", "rollout",
+      "One replica of a Sluice RolloutPool: leases tasks from the Dataflow, runs their "
+      "workflows (single-turn, multi-turn with an environment, solve-and-verify) on the "
+      "hosted policies, scores and submits them, and loads every new weight version the "
+      "trainers announce. docs/rollout.md.",
+      rollout::MakeSpec()};
+  return service::RunService(program, argc, argv, rollout::Serve);
+}

@@ -67,7 +67,6 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/config/program_start.h"
 #include "common/http/bearer_token.h"
 #include "common/http/client.h"
 #include "common/http/hosts_file.h"
@@ -75,7 +74,7 @@
 #include "common/http/server.h"
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
-#include "common/process/signals.h"
+#include "common/service/service_main.h"
 #include "workers/dataflow/dataflow_client.h"
 #include "workers/model/model_download.h"
 #include "workers/model/nn/decoder_model.h"
@@ -105,15 +104,12 @@ config::Spec MakeSpec() {
   using config::Option;
   using std::chrono::seconds;
   config::Spec spec("SLUICE_TRAINER");
+  service::ServingDefaults serving;
+  serving.token_help =
+      "Bearer token for the dataflow and for this rank's own /v1 routes; empty: none "
+      "(development only).";
+  service::AddServingOptions(spec, serving);
   spec.Add(Option::String("dataflow-url", "", "Base URL of the dataflow.").Required())
-      .Add(Option::String("token-file", "",
-                          "Bearer token for the dataflow and for this rank's own /v1 routes; "
-                          "empty: none (development only)."))
-      .Add(Option::Bool("metrics-require-token", true,
-                        "Whether /metrics needs the token too (the operator's pods turn it off, "
-                        "so Prometheus can scrape them)."))
-      .Add(Option::String("address", "0.0.0.0", "Address to listen on (the pod's IP)."))
-      .Add(Option::Int("port", 8080, "HTTP port; 0 picks a free one.").Min(0).Max(65535))
       .Add(Option::String("advertise-address", "",
                           "Host in the weights URL announced to the dataflow; empty: --address "
                           "(or 127.0.0.1 when that is 0.0.0.0)."))
@@ -143,7 +139,6 @@ config::Spec MakeSpec() {
       .Add(Option::Duration("dataflow-timeout", seconds(600),
                             "Give up when the dataflow is unreachable this long."))
       .Add(Option::Int("threads", 0, "Intra-op CPU threads for libtorch; 0: its default.").Min(0))
-      .Add(Option::Duration("shutdown-grace", seconds(5), "HTTP shutdown grace."))
       .Add(Option::Duration("final-weights-grace", seconds(0),
                             "After the last step, rank 0 keeps serving its weights and "
                             "/v1/status (phase Succeeded) until SIGTERM or for this long, so "
@@ -264,23 +259,12 @@ std::string TakeTrainerConfig(int& argc, char** argv) {
   return path;
 }
 
-int Main(int argc, char** argv) {
-  const config::Spec spec = MakeSpec();
-  const std::string trainer_config = TakeTrainerConfig(argc, argv);
-  int exit_code = 0;
-  std::optional<config::Config> cfg = config::StartProgram(
-      spec, argc, argv, kProgram,
-      "One rank of a Sluice trainer: trains a Policy on batches from its Dataflow (GRPO, PPO, "
-      "DAPO, GSPO, M2PO, SFT) and, on rank 0, publishes every new weight version. "
-      "--config=PATH names trainer.json (the TrainerJob, its Policy and its Dataflow; default "
-      "/etc/sluice/config/trainer.json). docs/trainer.md.",
-      &exit_code);
-  if (!cfg) return exit_code;
-  CancellationSource stop;
-  if (Status s = InstallShutdownSignals(stop); !s.ok()) {
-    std::cerr << kProgram << ": " << s.ToString() << "\n";
-    return 1;
-  }
+int Serve(service::Service& svc, const std::string& trainer_config) {
+  const config::Config* cfg = &svc.config;
+  log::Logger& logger = svc.logger;
+  CancellationSource stop = svc.stop;
+  metrics::Registry& registry = svc.registry;
+  const std::shared_ptr<http::TokenSource>& token = svc.token;
   const int rank = static_cast<int>(cfg->GetInt("rank"));
   const int world = static_cast<int>(cfg->GetInt("world-size"));
   if (rank >= world) {
@@ -288,7 +272,6 @@ int Main(int argc, char** argv) {
               << "\n";
     return 2;
   }
-  log::Logger logger("trainer");
   Result<TrainerSettings> settings =
       LoadTrainerConfigFile(trainer_config, cfg->GetString("model-cache-dir"));
   if (!settings.ok()) {
@@ -298,18 +281,7 @@ int Main(int argc, char** argv) {
   const int64_t steps = cfg->GetInt("steps") > 0 ? cfg->GetInt("steps") : settings->spec.steps;
   if (cfg->GetInt("threads") > 0) torch::set_num_threads(static_cast<int>(cfg->GetInt("threads")));
 
-  std::shared_ptr<http::TokenSource> token;
-  if (const std::string& file = cfg->GetString("token-file"); !file.empty()) {
-    Result<std::shared_ptr<http::TokenSource>> source = http::TokenSource::FromFile(file);
-    if (!source.ok()) {
-      std::cerr << kProgram << ": flag --token-file: " << source.status().message() << "\n";
-      return 2;
-    }
-    token = *source;
-  }
-
   // HTTP first, so /healthz answers during rendezvous and model load.
-  metrics::Registry registry;
   TrainerStatusBoard board(&registry, settings->policy, rank);
   weights::WeightStore store(
       static_cast<size_t>(std::max<int64_t>(settings->policy_spec.weight_sync.keep_versions, 1)));
@@ -323,14 +295,7 @@ int Main(int argc, char** argv) {
     if (files.ok()) sidecars = std::move(*files);
   }
   ExportRoute export_route(store, ExportRoot(*cfg), settings->policy, std::move(sidecars), logger);
-  http::ServerOptions options;
-  options.name = "trainer";
-  options.address = cfg->GetString("address");
-  options.port = static_cast<int>(cfg->GetInt("port"));
-  options.auth = token;
-  options.metrics_require_auth = cfg->GetBool("metrics-require-token");
-  options.shutdown_grace =
-      std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("shutdown-grace"));
+  http::ServerOptions options = svc.ServerOptions();
   options.write_timeout = std::chrono::milliseconds(120000);  // Large weight downloads.
   http::Server server(options, &registry, logger);
   server.AddReadinessCheck("gang", [&board]() {
@@ -744,4 +709,17 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace sluice::trainer
 
-int main(int argc, char** argv) { return sluice::trainer::Main(argc, argv); }
+int main(int argc, char** argv) {
+  using namespace sluice;
+  const std::string trainer_config = trainer::TakeTrainerConfig(argc, argv);
+  const service::ServiceDefinition program{
+      "sluice-trainer", "trainer",
+      "One rank of a Sluice trainer: trains a Policy on batches from its Dataflow (GRPO, PPO, "
+      "DAPO, GSPO, M2PO, SFT) and, on rank 0, publishes every new weight version. "
+      "--config=PATH names trainer.json (the TrainerJob, its Policy and its Dataflow; default "
+      "/etc/sluice/config/trainer.json). docs/trainer.md.",
+      trainer::MakeSpec()};
+  return service::RunService(program, argc, argv, [&](service::Service& svc) {
+    return trainer::Serve(svc, trainer_config);
+  });
+}

@@ -1,0 +1,85 @@
+#include "common/service/service_main.h"
+
+#include <iostream>
+
+#include "common/config/option.h"
+#include "common/config/program_start.h"
+#include "common/process/signals.h"
+
+namespace sluice::service {
+
+void AddServingOptions(config::Spec& spec, const ServingDefaults& d) {
+  using config::Option;
+  spec.Add(Option::String("address", d.address, d.address_help))
+      .Add(Option::Int("port", d.port, "HTTP port; 0 picks a free one.").Min(0).Max(65535))
+      .Add(Option::String("token-file", "", d.token_help))
+      .Add(Option::Bool("metrics-require-token", true,
+                        "Whether /metrics needs the token too (the operator's pods turn it off, "
+                        "so Prometheus can scrape them)."))
+      .Add(Option::Duration("shutdown-grace", d.shutdown_grace,
+                            "Time in-flight requests get to finish on SIGTERM."));
+  if (d.max_body_bytes) {
+    spec.Add(Option::Bytes("max-body-bytes", *d.max_body_bytes,
+                           "Largest request body; larger ones get 413."));
+  }
+  if (d.worker_threads) {
+    spec.Add(Option::Int("worker-threads", *d.worker_threads,
+                         "HTTP worker threads (long polls hold one each).")
+                 .Min(2)
+                 .Max(1024));
+  }
+}
+
+http::ServerOptions Service::ServerOptions() const {
+  http::ServerOptions o;
+  o.name = definition.component;
+  o.address = config.GetString("address");
+  o.port = static_cast<int>(config.GetInt("port"));
+  o.auth = token;
+  o.metrics_require_auth = config.GetBool("metrics-require-token");
+  o.shutdown_grace =
+      std::chrono::duration_cast<std::chrono::milliseconds>(config.GetDuration("shutdown-grace"));
+  if (definition.spec.Find("max-body-bytes") != nullptr) {
+    o.max_body_bytes = config.GetBytes("max-body-bytes");
+  }
+  if (definition.spec.Find("worker-threads") != nullptr) {
+    o.worker_threads = static_cast<size_t>(config.GetInt("worker-threads"));
+  }
+  return o;
+}
+
+int Service::Fail(int exit_code, std::string_view message) const {
+  std::cerr << definition.program << ": " << message << "\n";
+  return exit_code;
+}
+
+int RunService(const ServiceDefinition& definition, int argc, char** argv,
+               const ServiceBody& body) {
+  int exit_code = 0;
+  std::optional<config::Config> cfg = config::StartProgram(
+      definition.spec, argc, argv, definition.program, definition.summary, &exit_code);
+  if (!cfg) return exit_code;
+  CancellationSource stop;
+  if (Status s = InstallShutdownSignals(stop); !s.ok()) {
+    std::cerr << definition.program << ": " << s.ToString() << "\n";
+    return 1;
+  }
+  log::Logger logger(definition.component);
+  std::shared_ptr<http::TokenSource> token;
+  if (const std::string& file = cfg->GetString("token-file"); !file.empty()) {
+    Result<std::shared_ptr<http::TokenSource>> source = http::TokenSource::FromFile(file);
+    if (!source.ok()) {
+      std::cerr << definition.program << ": flag --token-file: " << source.status().message()
+                << "\n";
+      return 2;
+    }
+    token = *source;
+  } else {
+    logger.Warn("no --token-file: the API is open to anyone who can reach it");
+  }
+  metrics::Registry registry;
+  Service service{definition, *cfg, logger, stop, registry, token};
+  return body(service);
+}
+
+}  // namespace sluice::service

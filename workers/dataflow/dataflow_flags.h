@@ -1,0 +1,33 @@
+// The flags of sluice-dataflow (also settable through the environment and --config) and how they
+// resolve into its settings: from the flags alone, or over a Dataflow object's settings
+// (--dataflow-manifest), where only the flags set explicitly (flag, environment or --config
+// file) override the manifest. docs/dataflow.md lists them.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include "common/config/config.h"
+#include "common/config/spec.h"
+#include "common/status.h"
+#include "workers/dataflow/dataflow_service.h"
+#include "workers/dataflow/dataflow_settings.h"
+#include "workers/dataflow/dataset.h"
+
+namespace sluice::dataflow {
+
+// The program's flags, the serving ones (common/service/service_main.h) included.
+config::Spec DataflowFlagSpec();
+
+// What the flags resolve to.
+struct DataflowFlagSettings {
+  DatasetSource dataset;
+  DataflowConfig config;
+  DataflowServiceOptions service;
+};
+
+// Settings from the flags alone (`manifest` null), or from a Dataflow's settings with the flags
+// that were set explicitly applied over them. InvalidArgument names the flag.
+Result<DataflowFlagSettings> ResolveDataflowFlags(const config::Config& cfg,
+                                                  const DataflowSettings* manifest);
+
+}  // namespace sluice::dataflow
