@@ -289,13 +289,19 @@ class Soak:
             subprocess.run([sluice, "node", "fail", node, "--state-dir", c.state], check=True,
                            capture_output=True)
 
+            def recover_node():
+                subprocess.run([sluice, "node", "recover", node, "--state-dir", c.state],
+                               check=True, capture_output=True)
+
             def whole_again():
                 now = c.pods(ns, f"sluice.dev/pool={POOL}")
                 if now is None or len(now) != want or not all(r[3] and r[2] != node for r in now):
                     return False
-                subprocess.run([sluice, "node", "recover", node, "--state-dir", c.state],
-                               check=True, capture_output=True)
+                recover_node()
                 return True
+            # Run when the pool never became whole: a node left failed would starve every later
+            # experiment of its region (one did, when a node fault met the end of a run).
+            whole_again.cleanup = recover_node
             return whole_again
         if kind == "control-plane":
             for comp in ("apiserver", "operator"):
@@ -367,6 +373,12 @@ class Soak:
                     self.unrecovered.append(f"{ns}: {kind}")
                     self.log(f"  {kind} did not recover within {RECOVERY_TIMEOUT} s; "
                              f"diagnostics in {self.diagnose(ns, kind)}")
+                    cleanup = getattr(recovered, "cleanup", None)
+                    if cleanup is not None:
+                        try:
+                            cleanup()
+                        except (OSError, subprocess.CalledProcessError) as e:
+                            self.log(f"  {kind}: cleanup failed ({e})")
                 else:
                     self.recoveries[kind].append(took)
                     self.log(f"  {kind} recovered in {took:.1f} s")

@@ -66,7 +66,9 @@ int RunService(const ServiceDefinition& definition, int argc, char** argv,
   }
   log::Logger logger(definition.component);
   std::shared_ptr<http::TokenSource> token;
-  if (const std::string& file = cfg->GetString("token-file"); !file.empty()) {
+  if (definition.spec.Find("token-file") == nullptr) {
+    // A program without the serving flags (the node agent) has no token of its own.
+  } else if (const std::string& file = cfg->GetString("token-file"); !file.empty()) {
     Result<std::shared_ptr<http::TokenSource>> source = http::TokenSource::FromFile(file);
     if (!source.ok()) {
       std::cerr << definition.program << ": flag --token-file: " << source.status().message()

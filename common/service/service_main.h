@@ -23,7 +23,8 @@
 //
 // Exit statuses: 0 after --help or --version; 2 for a bad flag, config file or token file
 // (printed as "<program>: <message>"); 1 when the signal handlers cannot be installed; else the
-// body's.
+// body's. A program may leave the serving flags out (the node agent serves with its own
+// settings): it then has no token and does not call ServerOptions().
 //
 // Thread safety: RunService is called once, from main, before any thread starts. The Service it
 // passes lives until the body returns; its members are safe to share as their own types say.
@@ -82,10 +83,12 @@ struct Service {
   // Cancelled by the first SIGTERM or SIGINT; the body may cancel it too (a copy shares it).
   CancellationSource stop;
   metrics::Registry& registry;
-  // --token-file's token (re-read when the file rotates); null when the flag is empty.
+  // --token-file's token (re-read when the file rotates); null when the flag is empty or the
+  // program does not declare it.
   std::shared_ptr<http::TokenSource> token;
 
-  // The HTTP server's options from the serving flags: name, address, port, auth (the token),
+  // The HTTP server's options from the serving flags (AddServingOptions must have declared
+  // them): name, address, port, auth (the token),
   // metrics_require_auth, shutdown_grace, and max_body_bytes and worker_threads when declared.
   // The body adjusts timeouts and the like on the copy.
   http::ServerOptions ServerOptions() const;

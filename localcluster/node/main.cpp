@@ -15,12 +15,10 @@
 #include <sstream>
 
 #include "common/config/environment.h"
-#include "common/config/program_start.h"
 #include "common/http/server.h"
 #include "common/http/url.h"
 #include "common/logging/logger.h"
-#include "common/metrics/registry.h"
-#include "common/process/signals.h"
+#include "common/service/service_main.h"
 #include "kube/kubeconfig.h"
 #include "kube/rest_client.h"
 #include "localcluster/node/kubelet_server.h"
@@ -88,22 +86,10 @@ std::chrono::milliseconds Ms(D d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d);
 }
 
-int Main(int argc, char** argv) {
-  const config::Spec spec = MakeSpec();
+int Serve(service::Service& svc) {
+  const config::Config* cfg = &svc.config;
+  log::Logger& logger = svc.logger;
   const config::Environment environment = config::EnvironmentFromProcess();
-  int exit_code = 0;
-  std::optional<config::Config> cfg = config::StartProgram(
-      spec, argc, argv, kProgram,
-      "The local cluster's scheduler and kubelet: registers simulated nodes, binds pods and "
-      "runs their containers as local processes. See docs/local-cluster.md.",
-      &exit_code);
-  if (!cfg) return exit_code;
-  CancellationSource stop;
-  if (Status s = InstallShutdownSignals(stop); !s.ok()) {
-    std::cerr << kProgram << ": " << s.ToString() << "\n";
-    return 1;
-  }
-  log::Logger logger("node");
 
   NodeAgentOptions options;
   Result<ClusterConfig> cluster = LoadClusterConfig(cfg->GetString("cluster-config"));
@@ -186,7 +172,7 @@ int Main(int argc, char** argv) {
     }
     options.api_ca_pem = text.str();
   }
-  metrics::Registry registry;
+  metrics::Registry& registry = svc.registry;
   kube::RestClientOptions client_options;
   client_options.registry = &registry;
   Result<std::unique_ptr<kube::RestClient>> rest =
@@ -223,7 +209,7 @@ int Main(int argc, char** argv) {
   }
   logger.Info("ready",
               {{"kubelet", server.BaseUrl()}, {"hosts_file", agent->hosts_file().string()}});
-  stop.Token().Wait();
+  svc.stop.Token().Wait();
   logger.Info("shutting down: stopping the pods' processes");
   agent->Stop();
   server.Shutdown();
@@ -233,4 +219,12 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace sluice::node
 
-int main(int argc, char** argv) { return sluice::node::Main(argc, argv); }
+int main(int argc, char** argv) {
+  using namespace sluice;
+  const service::ServiceDefinition program{
+      "sluice-node", "node",
+      "The local cluster's scheduler and kubelet: registers simulated nodes, binds pods and "
+      "runs their containers as local processes. See docs/local-cluster.md.",
+      node::MakeSpec()};
+  return service::RunService(program, argc, argv, node::Serve);
+}

@@ -4,26 +4,21 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "tests/support/faulty_file_system.h"
+#include "tests/support/read_file.h"
 
 namespace sluice::file {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::FaultyFileSystem;
-
-std::string Read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+constexpr auto Read = testing::ReadFileOrEmpty;
 
 std::vector<std::string> Names(const fs::path& dir) {
   std::vector<std::string> out;
