@@ -2,6 +2,13 @@
 include(CTest)
 include(GoogleTest)
 
+# Test programs compile as unity builds: GoogleTest, nlohmann/json and the helpers' templates are
+# instantiated and code-generated once per batch of test files instead of once per file (eight
+# apiserver test files: 57.6 s one by one, 16.6 s as one unit on this project's 2-core machines).
+# Test files therefore keep their file-local helper names unique within their program, and shared
+# helpers live in tests/support/.
+option(SLUICE_UNITY_TESTS "Compile test programs as unity builds, 8 sources per unit" ON)
+
 # sluice_add_test(<name> SOURCES <files...> LIBS <targets...> [TIMEOUT <seconds>] [RUN_SERIAL])
 # One executable per area keeps link time down; ctest still sees every TEST individually.
 # RUN_SERIAL: ctest runs each of the program's tests alone (for tests whose result depends on
@@ -15,7 +22,9 @@ function(sluice_add_test name)
   target_link_libraries(${name} PRIVATE sluice_build_flags ${ARG_LIBS} GTest::gtest GTest::gtest_main
                                         GTest::gmock)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests
-                                           SLUICE_TEST_PROGRAM ON)
+                                           SLUICE_TEST_PROGRAM ON
+                                           UNITY_BUILD ${SLUICE_UNITY_TESTS}
+                                           UNITY_BUILD_BATCH_SIZE 8)
   # The kubectl the end-to-end helpers run unless SLUICE_TEST_KUBECTL names another
   # (tests/e2e/apiserver_process.h); SLUICE_TOOLS_DIR is tests/CMakeLists.txt's cache entry.
   target_compile_definitions(${name} PRIVATE SLUICE_DEFAULT_KUBECTL="${SLUICE_TOOLS_DIR}/kubectl")

@@ -12,7 +12,7 @@
 #include "tests/e2e/sluice_session.h"
 
 namespace sluice::e2e {
-namespace {
+namespace operator_rolloutpool_test {
 
 using nlohmann::json;
 
@@ -105,5 +105,5 @@ TEST(OperatorRolloutPoolTest, PlacesReplicasByRegionDrainsOnScaleDownAndOnDelete
   EXPECT_EQ(cluster.Down().exit_code, 0);
 }
 
-}  // namespace
+}  // namespace operator_rolloutpool_test
 }  // namespace sluice::e2e

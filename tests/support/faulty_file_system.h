@@ -21,7 +21,7 @@
 
 #include "common/file/file_system.h"
 
-namespace sluice::testing {
+namespace sluice::test_support {
 
 class FaultyFileSystem final : public file::FileSystem {
  public:
@@ -110,4 +110,4 @@ class FaultyFileSystem final : public file::FileSystem {
   std::vector<std::string> ops_;
 };
 
-}  // namespace sluice::testing
+}  // namespace sluice::test_support

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-namespace sluice::testing {
+namespace sluice::test_support {
 
 inline std::string ReadFileOrEmpty(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -18,4 +18,4 @@ inline std::string ReadFileOrEmpty(const std::filesystem::path& path) {
   return text.str();
 }
 
-}  // namespace sluice::testing
+}  // namespace sluice::test_support

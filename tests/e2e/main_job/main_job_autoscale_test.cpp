@@ -25,7 +25,7 @@
 #include "tests/support/free_port.h"
 
 namespace sluice::e2e {
-namespace {
+namespace main_job_autoscale_test {
 
 using nlohmann::json;
 using std::chrono::seconds;
@@ -170,5 +170,5 @@ TEST(MainJobAutoscaleTest, AStalledReplicaScalesThePoolUpAndItsRecoveryScalesItD
   EXPECT_EQ(cluster.Down().exit_code, 0);
 }
 
-}  // namespace
+}  // namespace main_job_autoscale_test
 }  // namespace sluice::e2e

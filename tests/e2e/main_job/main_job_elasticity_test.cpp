@@ -23,7 +23,7 @@
 #include "tests/e2e/main_job/followed_run.h"
 
 namespace sluice::e2e {
-namespace {
+namespace main_job_elasticity_test {
 
 using nlohmann::json;
 using std::chrono::seconds;
@@ -184,5 +184,5 @@ TEST(MainJobElasticityTest, ScalingOneToThreeAndBackAndANodeFailureLoseNothing) 
   EXPECT_EQ(cluster.Down().exit_code, 0);
 }
 
-}  // namespace
+}  // namespace main_job_elasticity_test
 }  // namespace sluice::e2e

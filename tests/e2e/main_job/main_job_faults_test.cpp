@@ -20,7 +20,7 @@
 #include "tests/e2e/main_job/main_job_support.h"
 
 namespace sluice::e2e {
-namespace {
+namespace main_job_faults_test {
 
 using nlohmann::json;
 using std::chrono::seconds;
@@ -83,5 +83,5 @@ TEST(MainJobFaultsTest, AKilledTrainerRankRestartsTheGangAndTrainsEveryBatchOnce
   EXPECT_EQ(cluster.Down().exit_code, 0);
 }
 
-}  // namespace
+}  // namespace main_job_faults_test
 }  // namespace sluice::e2e

@@ -22,7 +22,7 @@
 #include "tests/support/free_port.h"
 
 namespace sluice::e2e {
-namespace {
+namespace main_job_regions_test {
 
 using nlohmann::json;
 using std::chrono::seconds;
@@ -142,5 +142,5 @@ TEST(MainJobRegionsTest, ASpilledPoolFetchesEachVersionAcrossRegionsOnceThroughI
   EXPECT_EQ(cluster.Down().exit_code, 0);
 }
 
-}  // namespace
+}  // namespace main_job_regions_test
 }  // namespace sluice::e2e

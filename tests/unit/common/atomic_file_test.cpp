@@ -17,8 +17,8 @@ namespace sluice::file {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::FaultyFileSystem;
-constexpr auto Read = testing::ReadFileOrEmpty;
+using test_support::FaultyFileSystem;
+constexpr auto Read = test_support::ReadFileOrEmpty;
 
 std::vector<std::string> Names(const fs::path& dir) {
   std::vector<std::string> out;

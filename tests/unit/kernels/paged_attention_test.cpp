@@ -42,7 +42,7 @@ std::string Describe(const AttentionCase& c) {
 // half a unit in the last place, so Ulp * |expected| leaves a factor of two) plus float32
 // accumulation, which stays near 1e-6 for outputs that are convex combinations of values in
 // [-1, 1], even over 32k tokens.
-double Tolerance(DType dtype, double expected) {
+double AttentionTolerance(DType dtype, double expected) {
   return testing::Ulp(dtype) * std::abs(expected) + 5e-5;
 }
 
@@ -122,7 +122,7 @@ void RunCase(const AttentionCase& c, uint32_t seed) {
 
   int failures = 0;
   for (size_t i = 0; i < q_size && failures < 10; ++i) {
-    if (!(std::abs(double(got[i]) - expected[i]) <= Tolerance(c.dtype, expected[i]))) {
+    if (!(std::abs(double(got[i]) - expected[i]) <= AttentionTolerance(c.dtype, expected[i]))) {
       ++failures;
       ADD_FAILURE() << "element " << i << " (sequence " << i / (c.num_heads * c.head_dim)
                     << "): got " << got[i] << ", expected " << expected[i];
@@ -246,7 +246,7 @@ TEST(PagedAttentionTest, AttendsToTokensWrittenByWriteKvCache) {
   testing::Synchronize();
   const std::vector<float> got = testing::DownloadAs(kDType, d_out, q.size());
   for (size_t i = 0; i < q.size(); ++i) {
-    ASSERT_NEAR(got[i], expected[i], Tolerance(kDType, expected[i])) << "element " << i;
+    ASSERT_NEAR(got[i], expected[i], AttentionTolerance(kDType, expected[i])) << "element " << i;
   }
 }
 

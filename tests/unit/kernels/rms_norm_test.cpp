@@ -19,7 +19,7 @@ using testing::UploadAs;
 // The kernel's float32 sum of squares and rsqrtf differ from the reference's double ones in the
 // last bits, which can move a rounding of x * inv_rms by one unit of the storage type, and then
 // the product with the weight by one more: within three units in the last place, relative.
-double Tolerance(DType dtype, double expected) {
+double RmsNormTolerance(DType dtype, double expected) {
   const double relative = dtype == DType::kFloat32 ? 1e-5 : 3 * testing::Ulp(dtype);
   return relative * std::abs(expected) + 1e-6;
 }
@@ -64,7 +64,7 @@ void RunCase(DType dtype, int num_tokens, int hidden, bool fused, bool in_place,
   const std::vector<float> got = testing::DownloadAs(dtype, in_place ? d_x : d_out, size);
   int failures = 0;
   for (size_t i = 0; i < size && failures < 10; ++i) {
-    if (!(std::abs(double(got[i]) - expected[i]) <= Tolerance(dtype, expected[i]))) {
+    if (!(std::abs(double(got[i]) - expected[i]) <= RmsNormTolerance(dtype, expected[i]))) {
       ++failures;
       ADD_FAILURE() << "element " << i << ": got " << got[i] << ", expected " << expected[i];
     }

@@ -10,7 +10,7 @@
 #include "tests/unit/kernels/reference.h"
 
 namespace sluice::kernels {
-namespace {
+namespace rotary_test {
 
 using testing::DeviceBuffer;
 using testing::RoundAll;
@@ -114,5 +114,5 @@ TEST(RotaryTest, RejectsBadArguments) {
   EXPECT_EQ(ApplyRotary(args, nullptr).field(), "attention_scale");
 }
 
-}  // namespace
+}  // namespace rotary_test
 }  // namespace sluice::kernels

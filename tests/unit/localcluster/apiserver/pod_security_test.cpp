@@ -12,7 +12,7 @@
 #include "localcluster/apiserver/pod_security_checks.h"
 
 namespace sluice::apiserver {
-namespace {
+namespace pod_security_test {
 
 using nlohmann::json;
 using Strings = std::vector<std::string>;
@@ -446,5 +446,5 @@ TEST(PodSecurityTest, PodUpdatesAndSubresources) {
   EXPECT_FALSE(PodSecurityIgnoresSubresource("ephemeralcontainers"));
 }
 
-}  // namespace
+}  // namespace pod_security_test
 }  // namespace sluice::apiserver

@@ -12,7 +12,7 @@
 #include "localcluster/apiserver/user_info.h"
 
 namespace sluice::apiserver {
-namespace {
+namespace rbac_authorizer_test {
 
 using nlohmann::json;
 using Strings = std::vector<std::string>;
@@ -543,5 +543,5 @@ TEST(RbacAuthorizerTest, BootstrapObjectsAreLabelledAndConsistent) {
                                              "system:basic-user", "system:public-info-viewer"}));
 }
 
-}  // namespace
+}  // namespace rbac_authorizer_test
 }  // namespace sluice::apiserver

@@ -13,7 +13,7 @@
 #include "localcluster/apiserver/user_info.h"
 
 namespace sluice::apiserver {
-namespace {
+namespace rbac_escalation_test {
 
 using nlohmann::json;
 using Strings = std::vector<std::string>;
@@ -498,5 +498,5 @@ TEST(RbacEscalationTest, AdmitRbacWriteReadsThePolicyOnlyWhenItDecides) {
   EXPECT_FALSE(IsEscalationChecked("", "roles"));
 }
 
-}  // namespace
+}  // namespace rbac_escalation_test
 }  // namespace sluice::apiserver

@@ -21,7 +21,7 @@
 #include "localcluster/apiserver/sqlite_storage.h"
 
 namespace sluice::apiserver {
-namespace {
+namespace storage_test {
 
 using nlohmann::json;
 using std::chrono::seconds;
@@ -796,5 +796,5 @@ TEST_F(ApiserverStorageSqliteTest, KilledWriterLeavesConsistentStore) {
   }
 }
 
-}  // namespace
+}  // namespace storage_test
 }  // namespace sluice::apiserver

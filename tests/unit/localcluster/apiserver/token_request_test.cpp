@@ -11,7 +11,7 @@
 #include "localcluster/apiserver/memory_storage.h"
 
 namespace sluice::apiserver {
-namespace {
+namespace token_request_test {
 
 using nlohmann::json;
 using std::chrono::seconds;
@@ -226,5 +226,5 @@ TEST_F(ServeTokenRequestTest, KubesErrors) {
   }
 }
 
-}  // namespace
+}  // namespace token_request_test
 }  // namespace sluice::apiserver

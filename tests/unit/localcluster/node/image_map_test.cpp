@@ -7,7 +7,7 @@
 #include <string>
 
 namespace sluice::node {
-namespace {
+namespace image_map_test {
 
 namespace fs = std::filesystem;
 
@@ -240,5 +240,5 @@ TEST(ImageMapParseTest, LoadFileAndMissingFile) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
-}  // namespace
+}  // namespace image_map_test
 }  // namespace sluice::node

@@ -9,7 +9,7 @@
 #include <vector>
 
 namespace sluice::node {
-namespace {
+namespace scheduling_test {
 
 using nlohmann::json;
 
@@ -580,5 +580,5 @@ TEST(NodeSchedulingTest, FittingNodesIgnoreUnfitOnes) {
   EXPECT_EQ(d.message, "");
 }
 
-}  // namespace
+}  // namespace scheduling_test
 }  // namespace sluice::node

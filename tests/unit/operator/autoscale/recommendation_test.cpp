@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace sluice::autoscale {
-namespace {
+namespace recommendation_test {
 
 using api::RolloutPoolSpecAutoscaling;
 using api::RolloutPoolSpecAutoscalingMetric;
@@ -343,5 +343,5 @@ TEST(DecideTest, RecordsTheClampedRecommendation) {
   EXPECT_EQ(h.back().replicas, 2);
 }
 
-}  // namespace
+}  // namespace recommendation_test
 }  // namespace sluice::autoscale

@@ -11,7 +11,7 @@
 #include "operator/controllers/rollout_pool_children.h"
 
 namespace sluice::controllers {
-namespace {
+namespace external_engine_test {
 
 using nlohmann::json;
 
@@ -233,5 +233,5 @@ TEST(ExternalEngineTest, TheServedDirectoryIsPartOfTheTemplateHash) {
   EXPECT_EQ(PoolTemplateHash(builtin, {a}), PoolTemplateHash(builtin, {b}));
 }
 
-}  // namespace
+}  // namespace external_engine_test
 }  // namespace sluice::controllers

@@ -9,7 +9,7 @@
 #include "operator/controllers/labels.h"
 
 namespace sluice::controllers {
-namespace {
+namespace rollout_pool_children_test {
 
 using nlohmann::json;
 
@@ -616,11 +616,11 @@ TEST(RolloutPoolChildrenTest, TemplateSecurityContextsOverrideTheDefaultsFieldBy
   EXPECT_NE(PoolTemplateHash(pool, {}), PoolTemplateHash(Pool(), {}));
 }
 
-}  // namespace
+}  // namespace rollout_pool_children_test
 }  // namespace sluice::controllers
 
 namespace sluice::controllers {
-namespace {
+namespace rollout_pool_children_test {
 
 TEST(RolloutConfigMapTest, HoldsThePoolAndItsPoliciesSortedByName) {
   const json pool = Pool();
@@ -646,5 +646,5 @@ TEST(RolloutConfigMapTest, HoldsThePoolAndItsPoliciesSortedByName) {
   EXPECT_FALSE(config["policies"][1]["metadata"].contains("resourceVersion"));
 }
 
-}  // namespace
+}  // namespace rollout_pool_children_test
 }  // namespace sluice::controllers

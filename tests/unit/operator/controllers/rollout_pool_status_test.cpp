@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace sluice::controllers {
-namespace {
+namespace rollout_pool_status_test {
 
 using nlohmann::json;
 
@@ -354,5 +354,5 @@ TEST(RolloutPoolStatusTest, AutoscalerConditionsAndLastScaleTimeAreKept) {
   EXPECT_EQ(after[2].type, "RegionDegraded");
 }
 
-}  // namespace
+}  // namespace rollout_pool_status_test
 }  // namespace sluice::controllers

@@ -15,7 +15,7 @@
 #include "workers/dataflow/dataset.h"
 
 namespace sluice::dataflow {
-namespace {
+namespace dataflow_drain_test {
 
 using fixtures::Duo;
 using fixtures::Group;
@@ -184,5 +184,5 @@ TEST_F(DataflowDrainTest, WaitForBatchReturnsOnceDrained) {
   EXPECT_FALSE(core->TakeBatch("actor", 2)->has_value());
 }
 
-}  // namespace
+}  // namespace dataflow_drain_test
 }  // namespace sluice::dataflow

@@ -33,7 +33,7 @@
 #include "workers/dataflow/trajectory_codec.h"
 
 namespace sluice::dataflow {
-namespace {
+namespace dataflow_service_test {
 
 using fixtures::Duo;
 using fixtures::MakeDataset;
@@ -627,5 +627,5 @@ TEST_P(DataflowServiceRestartTest, RestartKeepsTheEvaluateFlag) {
 
 INSTANTIATE_TEST_SUITE_P(SnapshotOnStop, DataflowServiceRestartTest, ::testing::Bool());
 
-}  // namespace
+}  // namespace dataflow_service_test
 }  // namespace sluice::dataflow

@@ -31,7 +31,7 @@
 #include "workers/dataflow/dataset.h"
 
 namespace sluice::dataflow {
-namespace {
+namespace dataset_route_test {
 
 using fixtures::MakeDataset;
 using nlohmann::json;
@@ -364,5 +364,5 @@ TEST_F(TrainRouteTest, ClientReadsTheTrainSplitPageByPage) {
   EXPECT_EQ(static_cast<int64_t>(dataflow.AllTrainRows()->size()), n);
 }
 
-}  // namespace
+}  // namespace dataset_route_test
 }  // namespace sluice::dataflow

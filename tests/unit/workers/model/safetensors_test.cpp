@@ -15,7 +15,7 @@
 #include <vector>
 
 namespace sluice::model {
-namespace {
+namespace safetensors_test {
 
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
@@ -665,5 +665,5 @@ TEST(SafetensorsWriterTest, RejectsBadInput) {
   EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
-}  // namespace
+}  // namespace safetensors_test
 }  // namespace sluice::model

@@ -19,7 +19,7 @@
 #include "workers/model/safetensors.h"
 
 namespace sluice::model {
-namespace {
+namespace tensor_dtype_test {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -240,5 +240,5 @@ TEST(ConversionTest, ToAndFromFloat32) {
   EXPECT_THAT(*ToFloat32({"b", DType::kBool, {2}, flags}), ElementsAre(0.0f, 1.0f));
 }
 
-}  // namespace
+}  // namespace tensor_dtype_test
 }  // namespace sluice::model

@@ -21,7 +21,7 @@
 #include "tests/unit/workers/weights/weight_fixtures.h"
 
 namespace sluice::rollout {
-namespace {
+namespace weight_updater_test {
 
 constexpr char kToken[] = "updater-test-token";
 
@@ -297,5 +297,5 @@ TEST_F(WeightUpdaterTest, TheRelayKeepsADeltaOnlyWhereTheTrainerDid) {
   relay_server->Shutdown();
 }
 
-}  // namespace
+}  // namespace weight_updater_test
 }  // namespace sluice::rollout

@@ -19,7 +19,7 @@
 #include "workers/rollout/workflows/transcript.h"
 
 namespace sluice::trainer {
-namespace {
+namespace calculator_warm_start_test {
 
 using nlohmann::json;
 using rollout::test_support::PlainCharPolicy;
@@ -211,5 +211,5 @@ TEST(CalculatorWarmStartBatchTest, IsTokenForTokenTheWorkflowsEpisode) {
   }
 }
 
-}  // namespace
+}  // namespace calculator_warm_start_test
 }  // namespace sluice::trainer

@@ -7,7 +7,7 @@
 #include <numbers>
 
 namespace sluice::trainer {
-namespace {
+namespace lr_schedule_test {
 
 constexpr double kTol = 1e-12;
 
@@ -59,5 +59,5 @@ TEST(LrScheduleTest, ValidationAndNames) {
   EXPECT_EQ(ParseLrSchedule("linear").status().field(), "optimizer.schedule");
 }
 
-}  // namespace
+}  // namespace lr_schedule_test
 }  // namespace sluice::trainer

@@ -26,7 +26,7 @@
 #include "workers/rollout/workflows/transcript.h"
 
 namespace sluice::trainer {
-namespace {
+namespace verifier_warm_start_test {
 
 using nlohmann::json;
 using rollout::test_support::PlainCharPolicy;
@@ -316,5 +316,5 @@ TEST(VerifierWarmStartBatchTest, IsTokenForTokenWhatTheWorkflowShowsItsVerifier)
   }
 }
 
-}  // namespace
+}  // namespace verifier_warm_start_test
 }  // namespace sluice::trainer

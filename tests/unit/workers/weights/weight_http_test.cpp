@@ -25,7 +25,7 @@
 #include "workers/weights/weight_store.h"
 
 namespace sluice::weights {
-namespace {
+namespace weight_http_test {
 
 using nlohmann::json;
 
@@ -603,5 +603,5 @@ TEST_F(WeightFetchChunkTest, TheDigestCoversEveryChunk) {
   EXPECT_FALSE(std::filesystem::exists(dest()));
 }
 
-}  // namespace
+}  // namespace weight_http_test
 }  // namespace sluice::weights

@@ -5,7 +5,7 @@
 #include <string>
 
 namespace sluice::rollout {
-namespace {
+namespace exact_match_test {
 
 using nlohmann::json;
 
@@ -84,5 +84,5 @@ TEST(ExactMatchRewardTest, BadOptionsNameTheField) {
   EXPECT_EQ(not_object.field(), "reward.options");
 }
 
-}  // namespace
+}  // namespace exact_match_test
 }  // namespace sluice::rollout

@@ -12,7 +12,7 @@
 #include "workers/model/char_tokenizer.h"
 
 namespace sluice::rollout {
-namespace {
+namespace single_turn_workflow_test {
 
 using model::CharTokenizer;
 using nlohmann::json;
@@ -166,5 +166,5 @@ TEST(SingleTurnWorkflowTest, BadTaskSamplingNamesTheField) {
   EXPECT_EQ(result.status().field(), "sampling.topP");
 }
 
-}  // namespace
+}  // namespace single_turn_workflow_test
 }  // namespace sluice::rollout

@@ -15,7 +15,7 @@
 #include "workers/model/char_tokenizer.h"
 
 namespace sluice::rollout {
-namespace {
+namespace solve_and_verify_workflow_test {
 
 using model::CharTokenizer;
 using nlohmann::json;
@@ -259,5 +259,5 @@ TEST(SolveAndVerifyWorkflowTest, IsYesAcceptsYesInAnyCaseOnly) {
   }
 }
 
-}  // namespace
+}  // namespace solve_and_verify_workflow_test
 }  // namespace sluice::rollout

@@ -19,7 +19,7 @@
 #include "workers/trainer/trainer_settings.h"
 
 namespace sluice::trainer {
-namespace {
+namespace uri_model_test {
 
 namespace fs = std::filesystem;
 using model::DecoderModel;
@@ -151,5 +151,5 @@ TEST_F(UriModelTest, AMissingWeightsFileIsAnErrorNamingTheUrlAndTheField) {
   EXPECT_FALSE(fs::exists(model::ModelCacheDir(cache_, Url("one"))));
 }
 
-}  // namespace
+}  // namespace uri_model_test
 }  // namespace sluice::trainer
