@@ -6,7 +6,7 @@
 // /var/lib/sluice/model/<policy name>: one directory per Policy, so a replica hosting several
 // Policies on different claims (or on one claim at different paths) sees each at its own place.
 // The workers find the model at that directory + spec.model.source.pvc.path
-// (trainer::ResolveModelSource, which keeps the same root). Policies whose source is builtin,
+// (model::ResolveModelSource, which keeps the same root). Policies whose source is builtin,
 // path or uri get no volume.
 //
 // Thread safety: pure functions.

@@ -143,6 +143,21 @@ Status DataflowClient::Announce(const std::string& policy, const VersionAnnounce
   return res->ToStatus().WithContext("POST /v1/policies/" + policy + "/versions");
 }
 
+Result<bool> DataflowClient::PutFinalWeights(const std::string& policy, int64_t version,
+                                             const std::string& digest, std::string image) {
+  const std::string path = "/v1/final/" + policy + "/v1/weights/" + std::to_string(version);
+  http::Request req;
+  req.method = "PUT";
+  req.path = path;
+  req.headers.emplace("X-Sluice-Weights-Digest", digest);
+  req.body = std::move(image);
+  req.content_type = "application/octet-stream";
+  Result<http::Response> res = client_->Send(std::move(req));
+  if (!res.ok()) return res.status();
+  SLUICE_RETURN_IF_ERROR(res->ToStatus().WithContext("PUT " + path));
+  return res->status == 201;
+}
+
 Result<TrainRowsPage> DataflowClient::TrainRows(int64_t offset, int64_t limit) {
   const std::string what = "GET /v1/dataset/train";
   http::Request req;

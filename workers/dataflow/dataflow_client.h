@@ -105,6 +105,13 @@ class DataflowClient {
   // version that is not newer than the dataflow's, unless it is the same announcement again or
   // the same image (digest) at another url: a version number never names two weight images.
   Status Announce(const std::string& policy, const VersionAnnouncement& version);
+  // PUT /v1/final/{policy}/v1/weights/{version} with the version's safetensors image and its
+  // digest: the dataflow keeps it as the policy's final weights, for rollout replicas created
+  // after the trainer is gone (workers/weights/final_weights.h). True when stored now, false when
+  // that image was held already. Errors: the dataflow's (Conflict when the version or digest is
+  // not the newest announced one, TooLarge past its body cap), Unavailable when unreachable.
+  Result<bool> PutFinalWeights(const std::string& policy, int64_t version,
+                               const std::string& digest, std::string image);
 
   // GET /v1/dataset/train?offset=N&limit=M: train rows offset .. offset+limit-1 (fewer at the end
   // of the split, none from an offset at or past it). InvalidArgument for an offset < 0 or a

@@ -15,10 +15,11 @@
 
 #include "common/clock.h"
 #include "common/service/service_main.h"
-#include "workers/dataflow/dataflow_flags.h"
 #include "workers/dataflow/dataflow_service.h"
-#include "workers/dataflow/dataflow_settings.h"
 #include "workers/dataflow/dataset.h"
+#include "workers/dataflow/settings/dataflow_flags.h"
+#include "workers/dataflow/settings/dataflow_settings.h"
+#include "workers/weights/final_weights.h"
 
 namespace sluice::dataflow {
 namespace {
@@ -60,11 +61,29 @@ int Serve(service::Service& s) {
   DataflowService dataflow(settings->service, settings->config, &*dataset, &SystemClock::Instance(),
                            &s.registry, s.logger);
   dataflow.Register(server);
+  // The final weights of policies whose trainers have finished, for rollout replicas created
+  // after the trainer's pods are gone (workers/weights/final_weights.h), beside the log.
+  using Announced = weights::FinalWeights::Announced;
+  weights::FinalWeights final_weights(
+      settings->service.wal.dir + "/final-weights", settings->config.policies,
+      [&dataflow](const std::string& policy) -> Result<std::optional<Announced>> {
+        if (!dataflow.recovered()) return Status::Unavailable("the dataflow is recovering");
+        for (const PolicyVersion& v : dataflow.core()->AnnouncedVersions()) {
+          if (v.policy == policy)
+            return std::optional(Announced{v.version.number, v.version.digest});
+        }
+        return std::optional<Announced>();
+      });
+  final_weights.Register(server);
   if (Status st = server.Start(); !st.ok()) return s.Fail(1, st.ToString());
   s.logger.Info("listening", {{"url", server.BaseUrl()}, {"port", server.port()}});
   if (Status st = dataflow.Recover(); !st.ok()) {
     server.Shutdown();
     return s.Fail(st.code() == StatusCode::kInvalidArgument ? 2 : 1, st.ToString());
+  }
+  if (Status st = final_weights.Load(); !st.ok()) {
+    // Not fatal: the trainer, or a ready replica, still serves the version.
+    s.logger.Warn("final weights not loaded", {{"error", st.ToString()}});
   }
 
   // Serve until SIGTERM/SIGINT or a log failure.

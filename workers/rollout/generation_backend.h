@@ -1,6 +1,6 @@
 // GenerationBackend: what a workflow needs from an inference engine: sample completions of a
 // prompt (token ids) for one policy, with per-token log-probs and the weight version of every
-// token. Two implementations: EngineBackend (engine/torch/engine_backend.h, the built-in
+// token. Two implementations: EngineBackend (backend/engine_backend.h, the built-in
 // engine) and OpenAiBackend (external/openai_backend.h, a vLLM or SGLang sidecar).
 //
 // Workflows are written against this interface only, so they are torch-free and unit-tested

@@ -36,7 +36,7 @@
 #include "workers/model/chat_template.h"
 #include "workers/model/model_download.h"
 #include "workers/model/nn/decoder_model.h"
-#include "workers/rollout/engine/torch/engine_backend.h"
+#include "workers/rollout/backend/engine_backend.h"
 #include "workers/rollout/external/openai_backend.h"
 #include "workers/rollout/external_weight_sink.h"
 #include "workers/rollout/rollout_settings.h"
@@ -168,7 +168,7 @@ Status FetchPolicyModel(const HostedPolicy& p, std::shared_ptr<http::HostsFileRe
   o.on_file = [&](const std::string& file, uint64_t bytes) {
     logger.Info("model file downloaded", {{"policy", p.name}, {"file", file}, {"bytes", bytes}});
   };
-  Result<model::ModelDownload> got = trainer::FetchModelSource(p.model, p.tokenizer_file, o);
+  Result<model::ModelDownload> got = model::FetchModelSource(p.model, p.tokenizer_file, o);
   if (!got.ok()) return got.status().WithContext("policy " + p.name);
   logger.Info("model downloaded", {{"policy", p.name},
                                    {"uri", p.model.uri},
@@ -283,6 +283,7 @@ int Serve(service::Service& svc) {
   wu.token = token;
   wu.resolver = resolver;
   wu.staging_dir = staging;
+  wu.dataflow_url = cfg->GetString("dataflow-url");
   for (const HostedPolicy& p : settings->policies) {
     wu.keep_versions = std::max<size_t>(wu.keep_versions, static_cast<size_t>(p.keep_versions));
     wu.chunk_bytes[p.name] = p.chunk_bytes;

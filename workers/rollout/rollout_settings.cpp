@@ -6,7 +6,7 @@
 
 #include "api/generated/policy_types.h"
 #include "api/validation.h"
-#include "workers/trainer/weight_sync.h"
+#include "workers/weights/weight_sync.h"
 
 namespace sluice::rollout {
 
@@ -65,15 +65,14 @@ Result<RolloutSettings> ParseRolloutConfig(std::string_view text,
     const std::string where = "policies[" + std::to_string(index) + "]";
     HostedPolicy h;
     h.name = name;
-    Result<trainer::ModelSource> model =
-        trainer::ResolveModelSource(name, found->spec.model.source, model_cache_root);
+    Result<model::ModelSource> model =
+        model::ResolveModelSource(name, found->spec.model.source, model_cache_root);
     if (!model.ok()) {
       return Status::InvalidArgument(model.status().message(),
                                      where + "." + model.status().field());
     }
     h.model = *model;
-    Result<trainer::TextSettings> text =
-        trainer::ResolveTextSettings(h.model, found->spec.tokenizer);
+    Result<model::TextSettings> text = model::ResolveTextSettings(h.model, found->spec.tokenizer);
     if (!text.ok()) {
       return Status::InvalidArgument(text.status().message(), where + "." + text.status().field());
     }
@@ -82,7 +81,7 @@ Result<RolloutSettings> ParseRolloutConfig(std::string_view text,
     h.chat_template = text->chat_template;
     h.dtype = found->spec.model.dtype;
     h.keep_versions = found->spec.weight_sync.keep_versions;
-    h.chunk_bytes = trainer::TransferChunkBytes(found->spec.weight_sync);
+    h.chunk_bytes = weights::TransferChunkBytes(found->spec.weight_sync);
     out.policies.push_back(std::move(h));
   }
   return out;

@@ -16,13 +16,13 @@
 #include <vector>
 
 #include "common/status.h"
-#include "workers/trainer/trainer_settings.h"
+#include "workers/model/policy_model.h"
 
 namespace sluice::rollout {
 
 struct HostedPolicy {
   std::string name;
-  trainer::ModelSource model;  // builtin URI or HF directory (with the URL of a uri source).
+  model::ModelSource model;    // builtin URI or HF directory (with the URL of a uri source).
   std::string tokenizer;       // "char" or "model" (tokenizer.json of the model).
   std::string tokenizer_file;  // For "model": the tokenizer.json path.
   // The ChatTemplate name (chat_template.h): "plain" for the built-in models' char tokenizer;
@@ -43,8 +43,8 @@ struct RolloutSettings {
 
 // Parses rollout.json text for the policies named in `hosted`. chat_template "auto" with a model
 // tokenizer is left as "auto" here (the loader decides once the tokenizer is read). A uri model's
-// directory is its cache entry under `model_cache_root` (trainer::ResolveModelSource; empty:
-// $TMPDIR/sluice-models), downloaded later by trainer::FetchModelSource.
+// directory is its cache entry under `model_cache_root` (model::ResolveModelSource; empty:
+// $TMPDIR/sluice-models), downloaded later by model::FetchModelSource.
 Result<RolloutSettings> ParseRolloutConfig(std::string_view text,
                                            const std::vector<std::string>& hosted,
                                            std::string_view model_cache_root = {});

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "workers/rollout/lease_planner.h"
+#include "workers/weights/final_weights.h"
 
 namespace sluice::rollout {
 
@@ -180,7 +181,19 @@ Result<std::optional<UpdateReport>> WeightUpdater::Update(
     report.source = "trainer";
     if (!fetched.ok()) {
       if (errors_) errors_->WithLabels({announced.policy, "trainer"}).Inc();
-      return fetched.status();
+      if (options_.dataflow_url.empty()) return fetched.status();
+      // The trainer's run may be over and its pods gone: the dataflow keeps the final version.
+      const Status trainer_error = fetched.status();
+      fetched =
+          Fetch(state, options_.dataflow_url + weights::FinalWeights::BasePath(announced.policy),
+                announced.number, announced.digest);
+      report.source = "dataflow";
+      if (!fetched.ok()) {
+        if (errors_) errors_->WithLabels({announced.policy, "dataflow"}).Inc();
+        return Status(trainer_error.code(),
+                      trainer_error.message() +
+                          "; the dataflow's final weights: " + fetched.status().ToString());
+      }
     }
   }
   if (!announced.digest.empty() && fetched->snapshot.digest() != announced.digest) {

@@ -7,7 +7,9 @@
 //    included) is asked again, 50 ms doubling to 500 ms, for up to relay_wait, while it fetches
 //    it; a relay that fails otherwise (gone, refusing, a bad image) or still lacks the version
 //    after relay_wait is passed over for the trainer's URL from the announcement. No relay when
-//    this replica is the relay itself.
+//    this replica is the relay itself. When the trainer fails too (its run is over and its pods
+//    are gone), the dataflow's copy of the policy's final weights (dataflow_url +
+//    /v1/final/<policy>, workers/weights/final_weights.h) is the last source.
 //  - Mode: a delta chain from the held version when the server offers one (weight_fetcher.h
 //    FetchUpdate, which falls back to the full image on 409), the full image otherwise. A full
 //    image is downloaded to staging_dir and resumed there after a broken transfer, in Range
@@ -71,13 +73,16 @@ struct WeightUpdaterOptions {
   // How long to wait for the relay to get a version it does not hold yet, before fetching it
   // from the trainer (across regions, when the trainer is in another one).
   std::chrono::milliseconds relay_wait{10000};
+  // The dataflow's base URL, for the final weights it keeps once a trainer has finished; empty:
+  // not asked.
+  std::string dataflow_url;
 };
 
 struct UpdateReport {
   std::string policy;
   int64_t from = 0;
   int64_t to = 0;
-  std::string source;  // "relay" or "trainer".
+  std::string source;  // "relay", "trainer" or "dataflow".
   weights::FetchStats stats;
   double seconds = 0;       // Fetch and load.
   std::string relay_error;  // Why the relay was not used, when it failed.

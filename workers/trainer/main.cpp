@@ -88,11 +88,11 @@
 #include "workers/trainer/trainer_settings.h"
 #include "workers/trainer/trainer_status.h"
 #include "workers/trainer/version_continuity.h"
-#include "workers/trainer/weight_sync.h"
 #include "workers/weights/hf_export.h"
 #include "workers/weights/weight_routes.h"
 #include "workers/weights/weight_snapshot.h"
 #include "workers/weights/weight_store.h"
+#include "workers/weights/weight_sync.h"
 
 namespace sluice::trainer {
 namespace {
@@ -164,7 +164,7 @@ std::shared_ptr<http::HostsFileResolver> HostsResolver() {
   return nullptr;
 }
 
-Result<model::DecoderModel> LoadModel(const ModelSource& source) {
+Result<model::DecoderModel> LoadModel(const model::ModelSource& source) {
   if (!source.builtin_uri.empty()) return model::DecoderModel::FromBuiltin(source.builtin_uri);
   return model::DecoderModel::LoadHf(source.directory);
 }
@@ -177,7 +177,7 @@ Status Publish(const model::DecoderModel& m, int64_t version, const std::string&
                const api::PolicySpecWeightSync& sync, weights::WeightStore& store) {
   Result<PublishedWeights> w = PublishWeights(m, dtype);
   if (!w.ok()) return w.status();
-  return store.Publish(w->views, version, EncodeDeltaFor(sync, version));
+  return store.Publish(w->views, version, weights::EncodeDeltaFor(sync, version));
 }
 
 // Calls `call` until it is not Unavailable (the dataflow unreachable), for up to `timeout`, once a
@@ -332,7 +332,7 @@ int Serve(service::Service& svc, const std::string& trainer_config) {
       logger.Info("model file downloaded", {{"file", file}, {"bytes", bytes}});
     };
     Result<model::ModelDownload> got =
-        FetchModelSource(settings->model, settings->text.tokenizer_file, download);
+        model::FetchModelSource(settings->model, settings->text.tokenizer_file, download);
     if (!got.ok() && got.status().code() == StatusCode::kCancelled) {
       logger.Info("stopped while downloading the model");
       server.Shutdown();
@@ -371,7 +371,7 @@ int Serve(service::Service& svc, const std::string& trainer_config) {
   Result<std::unique_ptr<Communicator>> comm = ConnectGloo(gloo);
   if (!comm.ok()) return fail("rendezvous failed", comm.status());
 
-  const ModelSource source = settings->model;
+  const model::ModelSource source = settings->model;
   const std::string checkpoint_dir = cfg->GetString("checkpoint-dir");
   const bool checkpoints = !checkpoint_dir.empty() && settings->spec.checkpoint.has_value();
 
@@ -691,6 +691,26 @@ int Serve(service::Service& svc, const std::string& trainer_config) {
     // Stopped (SIGTERM) between checkpoints: make the steps since durable, so the batches the
     // dataflow holds for them are not trained again after the restart.
     if (Status s = write_checkpoint(false); !s.ok()) return fail("checkpoint failed", s);
+  }
+  if (finished && rank == 0 && t.version() > 0) {
+    // The dataflow keeps the final version for rollout replicas created after this pod is gone
+    // (workers/weights/final_weights.h). Not fatal: the run did train, and until this pod goes
+    // it serves the version itself.
+    if (std::shared_ptr<const weights::WeightSnapshot> last = store.Full(t.version())) {
+      Result<bool> kept = RetryWhileUnavailable(
+          [&] {
+            return dataflow.PutFinalWeights(settings->policy, last->version(), last->digest(),
+                                            std::string(last->image()));
+          },
+          dataflow_timeout, stop.Token());
+      if (kept.ok()) {
+        logger.Info("final weights kept by the dataflow",
+                    {{"version", t.version()}, {"bytes", last->size_bytes()}, {"created", *kept}});
+      } else {
+        logger.Warn("the dataflow did not keep the final weights",
+                    {{"version", t.version()}, {"error", kept.status().ToString()}});
+      }
+    }
   }
   board.SetPhase(finished ? "Succeeded" : "Running");
   logger.Info(finished ? "finished" : "stopped", {{"step", t.step()}, {"version", t.version()}});

@@ -30,16 +30,6 @@ std::optional<uint64_t> ParseDecimal(std::string_view s) {
   return v;
 }
 
-Result<int64_t> ParseVersion(std::string_view text, std::string_view field) {
-  std::optional<uint64_t> v = ParseDecimal(text);
-  if (!v || *v > static_cast<uint64_t>(INT64_MAX)) {
-    return Status::InvalidArgument(std::string(field) + " must be a non-negative integer, got \"" +
-                                       std::string(text.substr(0, 64)) + "\"",
-                                   std::string(field));
-  }
-  return static_cast<int64_t>(*v);
-}
-
 // Writes [offset, offset + length) of the concatenation of `parts` to the sink.
 bool WriteParts(const std::vector<std::shared_ptr<const std::string>>& parts, size_t offset,
                 size_t length, httplib::DataSink& sink) {
@@ -58,6 +48,16 @@ bool WriteParts(const std::vector<std::shared_ptr<const std::string>>& parts, si
 }
 
 }  // namespace
+
+Result<int64_t> ParseVersionNumber(std::string_view text, std::string_view field) {
+  std::optional<uint64_t> v = ParseDecimal(text);
+  if (!v || *v > static_cast<uint64_t>(INT64_MAX)) {
+    return Status::InvalidArgument(std::string(field) + " must be a non-negative integer, got \"" +
+                                       std::string(text.substr(0, 64)) + "\"",
+                                   std::string(field));
+  }
+  return static_cast<int64_t>(*v);
+}
 
 std::string FullWeightsPath(int64_t version) { return "/v1/weights/" + std::to_string(version); }
 
@@ -179,7 +179,7 @@ void WeightRoutes::HandleFull(const httplib::Request& req, httplib::Response& re
   // implements Range itself, so it drops the library's copy. The Request is the library's
   // non-const object, handed to handlers as const.
   const_cast<httplib::Request&>(req).ranges.clear();
-  Result<int64_t> version = ParseVersion(req.matches[1].str(), "version");
+  Result<int64_t> version = ParseVersionNumber(req.matches[1].str(), "version");
   if (!version.ok()) {
     Count("full", "error");
     return http::ReplyError(res, version.status());
@@ -231,7 +231,7 @@ void WeightRoutes::HandleFull(const httplib::Request& req, httplib::Response& re
 
 void WeightRoutes::HandleDelta(const httplib::Request& req, httplib::Response& res) {
   const_cast<httplib::Request&>(req).ranges.clear();  // See HandleFull.
-  Result<int64_t> version = ParseVersion(req.matches[1].str(), "version");
+  Result<int64_t> version = ParseVersionNumber(req.matches[1].str(), "version");
   if (!version.ok()) {
     Count("delta", "error");
     return http::ReplyError(res, version.status());
@@ -240,7 +240,7 @@ void WeightRoutes::HandleDelta(const httplib::Request& req, httplib::Response& r
     Count("delta", "error");
     return http::ReplyError(res, Status::InvalidArgument("the from parameter is required", "from"));
   }
-  Result<int64_t> from = ParseVersion(req.get_param_value("from"), "from");
+  Result<int64_t> from = ParseVersionNumber(req.get_param_value("from"), "from");
   if (!from.ok()) {
     Count("delta", "error");
     return http::ReplyError(res, from.status());

@@ -50,6 +50,10 @@ inline constexpr std::string_view kWeightsFromHeader = "X-Sluice-Weights-From";
 // The path of a version's full image, "/v1/weights/<version>".
 std::string FullWeightsPath(int64_t version);
 
+// A version number in a path or query: a non-negative decimal without sign or spaces.
+// InvalidArgument naming `field` otherwise.
+Result<int64_t> ParseVersionNumber(std::string_view text, std::string_view field);
+
 // A byte range [offset, offset + length) of a body of known size.
 struct ByteRange {
   uint64_t offset = 0;

@@ -7,7 +7,7 @@
 // full image (a full download is then always cheaper). encode_delta = false publishes the version
 // without a delta: nothing is diffed (no CPU spent on it) and every worker not already holding
 // that version downloads its full image. That is how Policy spec.weightSync.mode "full" is served,
-// and how mode "delta" with fullSyncEveryVersions cuts delta chains (workers/trainer/weight_sync.h
+// and how mode "delta" with fullSyncEveryVersions cuts delta chains (workers/weights/weight_sync.h
 // decides per version). PlanDelta answers how a worker holding version `from` best reaches `to`:
 // the chain of stored deltas from -> ... -> to, or a full download when `from` is not held (so its
 // digest and lineage cannot be vouched for), a link of the chain is missing, or the chain's bytes

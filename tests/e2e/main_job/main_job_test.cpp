@@ -11,7 +11,8 @@
 //     batch, dropped as stale or still buffered, and the trainer acknowledged exactly one batch per
 //     RL step, each trained once;
 //   - once the job is over and its trainer gone, a replica added to the pool loads the final
-//     version from a ready peer and becomes ready;
+//     version from a ready peer and becomes ready, and when every replica is lost at once their
+//     replacements load it from the copy the dataflow keeps;
 //   - a longer run (300 RL steps, AShortRunOfTheDemoRaisesHeldOutAccuracy), through a deleted
 //     replica, a killed dataflow and a restarted control plane, loses and repeats nothing and
 //     raises held-out accuracy over the warm-started model by at
@@ -130,6 +131,30 @@ TEST(MainJobTest, TheDemoManifestTrainsThroughTheOperatorAndAccountsForEveryTraj
   const PodFacts& joiner = two[0].uid == first.uid ? two[1] : two[0];
   EXPECT_EQ(JoinVersion(cluster, joiner.name), kFinalVersion)
       << cluster.Kubectl("logs " + joiner.name).output;
+  // Both replicas lost at once (as with a failed node): no ready peer and no trainer is left,
+  // so the replacements load the final version from the copy the dataflow keeps
+  // (workers/weights/final_weights.h) and become ready.
+  ASSERT_EQ(cluster.Kubectl("delete pods -l " + replicas + " --wait=false").exit_code, 0);
+  std::vector<PodFacts> replaced;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        replaced = LivePods(cluster, replicas);
+        if (replaced.size() != 2) return false;
+        for (const PodFacts& p : replaced) {
+          if (!p.ready || p.uid == two[0].uid || p.uid == two[1].uid) return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(90)))
+      << Diagnostics(cluster);
+  int from_dataflow = 0;
+  for (const PodFacts& p : replaced) {
+    EXPECT_EQ(JoinVersion(cluster, p.name), kFinalVersion)
+        << cluster.Kubectl("logs " + p.name).output;
+    const std::string log = cluster.Kubectl("logs " + p.name).output;
+    if (log.find("\"source\":\"dataflow\"") != std::string::npos) ++from_dataflow;
+  }
+  EXPECT_GE(from_dataflow, 1) << Diagnostics(cluster);
 
   const json df = cluster.Get(std::string("dataflow ") + kDataflow);
   ASSERT_TRUE(df.is_object()) << Diagnostics(cluster);

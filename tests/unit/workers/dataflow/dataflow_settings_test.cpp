@@ -1,6 +1,6 @@
 // SettingsFromDataflow and LoadDataflowManifest: every example Dataflow maps to the expected
 // service settings, and bad values or references are refused naming the CR field.
-#include "workers/dataflow/dataflow_settings.h"
+#include "workers/dataflow/settings/dataflow_settings.h"
 
 #include <gtest/gtest.h>
 

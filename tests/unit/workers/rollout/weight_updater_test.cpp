@@ -19,6 +19,7 @@
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
 #include "tests/unit/workers/weights/weight_fixtures.h"
+#include "workers/weights/final_weights.h"
 
 namespace sluice::rollout {
 namespace weight_updater_test {
@@ -295,6 +296,50 @@ TEST_F(WeightUpdaterTest, TheRelayKeepsADeltaOnlyWhereTheTrainerDid) {
   EXPECT_EQ(both(PublishNext()), "delta");
   EXPECT_EQ(peer.Versions().at("actor"), 4);
   relay_server->Shutdown();
+}
+
+// The trainer's run is over and its pods are gone: a replica created now (no relay, no trainer)
+// loads the final version from the copy its dataflow keeps (workers/weights/final_weights.h),
+// and, without that copy, says why it cannot.
+TEST_F(WeightUpdaterTest, WithTheTrainerGoneTheDataflowsFinalWeightsAreTheSource) {
+  const dataflow::AnnouncedVersion v1 = PublishNext();
+  const dataflow::AnnouncedVersion v2 = PublishNext();
+  std::unique_ptr<http::Server> dataflow_server = StartServer(nullptr, logger_);
+  weights::FinalWeights final_weights(
+      dir_ + "/final", {"actor"},
+      [&](const std::string&) -> Result<std::optional<weights::FinalWeights::Announced>> {
+        return std::optional(weights::FinalWeights::Announced{v2.number, v2.digest});
+      });
+  final_weights.Register(*dataflow_server);
+  ASSERT_TRUE(dataflow_server->Start().ok());
+  trainer_->Shutdown();
+
+  RecordingSink sink;
+  WeightUpdaterOptions o = Options("joiner");
+  o.dataflow_url = dataflow_server->BaseUrl();
+  WeightUpdater joiner({"actor"}, 0, o, &sink, nullptr);
+  Result<std::optional<UpdateReport>> missing = joiner.Update(v2);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("the dataflow's final weights"), std::string::npos)
+      << missing.status().ToString();
+
+  ASSERT_TRUE(
+      final_weights.Put("actor", v2.number, v2.digest, std::string(store_.Full(v2.number)->image()))
+          .ok());
+  Result<std::optional<UpdateReport>> loaded = joiner.Update(v2);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_TRUE(loaded->has_value());
+  EXPECT_EQ((*loaded)->source, "dataflow");
+  EXPECT_EQ((*loaded)->stats.mode, "full");
+  EXPECT_EQ(joiner.Versions().at("actor"), v2.number);
+  ASSERT_EQ(sink.applied.size(), 1u);
+  EXPECT_EQ(std::get<2>(sink.applied[0]), v2.digest);
+
+  // Without the dataflow's URL the trainer's error stands.
+  WeightUpdater lone({"actor"}, 0, Options("lone"), &sink, nullptr);
+  Result<std::optional<UpdateReport>> refused = lone.Update(v1);
+  EXPECT_FALSE(refused.ok());
+  dataflow_server->Shutdown();
 }
 
 }  // namespace weight_updater_test

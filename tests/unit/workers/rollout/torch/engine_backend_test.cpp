@@ -2,7 +2,7 @@
 // template) through EngineBackend: the token layout of single-turn groups, solve-and-verify's
 // owners and rewards with two policies, multi-turn invariants with the calculator environment,
 // and weight swaps tagging later tokens with the new version.
-#include "workers/rollout/engine/torch/engine_backend.h"
+#include "workers/rollout/backend/engine_backend.h"
 
 #include <gtest/gtest.h>
 

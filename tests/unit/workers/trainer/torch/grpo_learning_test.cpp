@@ -26,7 +26,7 @@
 #include "workers/model/char_tokenizer.h"
 #include "workers/model/chat_template.h"
 #include "workers/model/nn/decoder_model.h"
-#include "workers/rollout/engine/torch/engine_backend.h"
+#include "workers/rollout/backend/engine_backend.h"
 #include "workers/rollout/workflows/parallel_for.h"
 #include "workers/rollout/workflows/policy_turn.h"
 #include "workers/rollout/workflows/transcript.h"

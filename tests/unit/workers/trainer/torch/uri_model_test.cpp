@@ -16,13 +16,18 @@
 #include <vector>
 
 #include "workers/model/nn/decoder_model.h"
-#include "workers/trainer/trainer_settings.h"
+#include "workers/model/policy_model.h"
 
 namespace sluice::trainer {
 namespace uri_model_test {
 
 namespace fs = std::filesystem;
 using model::DecoderModel;
+using model::FetchModelSource;
+using model::ModelSource;
+using model::ResolveModelSource;
+using model::ResolveTextSettings;
+using model::TextSettings;
 
 constexpr const char* kModel = "builtin:tiny?layers=1&d=32&heads=2&ff=64&max_pos=128&seed=5";
 

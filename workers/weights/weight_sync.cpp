@@ -1,6 +1,6 @@
-#include "workers/trainer/weight_sync.h"
+#include "workers/weights/weight_sync.h"
 
-namespace sluice::trainer {
+namespace sluice::weights {
 
 bool EncodeDeltaFor(const api::PolicySpecWeightSync& sync, int64_t version) {
   if (sync.mode != "delta") return false;
@@ -16,4 +16,4 @@ uint64_t TransferChunkBytes(const api::PolicySpecWeightSync& sync) {
   return static_cast<uint64_t>(sync.chunk_size_mi_b) << 20;
 }
 
-}  // namespace sluice::trainer
+}  // namespace sluice::weights

@@ -1,13 +1,13 @@
 // spec.weightSync as the trainer and the rollout workers read it: which versions carry a delta,
 // and the transfer chunk size.
-#include "workers/trainer/weight_sync.h"
+#include "workers/weights/weight_sync.h"
 
 #include <gtest/gtest.h>
 
 #include <optional>
 #include <string>
 
-namespace sluice::trainer {
+namespace sluice::weights {
 namespace {
 
 api::PolicySpecWeightSync Sync(std::string mode, std::optional<int64_t> full_every) {
@@ -79,4 +79,4 @@ TEST(WeightSyncTest, TransferChunkBytes) {
 }
 
 }  // namespace
-}  // namespace sluice::trainer
+}  // namespace sluice::weights

@@ -1,4 +1,4 @@
-#include "workers/dataflow/dataflow_flags.h"
+#include "workers/dataflow/settings/dataflow_flags.h"
 
 #include <chrono>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "workers/dataflow/dataflow_settings.h"
+#include "workers/dataflow/settings/dataflow_settings.h"
 
 #include <algorithm>
 #include <cctype>

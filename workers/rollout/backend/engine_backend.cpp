@@ -1,4 +1,4 @@
-#include "workers/rollout/engine/torch/engine_backend.h"
+#include "workers/rollout/backend/engine_backend.h"
 
 #include <algorithm>
 #include <chrono>

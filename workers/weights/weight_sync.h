@@ -20,7 +20,7 @@
 
 #include "api/generated/policy_types.h"
 
-namespace sluice::trainer {
+namespace sluice::weights {
 
 // Whether version `version` is published with a delta from the previous version
 // (WeightStore::Publish's encode_delta): false for mode full, and for mode delta when
@@ -32,4 +32,4 @@ bool EncodeDeltaFor(const api::PolicySpecWeightSync& sync, int64_t version);
 // positive.
 uint64_t TransferChunkBytes(const api::PolicySpecWeightSync& sync);
 
-}  // namespace sluice::trainer
+}  // namespace sluice::weights

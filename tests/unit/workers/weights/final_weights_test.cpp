@@ -1,0 +1,192 @@
+// FinalWeights: which uploads the dataflow keeps (table), that a kept image survives a restart,
+// and the PUT/GET routes over real HTTP.
+#include "workers/weights/final_weights.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "common/file/atomic_file.h"
+#include "common/http/client.h"
+#include "common/http/server.h"
+#include "common/logging/logger.h"
+#include "tests/unit/workers/weights/weight_fixtures.h"
+#include "workers/weights/weight_snapshot.h"
+
+namespace sluice::weights {
+namespace final_weights_test {
+
+using Announced = FinalWeights::Announced;
+
+class FinalWeightsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/sluice-final-XXXXXX";
+    dir_ = std::string(mkdtemp(tmpl)) + "/final-weights";
+    model_ = fixtures::RandomModel(11);
+    v3_ = WeightSnapshot::Build(model_.Views(), 3).value();
+    v4_ = WeightSnapshot::Build(model_.Views(), 4).value();
+    announced_ = Announced{3, v3_->digest()};
+  }
+  void TearDown() override {
+    std::filesystem::remove_all(std::filesystem::path(dir_).parent_path());
+  }
+
+  std::unique_ptr<FinalWeights> Make() {
+    return std::make_unique<FinalWeights>(
+        dir_, std::vector<std::string>{"actor", "critic"},
+        [this](const std::string& policy) -> Result<std::optional<Announced>> {
+          if (recovering_) return Status::Unavailable("the dataflow is recovering");
+          if (policy != "actor" || !announced_) return std::optional<Announced>();
+          return announced_;
+        });
+  }
+  std::string Image(const std::optional<WeightSnapshot>& s) const {
+    return std::string(s->image());
+  }
+
+  std::string dir_;
+  fixtures::Model model_;
+  std::optional<WeightSnapshot> v3_;
+  std::optional<WeightSnapshot> v4_;
+  std::optional<Announced> announced_;
+  bool recovering_ = false;
+};
+
+TEST_F(FinalWeightsTest, KeepsOnlyTheNewestAnnouncedVersionWithItsDigest) {
+  struct Case {
+    std::string name;
+    std::string policy;
+    int64_t version;
+    std::string digest;  // "=" stands for v3's digest.
+    std::string image;   // "v3", "v4" or literal bytes.
+    bool recovering;
+    bool announced;
+    StatusCode code;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {"unknown policy", "other", 3, "=", "v3", false, true, StatusCode::kNotFound, ""},
+      {"no digest", "actor", 3, "", "v3", false, true, StatusCode::kInvalidArgument,
+       "X-Sluice-Weights-Digest"},
+      {"recovering", "actor", 3, "=", "v3", true, true, StatusCode::kUnavailable, ""},
+      {"nothing announced", "critic", 3, "=", "v3", false, true, StatusCode::kConflict, ""},
+      {"nothing announced yet", "actor", 3, "=", "v3", false, false, StatusCode::kConflict, ""},
+      {"older version", "actor", 2, "=", "v3", false, true, StatusCode::kConflict, ""},
+      {"another digest", "actor", 3, "sha256:00", "v3", false, true, StatusCode::kConflict, ""},
+      {"image of another version", "actor", 3, "=", "v4", false, true, StatusCode::kInvalidArgument,
+       "digest"},
+      {"not an image", "actor", 3, "=", "not safetensors", false, true,
+       StatusCode::kInvalidArgument, "digest"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    recovering_ = c.recovering;
+    announced_ = c.announced ? std::optional(Announced{3, v3_->digest()}) : std::nullopt;
+    std::unique_ptr<FinalWeights> final_weights = Make();
+    const std::string image = c.image == "v3" ? Image(v3_) : c.image == "v4" ? Image(v4_) : c.image;
+    Result<bool> put =
+        final_weights->Put(c.policy, c.version, c.digest == "=" ? v3_->digest() : c.digest, image);
+    ASSERT_FALSE(put.ok());
+    EXPECT_EQ(put.status().code(), c.code) << put.status().ToString();
+    EXPECT_EQ(put.status().field(), c.field) << put.status().ToString();
+    EXPECT_EQ(final_weights->Held(c.policy), std::nullopt);
+    EXPECT_FALSE(std::filesystem::exists(dir_ + "/" + c.policy + ".safetensors"));
+  }
+}
+
+TEST_F(FinalWeightsTest, AnAcceptedImageIsDurableAndAcceptedOnceAtItsVersion) {
+  std::unique_ptr<FinalWeights> final_weights = Make();
+  Result<bool> put = final_weights->Put("actor", 3, v3_->digest(), Image(v3_));
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  EXPECT_TRUE(*put);
+  EXPECT_EQ(final_weights->Held("actor"), 3);
+  Result<bool> again = final_weights->Put("actor", 3, v3_->digest(), Image(v3_));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_FALSE(*again);
+
+  // A restart reads it back; a temporary file of an interrupted write is removed.
+  const std::string leftover = dir_ + "/actor.safetensors.tmp-1-0";
+  std::ofstream(leftover) << "partial";
+  ASSERT_TRUE(file::IsAtomicWriteTemp(std::filesystem::path(leftover).filename().string()));
+  std::unique_ptr<FinalWeights> restarted = Make();
+  EXPECT_EQ(restarted->Held("actor"), std::nullopt);
+  ASSERT_TRUE(restarted->Load().ok());
+  EXPECT_EQ(restarted->Held("actor"), 3);
+  EXPECT_EQ(restarted->Held("critic"), std::nullopt);
+  EXPECT_FALSE(std::filesystem::exists(leftover));
+
+  // The next run of the policy announces version 4: it replaces version 3.
+  announced_ = Announced{4, v4_->digest()};
+  Result<bool> next = restarted->Put("actor", 4, v4_->digest(), Image(v4_));
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(restarted->Held("actor"), 4);
+}
+
+TEST_F(FinalWeightsTest, ADamagedFileIsReportedAndTheOthersStillLoad) {
+  std::filesystem::create_directories(dir_);
+  ASSERT_TRUE(file::WriteFileAtomic(dir_ + "/actor.safetensors", Image(v3_)).ok());
+  ASSERT_TRUE(file::WriteFileAtomic(dir_ + "/critic.safetensors", "garbage").ok());
+  std::unique_ptr<FinalWeights> final_weights = Make();
+  Status loaded = final_weights->Load();
+  EXPECT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.message().find("critic.safetensors"), std::string::npos) << loaded.ToString();
+  EXPECT_EQ(final_weights->Held("actor"), 3);
+  EXPECT_EQ(final_weights->Held("critic"), std::nullopt);
+}
+
+TEST_F(FinalWeightsTest, RoutesAcceptTheUploadAndServeTheImage) {
+  log::Logger logger("test");
+  http::ServerOptions so;
+  so.access_log = false;
+  so.max_body_bytes = v3_->size_bytes() + 1024;
+  so.shutdown_grace = std::chrono::milliseconds(500);
+  http::Server server(so, nullptr, logger);
+  std::unique_ptr<FinalWeights> final_weights = Make();
+  final_weights->Register(server);
+  ASSERT_TRUE(server.Start().ok());
+  http::ClientOptions co;
+  co.base_url = server.BaseUrl();
+  co.max_attempts = 1;
+  std::unique_ptr<http::Client> client = http::Client::Create(co).value();
+
+  auto put = [&](const std::string& path, const std::string& digest, std::string body) {
+    http::Request req;
+    req.method = "PUT";
+    req.path = path;
+    if (!digest.empty()) req.headers.emplace("X-Sluice-Weights-Digest", digest);
+    req.body = std::move(body);
+    req.content_type = "application/octet-stream";
+    return client->Send(std::move(req)).value();
+  };
+  EXPECT_EQ(client->Get("/v1/final/actor/v1/weights/3").value().status, 404);
+  EXPECT_EQ(put("/v1/final/actor/v1/weights/x", v3_->digest(), Image(v3_)).status, 400);
+  http::Response conflict = put("/v1/final/actor/v1/weights/2", v3_->digest(), Image(v3_));
+  EXPECT_EQ(conflict.status, 409);
+  EXPECT_NE(conflict.body.find("not the newest announced version"), std::string::npos)
+      << conflict.body;
+  EXPECT_EQ(put("/v1/final/actor/v1/weights/3", v3_->digest(), Image(v3_) + std::string(2048, 'x'))
+                .status,
+            413);
+
+  http::Response created = put("/v1/final/actor/v1/weights/3", v3_->digest(), Image(v3_));
+  EXPECT_EQ(created.status, 201) << created.body;
+  EXPECT_NE(created.body.find("\"created\":true"), std::string::npos) << created.body;
+  EXPECT_EQ(put("/v1/final/actor/v1/weights/3", v3_->digest(), Image(v3_)).status, 200);
+
+  http::Response image = client->Get("/v1/final/actor/v1/weights/3").value();
+  EXPECT_EQ(image.status, 200);
+  EXPECT_EQ(image.body, Image(v3_));
+  EXPECT_EQ(image.Header("X-Sluice-Weights-Digest"), v3_->digest());
+  EXPECT_EQ(client->Get("/v1/final/actor/v1/weights/3/delta?from=2").value().status, 409);
+  server.Shutdown();
+}
+
+}  // namespace final_weights_test
+}  // namespace sluice::weights
