@@ -248,13 +248,24 @@ std::unique_ptr<httplib::ClientImpl> Client::NewConnection() {
 }
 
 std::unique_ptr<httplib::ClientImpl> Client::Acquire(bool* reused) {
+  std::vector<Idle> expired;  // Closed outside the lock.
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!idle_.empty()) {
-      std::unique_ptr<httplib::ClientImpl> conn = std::move(idle_.back());
+    const Clock::MonoTime now = clock_->Now();
+    while (!idle_.empty()) {
+      Idle idle = std::move(idle_.back());
       idle_.pop_back();
-      *reused = true;
-      return conn;
+      if (now - idle.since <= options_.max_idle_time) {
+        // The rest were released earlier, so idle longer: close those that are now too old.
+        std::erase_if(idle_, [&](Idle& older) {
+          if (now - older.since <= options_.max_idle_time) return false;
+          expired.push_back(std::move(older));
+          return true;
+        });
+        *reused = true;
+        return std::move(idle.conn);
+      }
+      expired.push_back(std::move(idle));
     }
   }
   *reused = false;
@@ -263,7 +274,17 @@ std::unique_ptr<httplib::ClientImpl> Client::Acquire(bool* reused) {
 
 void Client::Release(std::unique_ptr<httplib::ClientImpl> conn) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (idle_.size() < options_.max_idle_connections) idle_.push_back(std::move(conn));
+  if (idle_.size() < options_.max_idle_connections) {
+    idle_.push_back({std::move(conn), clock_->Now()});
+  }
+}
+
+void Client::DropIdle() {
+  std::vector<Idle> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dropped.swap(idle_);
+  }
 }
 
 bool Client::IsIdempotent(const Request& request) const {
@@ -319,12 +340,14 @@ Result<Response> Client::Execute(Request& request,
   constexpr size_t kMaxErrorBody = 64 << 10;
 
   bool resent_on_new_connection = false;  // See the stale-connection case below.
+  bool resend_now = false;                // This attempt is that resend.
   for (int attempt = 0;; ++attempt) {
     if (request.cancel && request.cancel->IsCancelled()) {
       return Status::Cancelled(what + ": cancelled");
     }
     bool reused = false;
-    std::unique_ptr<httplib::ClientImpl> conn = Acquire(&reused);
+    std::unique_ptr<httplib::ClientImpl> conn = resend_now ? NewConnection() : Acquire(&reused);
+    resend_now = false;
     httplib::Request hreq;
     hreq.method = request.method;
     hreq.path = target;
@@ -431,9 +454,13 @@ Result<Response> Client::Execute(Request& request,
     // A pooled connection the server closed while it sat idle (its keep-alive timeout) fails
     // the write of the next request. The server cannot have acted on a request it did not
     // receive whole, so it is sent once more on a new connection, whatever its method and
-    // without counting an attempt: an operator's event (a POST) was lost this way.
+    // without counting an attempt: an operator's event (a POST) was lost this way. The other
+    // pooled connections, idle as long, are dropped, and the resend opens a new one: taking the
+    // next pooled one lost a SpilledOver event when it was closed too.
     if (error == httplib::Error::Write && reused && !got_head && !resent_on_new_connection) {
       resent_on_new_connection = true;
+      resend_now = true;
+      DropIdle();
       --attempt;
       continue;
     }

@@ -10,7 +10,8 @@
 //   method (the server refused without acting), honouring Retry-After. A request whose write
 //   fails on a pooled keep-alive connection (the server closed it while idle) is sent once more
 //   on a new connection, whatever its method and without counting an attempt: the server never
-//   received it whole.
+//   received it whole. Pooled connections are not kept past max_idle_time, below the servers'
+//   keep-alive timeout, so that a request rarely meets a connection the server is closing.
 // - Bearer token from a TokenSource (re-read when its file rotates).
 // - TLS through OpenSSL: CA bundle (file or PEM text), client certificate and key (files or
 //   PEM text), a server-name override (kubeconfig's tls-server-name) and, for tests,
@@ -69,7 +70,12 @@ struct ClientOptions {
   std::shared_ptr<HostsFileResolver> resolver;       // Null: the system resolver only.
   std::string user_agent = "sluice/0.1.0";
   size_t max_idle_connections = 4;
-  Clock* clock = nullptr;  // For retry sleeps; null: the system clock.
+  // A pooled connection idle longer than this is closed instead of reused. Servers close idle
+  // keep-alive connections on their own timer (Sluice's after 2 s, server.h); a request written
+  // into one just as it closes is lost, and a POST is not retried. Staying below the server's
+  // timeout avoids that race; the cost is a reconnect after a pause.
+  std::chrono::milliseconds max_idle_time{1000};
+  Clock* clock = nullptr;  // For retry sleeps and idle ages; null: the system clock.
   // Largest whole response body Send (not Stream) accepts: a longer one, or one whose
   // Content-Length says so, is abandoned as it arrives and Send returns TooLarge, not retried.
   // Peers outside Sluice's control (HTTP environments, external engines, Prometheus) get a
@@ -133,8 +139,12 @@ class Client {
   Status LoadTls();
   Result<std::string> ConnectAddress() const;
   std::unique_ptr<httplib::ClientImpl> NewConnection();
-  // A pooled connection when one is idle (`reused` true), else a new one.
+  // A pooled connection idle for less than max_idle_time (`reused` true), else a new one.
+  // The pooled connections idle for longer are closed.
   std::unique_ptr<httplib::ClientImpl> Acquire(bool* reused);
+  // Closes every pooled connection (after one of them turned out closed by the server, the
+  // others, idle as long, are likely closed too).
+  void DropIdle();
   void Release(std::unique_ptr<httplib::ClientImpl> conn);
   bool IsIdempotent(const Request& request) const;
   Result<Response> Execute(Request& request, const std::function<bool(const Response&)>* on_head,
@@ -153,7 +163,11 @@ class Client {
   Url url_;
   Clock* clock_;
   std::mutex mu_;
-  std::vector<std::unique_ptr<httplib::ClientImpl>> idle_;
+  struct Idle {
+    std::unique_ptr<httplib::ClientImpl> conn;
+    Clock::MonoTime since;  // When it was released into the pool.
+  };
+  std::vector<Idle> idle_;  // Most recently released last.
   // CA bundle given as PEM text, written to an anonymous in-memory file (memfd) because
   // cpp-httplib trusts exactly a file's CAs but adds the system's to an in-memory store. It is
   // read through ca_memfd_path_ (/proc/self/fd/N); closed in ~Client, and gone with the process
