@@ -62,10 +62,10 @@
 #include "bench/dataflow_http_bench_harness.h"
 #include "common/clock.h"
 #include "common/http/client.h"
+#include "workers/dataflow/client/dataset.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 #include "workers/dataflow/dataflow_core.h"
 #include "workers/dataflow/dataflow_service.h"
-#include "workers/dataflow/dataset.h"
-#include "workers/dataflow/trajectory_codec.h"
 #include "workers/dataflow/write_ahead_log.h"
 
 namespace sluice::dataflow {

@@ -14,11 +14,11 @@
 #include "common/http/client.h"
 #include "common/http/server.h"
 #include "common/metrics/registry.h"
-#include "workers/dataflow/algorithms/sample.h"
+#include "workers/dataflow/client/dataset.h"
+#include "workers/dataflow/client/sample.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 #include "workers/dataflow/dataflow_core.h"
 #include "workers/dataflow/dataflow_service.h"
-#include "workers/dataflow/dataset.h"
-#include "workers/dataflow/trajectory_codec.h"
 #include "workers/dataflow/write_ahead_log.h"
 
 namespace sluice::dataflow::http_bench {

@@ -29,7 +29,7 @@
 #include "common/http/client.h"
 #include "tests/e2e/apiserver_process.h"
 #include "tests/e2e/dataflow_process.h"
-#include "workers/dataflow/trajectory_codec.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 
 namespace sluice::e2e {
 namespace {

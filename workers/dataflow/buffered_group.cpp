@@ -3,7 +3,7 @@
 #include <exception>
 #include <utility>
 
-#include "workers/dataflow/trajectory_codec.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 
 namespace sluice::dataflow {
 

@@ -3,7 +3,7 @@
 // its lossless encoding for the core's snapshots.
 //
 // The samples are stored after splitting, filtering and group-statistics stamping. The encoding
-// reuses the trajectory wire format (trajectory_codec.h) for the samples' tokens, masks,
+// reuses the trajectory wire format (client/trajectory_codec.h) for the samples' tokens, masks,
 // log-probs, versions, owners, rewards and timings, and adds what that format does not carry:
 // the stamped group_mean / group_std / advantage / loss_weight and the core's bookkeeping
 // (group id, arrival sequence). Doubles are kept bit-exact (CBOR binary floats), so a restored
@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "workers/dataflow/algorithms/sample.h"
 #include "workers/dataflow/algorithms/staleness.h"
+#include "workers/dataflow/client/sample.h"
 
 namespace sluice::dataflow {
 

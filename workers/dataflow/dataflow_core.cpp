@@ -21,12 +21,12 @@
 #include "workers/dataflow/algorithms/filters.h"
 #include "workers/dataflow/algorithms/group_stats.h"
 #include "workers/dataflow/algorithms/replay.h"
-#include "workers/dataflow/algorithms/sample.h"
 #include "workers/dataflow/algorithms/splitting.h"
 #include "workers/dataflow/algorithms/staleness.h"
+#include "workers/dataflow/client/dataset.h"
+#include "workers/dataflow/client/sample.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 #include "workers/dataflow/dataflow_core_state.h"
-#include "workers/dataflow/dataset.h"
-#include "workers/dataflow/trajectory_codec.h"
 #include "workers/dataflow/wal_records.h"
 
 namespace sluice::dataflow {

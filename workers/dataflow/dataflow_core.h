@@ -109,9 +109,9 @@
 #include "workers/dataflow/algorithms/replay.h"
 #include "workers/dataflow/algorithms/staleness.h"
 #include "workers/dataflow/buffered_group.h"
-#include "workers/dataflow/dataset.h"
+#include "workers/dataflow/client/dataset.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 #include "workers/dataflow/recent_ids.h"
-#include "workers/dataflow/trajectory_codec.h"
 #include "workers/dataflow/wal_records.h"
 
 namespace sluice::dataflow {
@@ -266,8 +266,8 @@ class DataflowCore {
   // A batch of `groups` groups (<= 0: groups_per_batch) for `policy`, or nullopt when none can be
   // served now. NotFound for an unknown policy.
   Result<std::optional<Batch>> TakeBatch(std::string_view policy, int64_t groups);
-  // TakeBatch for the wire: the batch's id and a writer of its frame (trajectory_codec.h), or
-  // nullopt when none can be served now. Only the take and the small fields are done under the
+  // TakeBatch for the wire: the batch's id and a writer of its frame (client/trajectory_codec.h),
+  // or nullopt when none can be served now. Only the take and the small fields are done under the
   // core's lock; the writer copies the tokens, masks, log-probs and versions straight from the
   // buffered groups when the caller pulls them, after the lock is released, with no intermediate
   // Batch (the writer holds the batch, so an Ack meanwhile cannot change or free them). The bytes

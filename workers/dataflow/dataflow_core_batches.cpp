@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "workers/dataflow/algorithms/replay.h"
-#include "workers/dataflow/algorithms/sample.h"
 #include "workers/dataflow/algorithms/staleness.h"
 #include "workers/dataflow/algorithms/version_barrier.h"
+#include "workers/dataflow/client/sample.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 #include "workers/dataflow/dataflow_core.h"
 #include "workers/dataflow/dataflow_core_state.h"
-#include "workers/dataflow/trajectory_codec.h"
 #include "workers/dataflow/wal_records.h"
 
 namespace sluice::dataflow {

@@ -13,9 +13,9 @@
 #include "workers/dataflow/algorithms/admission.h"
 #include "workers/dataflow/algorithms/curators.h"
 #include "workers/dataflow/algorithms/replay.h"
+#include "workers/dataflow/client/dataset.h"
 #include "workers/dataflow/dataflow_core.h"
 #include "workers/dataflow/dataflow_core_state.h"
-#include "workers/dataflow/dataset.h"
 #include "workers/dataflow/wal_records.h"
 
 namespace sluice::dataflow {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "workers/dataflow/client/trajectory_codec.h"
 #include "workers/dataflow/dataflow_core.h"
 #include "workers/dataflow/dataflow_core_state.h"
-#include "workers/dataflow/trajectory_codec.h"
 #include "workers/dataflow/wal_records.h"
 
 namespace sluice::dataflow {

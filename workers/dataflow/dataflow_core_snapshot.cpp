@@ -21,9 +21,9 @@
 #include "workers/dataflow/algorithms/eval_episodes.h"
 #include "workers/dataflow/algorithms/eval_metrics.h"
 #include "workers/dataflow/buffered_group.h"
+#include "workers/dataflow/client/dataset.h"
 #include "workers/dataflow/dataflow_core.h"
 #include "workers/dataflow/dataflow_core_state.h"
-#include "workers/dataflow/dataset.h"
 #include "workers/dataflow/recent_ids.h"
 
 namespace sluice::dataflow {

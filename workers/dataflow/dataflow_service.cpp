@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "common/http/json_body.h"
+#include "workers/dataflow/client/dataflow_client.h"
 #include "workers/dataflow/dataset_route.h"
 #include "workers/dataflow/request_fields.h"
 

@@ -56,8 +56,8 @@
 #include "common/metrics/registry.h"
 #include "common/process/cancellation.h"
 #include "common/status.h"
+#include "workers/dataflow/client/dataset.h"
 #include "workers/dataflow/dataflow_core.h"
-#include "workers/dataflow/dataset.h"
 #include "workers/dataflow/write_ahead_log.h"
 
 namespace sluice::dataflow {

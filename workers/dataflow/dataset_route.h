@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
-#include "workers/dataflow/dataset.h"
+#include "workers/dataflow/client/dataset.h"
 
 namespace sluice::dataflow {
 

@@ -15,8 +15,8 @@
 
 #include "common/clock.h"
 #include "common/service/service_main.h"
+#include "workers/dataflow/client/dataset.h"
 #include "workers/dataflow/dataflow_service.h"
-#include "workers/dataflow/dataset.h"
 #include "workers/dataflow/settings/dataflow_flags.h"
 #include "workers/dataflow/settings/dataflow_settings.h"
 #include "workers/weights/final_weights.h"

@@ -20,7 +20,7 @@ struct Record {
 //  - kLease: {now, worker, pool, region, capacity, room} (no room in logs written before it was
 //    recorded).
 //  - kRenew: {now, lease}. kRelease: {now, lease, error}. kExpire: {now}.
-//  - kSubmit: the group's wire encoding (trajectory_codec.h), not CBOR.
+//  - kSubmit: the group's wire encoding (client/trajectory_codec.h), not CBOR.
 //  - kDuplicateSubmit: {task, attempt}.
 //  - kTakeBatch: {now, policy, groups}. kAck: {now, batch} (and hold: true for AckHeld).
 //  - kReleaseHeld, kResumeHeld: {now, policy, through}.

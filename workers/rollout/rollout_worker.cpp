@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "common/http/backoff.h"
-#include "workers/dataflow/trajectory_codec.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 
 namespace sluice::rollout {
 

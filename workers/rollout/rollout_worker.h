@@ -51,7 +51,7 @@
 #include "common/metrics/registry.h"
 #include "common/process/cancellation.h"
 #include "common/status.h"
-#include "workers/dataflow/dataflow_client.h"
+#include "workers/dataflow/client/dataflow_client.h"
 #include "workers/rollout/generation_backend.h"
 #include "workers/rollout/lease_planner.h"
 #include "workers/rollout/weight_updater.h"

@@ -43,7 +43,7 @@
 #include "common/http/server.h"
 #include "common/metrics/registry.h"
 #include "common/status.h"
-#include "workers/dataflow/dataflow_client.h"
+#include "workers/dataflow/client/dataflow_client.h"
 #include "workers/weights/weight_fetcher.h"
 #include "workers/weights/weight_routes.h"
 #include "workers/weights/weight_store.h"

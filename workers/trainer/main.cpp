@@ -75,7 +75,7 @@
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
 #include "common/service/service_main.h"
-#include "workers/dataflow/dataflow_client.h"
+#include "workers/dataflow/client/dataflow_client.h"
 #include "workers/model/model_download.h"
 #include "workers/model/nn/decoder_model.h"
 #include "workers/trainer/checkpoint_directory.h"

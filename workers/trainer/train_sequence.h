@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "workers/dataflow/trajectory_codec.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 
 namespace sluice::trainer {
 

@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "workers/dataflow/dataset.h"
-#include "workers/dataflow/trajectory_codec.h"
+#include "workers/dataflow/client/dataset.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 #include "workers/rollout/environments/tool_call_format.h"
 #include "workers/rollout/workflows/workflow.h"
 

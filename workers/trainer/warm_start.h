@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "workers/dataflow/dataset.h"
-#include "workers/dataflow/trajectory_codec.h"
+#include "workers/dataflow/client/dataset.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 #include "workers/rollout/generation_backend.h"
 #include "workers/rollout/workflows/transcript.h"
 #include "workers/rollout/workflows/workflow.h"

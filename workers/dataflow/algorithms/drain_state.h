@@ -30,9 +30,6 @@
 
 namespace sluice::dataflow {
 
-// The error reason of GET /v1/batches' 410 reply when the policy is drained.
-inline constexpr char kDrainedReason[] = "DataflowDrained";
-
 // One policy as the drain decision sees it.
 struct DrainPolicyInput {
   std::string policy;

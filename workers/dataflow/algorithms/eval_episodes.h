@@ -32,7 +32,7 @@
 #include <string_view>
 #include <vector>
 
-#include "workers/dataflow/algorithms/sample.h"
+#include "workers/dataflow/client/sample.h"
 
 namespace sluice::dataflow {
 

@@ -9,8 +9,8 @@
 #include "common/config/config.h"
 #include "common/config/spec.h"
 #include "common/status.h"
+#include "workers/dataflow/client/dataset.h"
 #include "workers/dataflow/dataflow_service.h"
-#include "workers/dataflow/dataset.h"
 #include "workers/dataflow/settings/dataflow_settings.h"
 
 namespace sluice::dataflow {

@@ -24,8 +24,8 @@
 
 #include "api/generated/dataflow_types.h"
 #include "common/status.h"
+#include "workers/dataflow/client/dataset.h"
 #include "workers/dataflow/dataflow_core.h"
-#include "workers/dataflow/dataset.h"
 
 namespace sluice::dataflow {
 

@@ -9,7 +9,7 @@
 #include <functional>
 
 #include "common/status.h"
-#include "workers/dataflow/algorithms/sample.h"
+#include "workers/dataflow/client/sample.h"
 #include "workers/rollout/workflows/workflow.h"
 
 namespace sluice::rollout {

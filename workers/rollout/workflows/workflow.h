@@ -28,7 +28,7 @@
 
 #include "common/process/cancellation.h"
 #include "common/status.h"
-#include "workers/dataflow/algorithms/sample.h"
+#include "workers/dataflow/client/sample.h"
 #include "workers/model/chat_template.h"
 #include "workers/model/tokenizer.h"
 #include "workers/rollout/generation_backend.h"

@@ -35,7 +35,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "workers/dataflow/trajectory_codec.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 #include "workers/model/nn/decoder_model.h"
 #include "workers/trainer/torch/communicator.h"
 #include "workers/trainer/trainer_settings.h"

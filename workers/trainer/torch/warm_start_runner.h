@@ -29,7 +29,7 @@
 #include "common/logging/logger.h"
 #include "common/process/cancellation.h"
 #include "common/status.h"
-#include "workers/dataflow/dataset.h"
+#include "workers/dataflow/client/dataset.h"
 #include "workers/model/nn/decoder_model.h"
 #include "workers/trainer/torch/communicator.h"
 #include "workers/trainer/torch/policy_trainer.h"

@@ -13,9 +13,9 @@
 #include "common/status.h"
 #include "tests/unit/workers/dataflow/dataflow_core_test_support.h"
 #include "tests/unit/workers/dataflow/sample_fixtures.h"
+#include "workers/dataflow/client/dataset.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 #include "workers/dataflow/dataflow_core.h"
-#include "workers/dataflow/dataset.h"
-#include "workers/dataflow/trajectory_codec.h"
 
 namespace sluice::dataflow {
 namespace {

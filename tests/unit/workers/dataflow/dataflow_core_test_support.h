@@ -14,10 +14,10 @@
 
 #include "common/clock.h"
 #include "tests/unit/workers/dataflow/sample_fixtures.h"
-#include "workers/dataflow/algorithms/sample.h"
+#include "workers/dataflow/client/dataset.h"
+#include "workers/dataflow/client/sample.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 #include "workers/dataflow/dataflow_core.h"
-#include "workers/dataflow/dataset.h"
-#include "workers/dataflow/trajectory_codec.h"
 #include "workers/dataflow/wal_records.h"
 
 namespace sluice::dataflow::core_test_support {

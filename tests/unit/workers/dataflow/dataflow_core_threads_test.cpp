@@ -11,8 +11,8 @@
 
 #include "tests/unit/workers/dataflow/dataflow_core_test_support.h"
 #include "tests/unit/workers/dataflow/sample_fixtures.h"
+#include "workers/dataflow/client/dataset.h"
 #include "workers/dataflow/dataflow_core.h"
-#include "workers/dataflow/dataset.h"
 
 namespace sluice::dataflow {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "common/clock.h"
 #include "tests/unit/workers/dataflow/sample_fixtures.h"
+#include "workers/dataflow/client/dataset.h"
 #include "workers/dataflow/dataflow_core.h"
-#include "workers/dataflow/dataset.h"
 
 namespace sluice::dataflow {
 namespace dataflow_drain_test {

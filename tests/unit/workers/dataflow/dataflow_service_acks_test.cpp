@@ -10,7 +10,7 @@
 #include "common/http/client.h"
 #include "common/status.h"
 #include "tests/unit/workers/dataflow/dataflow_service_test_support.h"
-#include "workers/dataflow/dataflow_client.h"
+#include "workers/dataflow/client/dataflow_client.h"
 
 namespace sluice::dataflow {
 namespace {

@@ -28,9 +28,9 @@
 #include "tests/unit/common/scraped_metric.h"
 #include "tests/unit/workers/dataflow/dataflow_service_test_support.h"
 #include "tests/unit/workers/dataflow/sample_fixtures.h"
-#include "workers/dataflow/dataflow_client.h"
-#include "workers/dataflow/dataset.h"
-#include "workers/dataflow/trajectory_codec.h"
+#include "workers/dataflow/client/dataflow_client.h"
+#include "workers/dataflow/client/dataset.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 
 namespace sluice::dataflow {
 namespace dataflow_service_test {

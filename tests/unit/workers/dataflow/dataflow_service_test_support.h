@@ -26,10 +26,10 @@
 #include "common/metrics/exposition.h"
 #include "common/metrics/registry.h"
 #include "tests/unit/workers/dataflow/sample_fixtures.h"
-#include "workers/dataflow/dataflow_client.h"
+#include "workers/dataflow/client/dataflow_client.h"
+#include "workers/dataflow/client/dataset.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 #include "workers/dataflow/dataflow_service.h"
-#include "workers/dataflow/dataset.h"
-#include "workers/dataflow/trajectory_codec.h"
 
 namespace sluice::dataflow::service_test_support {
 

@@ -13,8 +13,8 @@
 
 #include "common/clock.h"
 #include "workers/dataflow/algorithms/filters.h"
+#include "workers/dataflow/client/dataset.h"
 #include "workers/dataflow/dataflow_core.h"
-#include "workers/dataflow/dataset.h"
 
 namespace sluice::dataflow {
 namespace {

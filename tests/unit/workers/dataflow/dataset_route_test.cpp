@@ -26,9 +26,9 @@
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
 #include "tests/unit/workers/dataflow/sample_fixtures.h"
-#include "workers/dataflow/dataflow_client.h"
+#include "workers/dataflow/client/dataflow_client.h"
+#include "workers/dataflow/client/dataset.h"
 #include "workers/dataflow/dataflow_service.h"
-#include "workers/dataflow/dataset.h"
 
 namespace sluice::dataflow {
 namespace dataset_route_test {

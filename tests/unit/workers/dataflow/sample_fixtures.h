@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "workers/dataflow/algorithms/sample.h"
+#include "workers/dataflow/client/dataset.h"
+#include "workers/dataflow/client/sample.h"
 #include "workers/dataflow/dataflow_core.h"
-#include "workers/dataflow/dataset.h"
 
 namespace sluice::dataflow::fixtures {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "workers/dataflow/algorithms/sample.h"
+#include "workers/dataflow/client/sample.h"
 
 namespace sluice::dataflow {
 namespace {

@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "workers/dataflow/dataset.h"
+#include "workers/dataflow/client/dataset.h"
 #include "workers/model/char_tokenizer.h"
 #include "workers/model/chat_template.h"
 #include "workers/model/nn/decoder_model.h"

@@ -1,4 +1,4 @@
-#include "workers/dataflow/dataset.h"
+#include "workers/dataflow/client/dataset.h"
 
 #include <algorithm>
 #include <cerrno>

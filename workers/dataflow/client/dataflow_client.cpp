@@ -1,4 +1,4 @@
-#include "workers/dataflow/dataflow_client.h"
+#include "workers/dataflow/client/dataflow_client.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "common/http/json_body.h"
-#include "workers/dataflow/algorithms/drain_state.h"
 
 namespace sluice::dataflow {
 

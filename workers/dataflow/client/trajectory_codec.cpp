@@ -1,4 +1,4 @@
-#include "workers/dataflow/trajectory_codec.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 
 #include <algorithm>
 #include <bit>

@@ -21,8 +21,8 @@
 #include "common/http/client.h"
 #include "common/process/cancellation.h"
 #include "common/status.h"
-#include "workers/dataflow/dataset.h"
-#include "workers/dataflow/trajectory_codec.h"
+#include "workers/dataflow/client/dataset.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 
 namespace sluice::dataflow {
 
@@ -69,6 +69,10 @@ struct TrainRowsPage {
   // for a row served with an expression (else `row` is left null).
   std::vector<PromptRow> rows;
 };
+
+// The error reason of GET /v1/batches' 410 reply when the policy is drained: part of the wire
+// contract, set by the dataflow's service and recognised here.
+inline constexpr char kDrainedReason[] = "DataflowDrained";
 
 // Whether a TakeBatch / TakeBatchFrame error says the policy is drained (410 DataflowDrained):
 // the dataset is exhausted and what is left can never fill a batch, so polling again is useless.

@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "workers/dataflow/dataset.h"
+#include "workers/dataflow/client/dataset.h"
 
 namespace sluice::dataflow {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "workers/dataflow/dataset.h"
+#include "workers/dataflow/client/dataset.h"
 
 namespace sluice::dataflow {
 namespace {

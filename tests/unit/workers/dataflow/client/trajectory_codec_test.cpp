@@ -1,5 +1,5 @@
 // Wire encoding of submitted trajectory groups and served batches.
-#include "workers/dataflow/trajectory_codec.h"
+#include "workers/dataflow/client/trajectory_codec.h"
 
 #include <gtest/gtest.h>
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "workers/dataflow/algorithms/sample.h"
+#include "workers/dataflow/client/sample.h"
 
 namespace sluice::dataflow {
 
