@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/base64.h"
+#include "common/file/read_file.h"
 
 namespace sluice::kube {
 namespace {
@@ -168,11 +169,9 @@ Result<Kubeconfig> LoadKubeconfig(const std::vector<fs::path>& paths) {
     tried += (tried.empty() ? "" : ", ") + path.string();
     std::error_code ec;
     if (!fs::exists(path, ec)) continue;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Status::PermissionDenied("cannot read kubeconfig " + path.string());
-    std::stringstream buf;
-    buf << in.rdbuf();
-    SLUICE_ASSIGN_OR_RETURN(Kubeconfig one, ParseKubeconfig(buf.str(), path));
+    Result<std::string> text = file::ReadWholeFile(path.string());
+    if (!text.ok()) return Status::PermissionDenied("cannot read kubeconfig " + path.string());
+    SLUICE_ASSIGN_OR_RETURN(Kubeconfig one, ParseKubeconfig(*text, path));
     MergeKubeconfig(merged, one);
     ++loaded;
   }

@@ -10,10 +10,9 @@
 #include <unistd.h>
 
 #include <charconv>
-#include <fstream>
 #include <random>
-#include <sstream>
 
+#include "common/file/read_file.h"
 #include "common/http/bulk_exchange.h"
 #include "common/http/json_body.h"
 
@@ -38,11 +37,11 @@ void IgnoreBrokenPipes() {
 }
 
 Result<std::string> ReadFile(const std::string& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::InvalidArgument(std::string(what) + " \"" + path + "\" cannot be read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  Result<std::string> text = file::ReadWholeFile(path);
+  if (!text.ok()) {
+    return Status::InvalidArgument(std::string(what) + " \"" + path + "\" cannot be read");
+  }
+  return text;
 }
 
 // Number of certificates in a PEM bundle, or an error naming `what`.

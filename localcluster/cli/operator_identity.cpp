@@ -8,13 +8,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <vector>
 
 #include "api/operator_rbac.h"
 #include "common/file/atomic_file.h"
+#include "common/file/read_file.h"
 #include "common/yaml/yaml_json.h"
 #include "kube/dynamic_client.h"
 
@@ -43,11 +42,9 @@ Status CreateOrUpdate(kube::DynamicClient& client, const kube::GroupVersionResou
 }
 
 Result<std::string> ReadTextFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  Result<std::string> text = file::ReadWholeFile(path);
+  if (!text.ok()) return Status::NotFound("cannot read " + path);
+  return text;
 }
 
 Status WritePrivateFile(const std::string& path, const std::string& text) {

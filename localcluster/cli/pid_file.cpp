@@ -7,10 +7,9 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "common/file/atomic_file.h"
+#include "common/file/read_file.h"
 
 namespace sluice::cli {
 namespace {
@@ -27,11 +26,9 @@ std::string_view Basename(std::string_view path) {
 }
 
 std::optional<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  Result<std::string> text = file::ReadWholeFile(path);
+  if (!text.ok()) return std::nullopt;
+  return std::move(*text);
 }
 
 }  // namespace

@@ -4,14 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <thread>
 #include <utility>
 
+#include "common/file/read_file.h"
 #include "localcluster/cli/apply_manifest.h"
 #include "localcluster/cli/cluster_client.h"
 #include "localcluster/cli/eval_summary.h"
@@ -34,11 +33,9 @@ using SteadyClock = std::chrono::steady_clock;
 Result<std::vector<ManifestDocument>> ReadManifests(const std::vector<std::string>& files) {
   std::vector<ManifestDocument> all;
   for (const std::string& file : files) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return Status::NotFound(file + ": cannot be read (does it exist?)");
-    std::ostringstream text;
-    text << in.rdbuf();
-    SLUICE_ASSIGN_OR_RETURN(std::vector<ManifestDocument> docs, ParseManifest(file, text.str()));
+    Result<std::string> text = file::ReadWholeFile(file);
+    if (!text.ok()) return Status::NotFound(file + ": cannot be read (does it exist?)");
+    SLUICE_ASSIGN_OR_RETURN(std::vector<ManifestDocument> docs, ParseManifest(file, *text));
     for (ManifestDocument& doc : docs) all.push_back(std::move(doc));
   }
   return all;

@@ -1,10 +1,9 @@
 #include "localcluster/node/cluster_config.h"
 
-#include <fstream>
 #include <regex>
 #include <set>
-#include <sstream>
 
+#include "common/file/read_file.h"
 #include "common/yaml/yaml_json.h"
 #include "localcluster/node/resource_quantity.h"
 
@@ -184,11 +183,9 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml_text) {
 }
 
 Result<ClusterConfig> LoadClusterConfig(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("cannot read cluster config " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  Result<ClusterConfig> config = ParseClusterConfig(text.str());
+  Result<std::string> text = file::ReadWholeFile(path);
+  if (!text.ok()) return Status::NotFound("cannot read cluster config " + path);
+  Result<ClusterConfig> config = ParseClusterConfig(*text);
   if (!config.ok()) {
     const Status& s = config.status();
     return Status(s.code(),

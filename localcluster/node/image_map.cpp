@@ -1,8 +1,6 @@
 #include "localcluster/node/image_map.h"
 
-#include <fstream>
-#include <sstream>
-
+#include "common/file/read_file.h"
 #include "common/yaml/yaml_json.h"
 
 namespace sluice::node {
@@ -46,11 +44,9 @@ Result<ImageMap> ImageMap::Parse(std::string_view yaml_text) {
 }
 
 Result<ImageMap> ImageMap::Load(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("cannot read image map " + path.string());
-  std::stringstream text;
-  text << in.rdbuf();
-  Result<ImageMap> map = Parse(text.str());
+  Result<std::string> text = file::ReadWholeFile(path.string());
+  if (!text.ok()) return Status::NotFound("cannot read image map " + path.string());
+  Result<ImageMap> map = Parse(*text);
   if (!map.ok()) {
     return Status(map.status().code(), path.string() + ": " + map.status().ToString());
   }

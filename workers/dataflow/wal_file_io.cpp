@@ -3,7 +3,6 @@
 #include "workers/dataflow/wal_file_io.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -102,22 +101,6 @@ Status SyncPath(const std::string& path) {
   Status s = DataSync(fd, path);
   ::close(fd);
   return s;
-}
-
-Result<std::string> ReadWholeFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError("open", path, errno);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return IoError("stat", path, err);
-  }
-  std::string data(static_cast<size_t>(st.st_size), '\0');
-  Status s = PreadAll(fd, data.data(), data.size(), 0, path);
-  ::close(fd);
-  if (!s.ok()) return s;
-  return data;
 }
 
 Status Corrupt(const std::string& path, uint64_t offset, std::string_view what, std::string field) {

@@ -57,7 +57,6 @@ Status DataSync(int fd, const std::string& path);
 Status SyncDir(const std::string& dir);
 // fdatasyncs the file at path.
 Status SyncPath(const std::string& path);
-Result<std::string> ReadWholeFile(const std::string& path);
 
 // Corruption naming the file and the byte offset of the damage.
 Status Corrupt(const std::string& path, uint64_t offset, std::string_view what,

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/file/atomic_file.h"
+#include "common/file/read_file.h"
 #include "common/wire/frame.h"
 #include "workers/dataflow/wal_file_io.h"
 #include "workers/dataflow/wal_snapshot_file.h"
@@ -40,7 +41,6 @@ using wal_internal::LoadU32;
 using wal_internal::LoadU64;
 using wal_internal::ParseLsnName;
 using wal_internal::ReadSnapshotFile;
-using wal_internal::ReadWholeFile;
 using wal_internal::SyncDir;
 using wal_internal::SyncPath;
 
@@ -171,7 +171,9 @@ Result<ReplayStats> WriteAheadLog::ReplayFiles(
   for (size_t i = first_needed; i < segments.size(); ++i) {
     const NamedFile& segment = segments[i];
     const bool last = i + 1 == segments.size();
-    SLUICE_ASSIGN_OR_RETURN(std::string data, ReadWholeFile(segment.path));
+    Result<std::string> read = file::ReadWholeFile(segment.path);
+    if (!read.ok()) return read.status().WithContext("write-ahead log");
+    std::string data = std::move(*read);
     ++stats.segments;
     uint64_t expected = segment.lsn;
     wire::FrameReader reader(data, kReadAll);

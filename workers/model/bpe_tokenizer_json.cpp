@@ -5,12 +5,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <initializer_list>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -18,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/file/read_file.h"
 #include "common/status.h"
 #include "common/utf8.h"
 #include "workers/model/bpe_byte_alphabet.h"
@@ -75,15 +74,6 @@ Result<std::optional<std::string>> ConfigTokenName(const json& config, const cha
   }
   return Status::InvalidArgument("must be a string, {\"content\": string} or null",
                                  std::string("tokenizer_config.json.") + key);
-}
-
-Result<std::string> ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("cannot open " + path.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::Internal("cannot read " + path.string());
-  return ss.str();
 }
 
 // "<0xAB>" -> 0xAB.
@@ -534,7 +524,7 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromJson(std::string_view te
 
 Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromFile(const std::filesystem::path& path,
                                                              const BpeSpecialNames& names) {
-  SLUICE_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  SLUICE_ASSIGN_OR_RETURN(std::string text, file::ReadWholeFile(path.string()));
   auto tok = FromJson(text, names);
   if (!tok.ok()) return tok.status().WithContext(path.string());
   return tok;
@@ -546,7 +536,7 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromDirectory(
   const std::filesystem::path config_path = dir / "tokenizer_config.json";
   std::error_code ec;
   if (std::filesystem::exists(config_path, ec)) {
-    SLUICE_ASSIGN_OR_RETURN(std::string text, ReadFile(config_path));
+    SLUICE_ASSIGN_OR_RETURN(std::string text, file::ReadWholeFile(config_path.string()));
     json config;
     try {
       config = json::parse(text);

@@ -4,16 +4,15 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <utility>
 
+#include "common/file/read_file.h"
 #include "workers/model/model_config_internal.h"
 
 namespace sluice::model {
@@ -634,11 +633,9 @@ Result<ModelConfig> LoadHfConfig(const std::string& dir_or_file) {
   if (!fs::is_regular_file(path, ec)) {
     return Status::NotFound(path.string() + ": no such config file");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path.string() + ": cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  Result<std::string> text = file::ReadWholeFile(path.string());
+  if (!text.ok()) return Status::NotFound(path.string() + ": cannot open");
+  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     return Status::InvalidArgument(path.string() + ": not valid JSON");
   }

@@ -14,10 +14,10 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "common/file/atomic_file.h"
+#include "common/file/read_file.h"
 #include "common/http/url.h"
 #include "workers/model/safetensors.h"
 
@@ -342,11 +342,7 @@ Result<std::string> ReadIndex(const fs::path& path) {
     return Status::Corruption(std::string(kIndexFile) + " is " + std::to_string(size) +
                               " bytes, over the limit of " + std::to_string(kMaxIndexBytes));
   }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) return Status::Internal("cannot read " + path.string());
-  return text.str();
+  return file::ReadWholeFile(path.string());
 }
 
 }  // namespace

@@ -1,11 +1,10 @@
 #include "workers/rollout/rollout_settings.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "api/generated/policy_types.h"
 #include "api/validation.h"
+#include "common/file/read_file.h"
 #include "workers/weights/weight_sync.h"
 
 namespace sluice::rollout {
@@ -90,11 +89,9 @@ Result<RolloutSettings> ParseRolloutConfig(std::string_view text,
 Result<RolloutSettings> LoadRolloutConfigFile(const std::string& path,
                                               const std::vector<std::string>& hosted,
                                               std::string_view model_cache_root) {
-  std::ifstream in(path);
-  if (!in) return Status::InvalidArgument("cannot read " + path, "policy-config");
-  std::ostringstream text;
-  text << in.rdbuf();
-  Result<RolloutSettings> s = ParseRolloutConfig(text.str(), hosted, model_cache_root);
+  Result<std::string> text = file::ReadWholeFile(path);
+  if (!text.ok()) return Status::InvalidArgument("cannot read " + path, "policy-config");
+  Result<RolloutSettings> s = ParseRolloutConfig(*text, hosted, model_cache_root);
   if (!s.ok()) return s.status().WithContext(path);
   return s;
 }

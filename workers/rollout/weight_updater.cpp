@@ -1,11 +1,10 @@
 #include "workers/rollout/weight_updater.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <utility>
 
+#include "common/file/read_file.h"
 #include "workers/rollout/lease_planner.h"
 #include "workers/weights/final_weights.h"
 
@@ -91,17 +90,7 @@ Result<std::unique_ptr<http::Client>> WeightUpdater::ClientFor(const std::string
   return http::Client::Create(std::move(o));
 }
 
-namespace {
-
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Internal("cannot read " + path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Result<weights::FetchedWeights> WeightUpdater::Fetch(PolicyState& state,
                                                      const std::string& base_url, int64_t version,
@@ -123,7 +112,7 @@ Result<weights::FetchedWeights> WeightUpdater::Fetch(PolicyState& state,
       ".safetensors";
   SLUICE_ASSIGN_OR_RETURN(weights::FetchStats stats,
                           weights::FetchFull(*client, version, dest, fetch));
-  SLUICE_ASSIGN_OR_RETURN(std::string image, ReadFile(dest));
+  SLUICE_ASSIGN_OR_RETURN(std::string image, file::ReadWholeFile(dest));
   std::filesystem::remove(dest, ec);
   SLUICE_ASSIGN_OR_RETURN(weights::WeightSnapshot snapshot,
                           weights::WeightSnapshot::Parse(std::move(image), digest));

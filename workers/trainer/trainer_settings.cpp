@@ -1,13 +1,12 @@
 #include "workers/trainer/trainer_settings.h"
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <utility>
 #include <vector>
 
 #include "api/validation.h"
+#include "common/file/read_file.h"
 
 namespace sluice::trainer {
 namespace {
@@ -181,11 +180,9 @@ Result<TrainerSettings> ParseTrainerConfig(std::string_view text,
 
 Result<TrainerSettings> LoadTrainerConfigFile(const std::string& path,
                                               std::string_view model_cache_root) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot open the trainer config");
-  std::stringstream text;
-  text << in.rdbuf();
-  Result<TrainerSettings> s = ParseTrainerConfig(text.str(), model_cache_root);
+  Result<std::string> text = file::ReadWholeFile(path);
+  if (!text.ok()) return Status::NotFound(path + ": cannot open the trainer config");
+  Result<TrainerSettings> s = ParseTrainerConfig(*text, model_cache_root);
   if (!s.ok()) return s.status().WithContext(path);
   return s;
 }

@@ -1,13 +1,12 @@
 #include "workers/weights/final_weights.h"
 
 #include <filesystem>
-#include <fstream>
 #include <iterator>
-#include <sstream>
 #include <system_error>
 #include <utility>
 
 #include "common/file/atomic_file.h"
+#include "common/file/read_file.h"
 #include "common/http/json_body.h"
 #include "workers/weights/weight_snapshot.h"
 
@@ -23,15 +22,6 @@ struct FinalWeights::PolicyImages {
 namespace {
 
 constexpr std::string_view kImageSuffix = ".safetensors";
-
-Result<std::string> ReadWholeFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Internal("cannot read " + path.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (!in.good() && !in.eof()) return Status::Internal("cannot read " + path.string());
-  return s.str();
-}
 
 }  // namespace
 
@@ -69,7 +59,7 @@ Status FinalWeights::Load() {
   for (auto& [policy, images] : policies_) {
     const std::string path = PathOf(policy);
     if (!fs::exists(path, ec)) continue;
-    Result<std::string> image = ReadWholeFile(path);
+    Result<std::string> image = file::ReadWholeFile(path);
     Result<WeightSnapshot> snapshot = image.ok() ? WeightSnapshot::Parse(std::move(*image))
                                                  : Result<WeightSnapshot>(image.status());
     Status loaded =

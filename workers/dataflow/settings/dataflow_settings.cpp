@@ -4,17 +4,16 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <utility>
 #include <variant>
 #include <vector>
 
 #include "api/validation.h"
+#include "common/file/read_file.h"
 #include "common/yaml/yaml_json.h"
 #include "workers/dataflow/algorithms/curators.h"
 #include "workers/dataflow/algorithms/filters.h"
@@ -369,12 +368,9 @@ Result<api::Dataflow> LoadDataflowManifest(std::string_view yaml, std::string_vi
 }
 
 Result<api::Dataflow> LoadDataflowManifestFile(const std::string& path, std::string_view name) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot open the Dataflow manifest");
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::InvalidArgument(path + ": read failed");
-  Result<api::Dataflow> df = LoadDataflowManifest(text.str(), name);
+  Result<std::string> text = file::ReadWholeFile(path);
+  if (!text.ok()) return Status::NotFound(path + ": cannot open the Dataflow manifest");
+  Result<api::Dataflow> df = LoadDataflowManifest(*text, name);
   if (!df.ok()) return df.status().WithContext(path);
   return df;
 }
