@@ -5,7 +5,8 @@
 // writes a held version as a Hugging Face model directory <export root>/<policy>-v<version>
 // (weights/hf_export.h; the root is --export-dir, default <checkpoint-dir>/exports).
 //
-// Loop (every rank runs the same steps in lock-step):
+// Loop (every rank runs the same steps in lock-step; torch/training_loop.h, with the checkpoint
+// schedule in run_schedule.h):
 //   rank 0 long-polls GET /v1/batches/{policy} and broadcasts the batch frame to the other ranks
 //   (an empty frame means stop); every rank trains on it (PolicyTrainer::Step); rank 0 then
 //   acknowledges the batch, publishes the new version to its WeightStore, announces it to the
@@ -81,9 +82,11 @@
 #include "workers/trainer/checkpoint_directory.h"
 #include "workers/trainer/export_route.h"
 #include "workers/trainer/master_address.h"
+#include "workers/trainer/run_schedule.h"
 #include "workers/trainer/torch/communicator.h"
 #include "workers/trainer/torch/policy_trainer.h"
 #include "workers/trainer/torch/published_weights.h"
+#include "workers/trainer/torch/training_loop.h"
 #include "workers/trainer/torch/warm_start_runner.h"
 #include "workers/trainer/trainer_settings.h"
 #include "workers/trainer/trainer_status.h"
@@ -98,7 +101,6 @@ namespace sluice::trainer {
 namespace {
 
 constexpr const char* kProgram = "sluice-trainer";
-using Clock = std::chrono::steady_clock;
 
 config::Spec MakeSpec() {
   using config::Option;
@@ -167,42 +169,6 @@ std::shared_ptr<http::HostsFileResolver> HostsResolver() {
 Result<model::DecoderModel> LoadModel(const model::ModelSource& source) {
   if (!source.builtin_uri.empty()) return model::DecoderModel::FromBuiltin(source.builtin_uri);
   return model::DecoderModel::LoadHf(source.directory);
-}
-
-// The published form of the weights: HF names in the Policy's dtype, with the delta from the
-// previous version only when spec.weightSync asks for one for this version (weight_sync.h: mode
-// delta, and not a fullSyncEveryVersions version); otherwise no delta is encoded and the
-// announcement's delta_base stays -1.
-Status Publish(const model::DecoderModel& m, int64_t version, const std::string& dtype,
-               const api::PolicySpecWeightSync& sync, weights::WeightStore& store) {
-  Result<PublishedWeights> w = PublishWeights(m, dtype);
-  if (!w.ok()) return w.status();
-  return store.Publish(w->views, version, weights::EncodeDeltaFor(sync, version));
-}
-
-// Calls `call` until it is not Unavailable (the dataflow unreachable), for up to `timeout`, once a
-// second, unless `stop` fires.
-template <typename Call>
-auto RetryWhileUnavailable(const Call& call, std::chrono::nanoseconds timeout,
-                           const CancellationToken& stop) {
-  const Clock::time_point deadline = Clock::now() + timeout;
-  auto result = call();
-  while (!result.ok() && result.status().code() == StatusCode::kUnavailable &&
-         Clock::now() < deadline && !stop.IsCancelled()) {
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-    result = call();
-  }
-  return result;
-}
-
-// A Status call as a Result, for RetryWhileUnavailable.
-template <typename Call>
-auto AsResult(const Call& call) {
-  return [call]() -> Result<bool> {
-    Status s = call();
-    if (!s.ok()) return s;
-    return true;
-  };
 }
 
 // Rank 0: the version to publish the trainer's current weights as (version_continuity.h), from
@@ -497,34 +463,28 @@ int Serve(service::Service& svc, const std::string& trainer_config) {
   // Rank 0: the weights it announces.
   std::string advertise = cfg->GetString("advertise-address");
   if (advertise.empty()) advertise = gloo.bind_address;
-  const std::string weights_base =
-      "http://" + advertise + ":" + std::to_string(server.port()) + "/v1/weights/";
-  const std::string& dtype = settings->policy_spec.model.dtype;
-  auto publish_and_announce = [&](double* publish_seconds) -> Status {
-    const Clock::time_point p0 = Clock::now();
-    SLUICE_RETURN_IF_ERROR(
-        Publish(t.model(), t.version(), dtype, settings->policy_spec.weight_sync, store));
-    if (publish_seconds)
-      *publish_seconds = std::chrono::duration<double>(Clock::now() - p0).count();
-    if (t.version() < 1) return Status::Ok();  // The dataflow counts versions from 1.
-    dataflow::VersionAnnouncement a;
-    a.number = t.version();
-    // The weights RL starts from after a warm start: ask for their evaluation ("before RL").
-    a.evaluate = settings->spec.warm_start.has_value() && t.step() == 0;
-    a.url = weights_base + std::to_string(t.version());
-    Result<std::string> digest = store.Digest(t.version());
-    if (digest.ok()) a.digest = *digest;
-    for (const weights::VersionInfo& v : store.Versions()) {
-      if (v.version == t.version() && v.delta_from) a.delta_base = *v.delta_from;
-    }
-    // The dataflow may be restarting (its log brings it back): wait for it rather than fail the
-    // gang. Announcing again is idempotent.
-    return RetryWhileUnavailable(AsResult([&] { return dataflow.Announce(settings->policy, a); }),
-                                 cfg->GetDuration("dataflow-timeout"), stop.Token())
-        .status();
-  };
+  TrainingLoopParts parts;
+  parts.settings = &*settings;
+  parts.trainer = &t;
+  parts.comm = comm->get();
+  parts.dataflow = &dataflow;
+  parts.store = &store;
+  parts.board = &board;
+  parts.logger = &logger;
+  parts.stop = stop.Token();
+  parts.rank = rank;
+  parts.steps = steps;
+  parts.checkpoint_dir = checkpoints ? checkpoint_dir : "";
+  parts.weights_base = "http://" + advertise + ":" + std::to_string(server.port()) + "/v1/weights/";
+  parts.batch_wait =
+      std::chrono::duration_cast<std::chrono::seconds>(cfg->GetDuration("batch-wait"));
+  parts.dataflow_timeout = cfg->GetDuration("dataflow-timeout");
+  parts.groups_per_batch = cfg->GetInt("groups-per-batch");
+  RunSchedule schedule(steps, checkpoints ? settings->spec.checkpoint->every_steps : 0);
+  schedule.Resumed(checkpointed_step, held_through);
+  TrainingLoop loop(std::move(parts), schedule);
   if (rank == 0) {
-    if (Status s = publish_and_announce(nullptr); !s.ok()) return fail("publishing failed", s);
+    if (Status s = loop.PublishAndAnnounce(); !s.ok()) return fail("publishing failed", s);
   }
   board.SetPhase("Running");
   board.SetReady(true);
@@ -533,185 +493,21 @@ int Serve(service::Service& svc, const std::string& trainer_config) {
                            {"from_step", t.step()},
                            {"algorithm", settings->spec.algorithm.type}});
 
-  // Rank 0, with checkpoints: writes the checkpoint of the current step. The dataflow keeps the
-  // held batches of the newest checkpoint's interval one checkpoint longer (it releases through
-  // the previous checkpoint's number), so a resume that falls back from a damaged newest
-  // checkpoint still gets them back; the last step's checkpoint (`last`) releases everything.
-  int64_t release_next = held_through;  // The newest checkpoint's number, released at the next.
-  auto write_checkpoint = [&](bool last) -> Status {
-    const api::TrainerJobSpecCheckpoint& c = *settings->spec.checkpoint;
-    Result<std::string> tmp = BeginCheckpoint(checkpoint_dir, t.step());
-    Status s = tmp.ok() ? t.SaveState(*tmp) : tmp.status();
-    if (s.ok()) s = WriteHeldThrough(*tmp, held_through);
-    if (s.ok()) s = CommitCheckpoint(checkpoint_dir, t.step(), static_cast<int>(c.keep));
-    if (!s.ok()) return s;
-    // A failed release only keeps the batches longer (the next one releases through more).
-    const int64_t release = last ? held_through : release_next;
-    release_next = held_through;
-    if (Result<int64_t> r = dataflow.ReleaseHeld(settings->policy, release); !r.ok()) {
-      logger.Warn("releasing held batches failed",
-                  {{"through", release}, {"error", r.status().ToString()}});
-    }
-    checkpointed_step = t.step();
-    board.RecordCheckpoint(t.step());
-    logger.Info("checkpoint", {{"step", t.step()}, {"dir", checkpoint_dir}});
-    return Status::Ok();
-  };
-
-  const auto wait =
-      std::chrono::duration_cast<std::chrono::seconds>(cfg->GetDuration("batch-wait"));
-  const auto dataflow_timeout = cfg->GetDuration("dataflow-timeout");
-  const int64_t groups = cfg->GetInt("groups-per-batch");
-  // Why the dataflow can no longer feed this policy; empty while it can. Rank 0 learns it from
-  // the dataflow, the other ranks from rank 0.
-  std::string starved;
-  while (t.step() < steps) {
-    // Rank 0 takes a batch (or decides to stop) and hands the frame to everyone.
-    std::string frame;
-    const Clock::time_point wait_start = Clock::now();
-    if (rank == 0) {
-      Clock::time_point last_ok = Clock::now();
-      while (!stop.Token().IsCancelled()) {
-        Result<std::optional<std::string>> got =
-            dataflow.TakeBatchFrame(settings->policy, groups, wait, stop.Token());
-        if (got.ok() && got->has_value()) {
-          frame = std::move(**got);
-          break;
-        }
-        if (got.ok()) {
-          last_ok = Clock::now();
-          continue;
-        }
-        if (dataflow::IsDrained(got.status())) {
-          starved = got.status().message();
-          if (starved.empty()) starved = "the dataflow is drained";
-          break;
-        }
-        if (Clock::now() - last_ok > dataflow_timeout) {
-          return fail("the dataflow is unreachable", got.status());
-        }
-        logger.Warn("batch request failed; retrying", {{"error", got.status().ToString()}});
-        std::this_thread::sleep_for(std::chrono::seconds(1));
-      }
-    }
-    const double waited = std::chrono::duration<double>(Clock::now() - wait_start).count();
-    board.RecordDataWait(waited);
-    if (Status s = (*comm)->Broadcast(frame, 0); !s.ok()) return fail("broadcast failed", s);
-    if (frame.empty()) {
-      // Stopping. Rank 0 tells every rank why: empty for SIGTERM, else the dataflow is drained.
-      if (Status s = (*comm)->Broadcast(starved, 0); !s.ok()) return fail("broadcast failed", s);
-      break;
-    }
-    Result<dataflow::Batch> batch = dataflow::DecodeBatch(frame);
-    if (!batch.ok()) return fail("undecodable batch", batch.status());
-    Result<StepReport> report = t.Step(*batch);
-    if (!report.ok()) return fail("training step failed", report.status());
-
-    StepFigures f;
-    f.step = report->step;
-    f.version = report->version;
-    f.loss = report->loss;
-    f.value_loss = report->value_loss;
-    f.reward_mean = report->reward_mean;
-    f.kl = report->kl;
-    f.entropy = report->entropy;
-    f.clip_fraction = report->clip_fraction;
-    f.grad_norm = report->grad_norm;
-    f.learning_rate = report->learning_rate;
-    f.tokens_per_second = report->tokens_per_second;
-    f.staleness_mean = report->staleness_mean;
-    f.staleness_max = report->staleness_max;
-    f.step_seconds = report->seconds;
-    f.tokens = report->tokens;
-    f.data_wait_fraction = waited / std::max(waited + report->seconds, 1e-9);
-    if (rank == 0) {
-      // With checkpoints the ack is held until the next checkpoint makes this step durable.
-      Status acked;
-      // Retried while the dataflow is unreachable (a restart): a lost ack would have the batch
-      // served again after its ack timeout and trained twice. Acking again is idempotent.
-      if (checkpoints) {
-        // Hold numbers grow in ack order (0: acknowledged for good already).
-        Result<int64_t> held = RetryWhileUnavailable(
-            [&] { return dataflow.AckHeld(batch->batch_id); }, dataflow_timeout, stop.Token());
-        if (held.ok()) held_through = std::max(held_through, *held);
-        acked = held.status();
-      } else {
-        acked = RetryWhileUnavailable(AsResult([&] { return dataflow.Ack(batch->batch_id); }),
-                                      dataflow_timeout, stop.Token())
-                    .status();
-      }
-      if (!acked.ok()) {
-        // Not fatal: the dataflow re-serves the batch after its ack timeout.
-        logger.Warn("ack failed", {{"batch", batch->batch_id}, {"error", acked.ToString()}});
-      }
-      if (Status s = publish_and_announce(&f.publish_seconds); !s.ok()) {
-        return fail("publishing failed", s);
-      }
-      for (const weights::VersionInfo& v : store.Versions()) {
-        if (v.version == t.version() && v.delta_from) {
-          f.delta_bytes = static_cast<double>(v.delta_stats.bytes);
-          f.delta_density = v.delta_stats.density();
-        }
-      }
-    }
-    board.RecordStep(f);
-    logger.Info("step", {{"step", f.step},
-                         {"batch", batch->batch_id},
-                         {"loss", f.loss},
-                         {"reward_mean", f.reward_mean},
-                         {"entropy", f.entropy},
-                         {"clip_fraction", f.clip_fraction},
-                         {"grad_norm", f.grad_norm},
-                         {"tokens_per_second", f.tokens_per_second},
-                         {"data_wait_fraction", f.data_wait_fraction}});
-    if (rank == 0 && checkpoints) {
-      if (t.step() % settings->spec.checkpoint->every_steps == 0 || t.step() == steps) {
-        if (Status s = write_checkpoint(t.step() == steps); !s.ok()) {
-          return fail("checkpoint failed", s);
-        }
-      }
-    }
-  }
-  if (!starved.empty()) {
-    // The data ran out before --steps: keep what was learned, say so, and wait to be stopped.
-    if (rank == 0 && checkpoints && t.step() > 0 && checkpointed_step != t.step()) {
-      if (Status s = write_checkpoint(false); !s.ok()) return fail("checkpoint failed", s);
-    }
+  const LoopOutcome outcome = loop.Run();
+  if (outcome.failure) return fail(outcome.failure->what, outcome.failure->status);
+  if (std::optional<LoopFailure> f = loop.Finish(outcome.end)) return fail(f->what, f->status);
+  if (outcome.end == RunEnd::kStarved) {
+    // The data ran out before --steps: what was learned is kept; say so and wait to be stopped.
     board.SetPhase("Starved", "the dataflow can no longer feed policy " + settings->policy +
                                   " after step " + std::to_string(t.step()) + " of " +
-                                  std::to_string(steps) + ": " + starved);
+                                  std::to_string(steps) + ": " + loop.starved_reason());
     logger.Warn("starved; waiting for SIGTERM",
-                {{"step", t.step()}, {"steps", steps}, {"reason", starved}});
+                {{"step", t.step()}, {"steps", steps}, {"reason", loop.starved_reason()}});
     stop.Token().Wait();
     server.Shutdown();
     return 1;
   }
-  const bool finished = t.step() >= steps;
-  if (!finished && rank == 0 && checkpoints && t.step() > 0 && checkpointed_step != t.step()) {
-    // Stopped (SIGTERM) between checkpoints: make the steps since durable, so the batches the
-    // dataflow holds for them are not trained again after the restart.
-    if (Status s = write_checkpoint(false); !s.ok()) return fail("checkpoint failed", s);
-  }
-  if (finished && rank == 0 && t.version() > 0) {
-    // The dataflow keeps the final version for rollout replicas created after this pod is gone
-    // (workers/weights/final_weights.h). Not fatal: the run did train, and until this pod goes
-    // it serves the version itself.
-    if (std::shared_ptr<const weights::WeightSnapshot> last = store.Full(t.version())) {
-      Result<bool> kept = RetryWhileUnavailable(
-          [&] {
-            return dataflow.PutFinalWeights(settings->policy, last->version(), last->digest(),
-                                            std::string(last->image()));
-          },
-          dataflow_timeout, stop.Token());
-      if (kept.ok()) {
-        logger.Info("final weights kept by the dataflow",
-                    {{"version", t.version()}, {"bytes", last->size_bytes()}, {"created", *kept}});
-      } else {
-        logger.Warn("the dataflow did not keep the final weights",
-                    {{"version", t.version()}, {"error", kept.status().ToString()}});
-      }
-    }
-  }
+  const bool finished = outcome.end == RunEnd::kFinished;
   board.SetPhase(finished ? "Succeeded" : "Running");
   logger.Info(finished ? "finished" : "stopped", {{"step", t.step()}, {"version", t.version()}});
   // Rank 0 is where replicas fetch the final version from: keep serving it a while.
