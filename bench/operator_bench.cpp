@@ -7,7 +7,7 @@
 //   2. Memory: the operator's resident set before the pools (caches synced, one Dataflow), after
 //      convergence, and its peak (VmHWM), from /proc.
 //   3. Steady state: the operator is stopped and the RolloutPool controller is run in this process
-//      on the bench's informers of the same server (synced, as the operator's are); every pool is
+//      on the operator's own caches (operator/manager.h) of the same server, synced; every pool is
 //      reconciled three times and each Reconcile is timed. Nothing changes, so a reconcile reads
 //      its caches and writes nothing; that it wrote nothing is checked (the server's
 //      resourceVersion does not move), so the figures exclude API round trips.
@@ -53,9 +53,8 @@
 #include "localcluster/apiserver/kubeconfig_writer.h"
 #include "localcluster/apiserver/memory_storage.h"
 #include "localcluster/cli/crd_install.h"
-#include "operator/controllers/labels.h"
-#include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/rollout_pool_controller.h"
+#include "operator/manager.h"
 #include "tests/e2e/child_process.h"
 #include "tests/e2e/node_process.h"
 #include "tests/support/free_port.h"
@@ -278,13 +277,13 @@ class Bench {
   // the two cores more than the operator does.
   std::pair<size_t, int> Progress() {
     size_t pods = 0;
-    for (const kube::ObjectPtr& p : pods_->store().List()) {
+    for (const kube::ObjectPtr& p : manager_->pod_cache().store().List()) {
       if (p->value("/metadata/labels/app.kubernetes.io~1component"_json_pointer, "") == "rollout") {
         ++pods;
       }
     }
     int current = 0;
-    for (const kube::ObjectPtr& pool : pools_->store().List()) {
+    for (const kube::ObjectPtr& pool : manager_->rollout_pool_cache().store().List()) {
       const json& o = *pool;
       if (o.value("/status/observedGeneration"_json_pointer, int64_t{-1}) ==
               o.value("/metadata/generation"_json_pointer, int64_t{0}) &&
@@ -423,43 +422,18 @@ class Bench {
     return l->resource_version;
   }
 
-  // The caches of the kinds the RolloutPool controller reads, as the operator has them.
+  // The operator's caches and reconcilers (operator/manager.h), without its controllers.
   void StartInformers() {
-    auto informer = [&](const kube::GroupVersionResource& gvr, bool managed,
-                        kube::Indexers indexers = {}) {
-      kube::InformerOptions options;
-      options.extra_indexers = std::move(indexers);
-      if (managed) options.reflector.selectors.label_selector = controllers::kManagedSelector;
-      return std::make_unique<kube::Informer>(dynamic_->Resource(gvr, kNs), options);
-    };
-    pools_ = informer({"sluice.dev", "v1alpha1", "rolloutpools", true}, false,
-                      controllers::PoolIndexers());
-    dataflows_ = informer({"sluice.dev", "v1alpha1", "dataflows", true}, false);
-    policies_ = informer({"sluice.dev", "v1alpha1", "policies", true}, false);
-    pods_ = informer({"", "v1", "pods", true}, true);
-    secrets_ = informer({"", "v1", "secrets", true}, true);
-    config_maps_ = informer({"", "v1", "configmaps", true}, true);
-    for (kube::Informer* i : Informers()) {
-      informer_threads_.emplace_back([i, this] { i->Run(stop_informers_.Token()); });
-    }
-    for (kube::Informer* i : Informers()) {
-      if (!i->WaitForSync(stop_informers_.Token())) Fail("informer sync");
-    }
-  }
-  std::vector<kube::Informer*> Informers() {
-    return {pools_.get(), dataflows_.get(), policies_.get(),
-            pods_.get(),  secrets_.get(),   config_maps_.get()};
+    events_ = std::make_unique<kube::EventRecorder>(*dynamic_);
+    op::ManagerOptions options;  // The operator's default images.
+    options.namespaces = {kNs};
+    manager_ = std::make_unique<op::Manager>(*dynamic_, *events_, options);
+    if (!manager_->StartCaches(stop_informers_.Token())) Fail("informer sync");
   }
 
   void SteadyState() {
-    kube::EventRecorder events(*dynamic_);
-    controllers::RolloutPoolControllerOptions options;  // The operator's default images.
-    controllers::RolloutPoolController controller(
-        *dynamic_,
-        {pools_.get(), pods_.get(), dataflows_.get(), secrets_.get(), policies_.get(),
-         config_maps_.get()},
-        events, options);
-    const std::vector<std::string> keys = pools_->store().ListKeys();
+    controllers::RolloutPoolController& controller = manager_->rollout_pools();
+    const std::vector<std::string> keys = manager_->rollout_pool_cache().store().ListKeys();
     const std::string rv_before = ServerResourceVersion();
     std::vector<double> micros;
     micros.reserve(keys.size() * 3);
@@ -475,7 +449,7 @@ class Bench {
     const double total = Seconds(t0);
     const std::string rv_after = ServerResourceVersion();
     stop_informers_.Cancel();
-    for (std::thread& t : informer_threads_) t.join();
+    manager_->JoinCaches();
     std::printf(
         "3. steady-state reconcile (RolloutPool controller in process, caches synced, "
         "nothing to change)\n");
@@ -499,9 +473,9 @@ class Bench {
   std::unique_ptr<e2e::ChildProcess> operator_;
   double idle_mib_ = 0;
   int metrics_port_ = 0;
-  std::unique_ptr<kube::Informer> pools_, dataflows_, policies_, pods_, secrets_, config_maps_;
+  std::unique_ptr<kube::EventRecorder> events_;
+  std::unique_ptr<op::Manager> manager_;
   CancellationSource stop_informers_;
-  std::vector<std::thread> informer_threads_;
 };
 
 }  // namespace

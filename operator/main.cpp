@@ -15,7 +15,6 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "common/config/environment.h"
 #include "common/config/program_start.h"
@@ -23,21 +22,13 @@
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
 #include "common/process/signals.h"
-#include "kube/core_resources.h"
 #include "kube/event_recorder.h"
 #include "kube/in_cluster.h"
-#include "kube/informer.h"
 #include "kube/kubeconfig.h"
 #include "kube/leader_election.h"
 #include "kube/rest_client.h"
 #include "kube/watch_namespaces.h"
-#include "operator/controllers/controller.h"
-#include "operator/controllers/dataflow_controller.h"
-#include "operator/controllers/labels.h"
-#include "operator/controllers/policy_controller.h"
-#include "operator/controllers/reference_indexes.h"
-#include "operator/controllers/rollout_pool_controller.h"
-#include "operator/controllers/trainer_job_controller.h"
+#include "operator/manager.h"
 
 namespace sluice::op {
 namespace {
@@ -218,8 +209,35 @@ int Main(int argc, char** argv) {
   }
   kube::DynamicClient client(**rest);
 
+  // The caches and controllers (manager.h); the leader runs them.
+  kube::EventRecorderOptions event_options;
+  event_options.component = "sluice-operator";
+  kube::EventRecorder events(client, event_options);
+  ManagerOptions manager_options;
+  manager_options.namespaces = *namespaces;
+  manager_options.resync_period =
+      std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("resync-period"));
+  manager_options.images.dataflow = cfg->GetString("dataflow-image");
+  manager_options.images.rollout = cfg->GetString("rollout-image");
+  manager_options.images.trainer = cfg->GetString("trainer-image");
+  manager_options.images.vllm = cfg->GetString("vllm-image");
+  manager_options.images.sglang = cfg->GetString("sglang-image");
+  manager_options.images.pull_policy = cfg->GetString("image-pull-policy");
+  manager_options.status_period =
+      std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("status-period"));
+  manager_options.prometheus_url = cfg->GetString("prometheus-url");
+  manager_options.gang_timeout =
+      std::chrono::duration_cast<std::chrono::seconds>(cfg->GetDuration("gang-scheduling-timeout"));
+  manager_options.dataflow_concurrency = static_cast<int>(cfg->GetInt("dataflow-concurrency"));
+  manager_options.rolloutpool_concurrency =
+      static_cast<int>(cfg->GetInt("rolloutpool-concurrency"));
+  manager_options.trainerjob_concurrency = static_cast<int>(cfg->GetInt("trainerjob-concurrency"));
+  manager_options.policy_concurrency = static_cast<int>(cfg->GetInt("policy-concurrency"));
+  manager_options.registry = &registry;
+  manager_options.logger = &logger;
+  Manager manager(client, events, manager_options);
+
   // Health and metrics endpoints.
-  std::atomic<bool> caches_synced{false};
   http::ServerOptions metrics_options;
   metrics_options.name = "metrics";
   metrics_options.address = metrics_addr->first;
@@ -234,7 +252,7 @@ int Main(int argc, char** argv) {
   http::Server health_server(health_options, nullptr, logger);
   health_server.AddReadinessCheck("informers-synced", [&]() -> Status {
     // A candidate that is not leading is ready too (it serves as a standby).
-    return caches_synced.load() || cfg->GetBool("leader-elect")
+    return manager.caches_synced() || cfg->GetBool("leader-elect")
                ? Status::Ok()
                : Status::Unavailable("caches are syncing");
   });
@@ -245,144 +263,7 @@ int Main(int argc, char** argv) {
     }
   }
 
-  // Caches: the Sluice kinds, and only the operator's own children of the core kinds.
-  auto informer = [&](const kube::GroupVersionResource& gvr, bool managed_only,
-                      kube::Indexers indexers = {}) {
-    kube::InformerOptions options;
-    options.extra_indexers = std::move(indexers);
-    options.resync_period =
-        std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("resync-period"));
-    if (managed_only) options.reflector.selectors.label_selector = controllers::kManagedSelector;
-    std::vector<kube::ResourceClient> scopes;
-    for (const std::string& n : *namespaces) scopes.push_back(client.Resource(gvr, n));
-    return std::make_unique<kube::Informer>(std::move(scopes), options);
-  };
-  auto dataflows = informer({"sluice.dev", "v1alpha1", "dataflows", true}, false);
-  auto pools = informer({"sluice.dev", "v1alpha1", "rolloutpools", true}, false,
-                        controllers::PoolIndexers());
-  auto jobs = informer({"sluice.dev", "v1alpha1", "trainerjobs", true}, false,
-                       controllers::TrainerJobIndexers());
-  auto policies = informer({"sluice.dev", "v1alpha1", "policies", true}, false);
-  auto pods = informer({"", "v1", "pods", true}, true);
-  auto services = informer({"", "v1", "services", true}, true);
-  auto config_maps = informer({"", "v1", "configmaps", true}, true);
-  auto secrets = informer({"", "v1", "secrets", true}, true);
-  auto claims = informer({"", "v1", "persistentvolumeclaims", true}, true);
-  auto network_policies = informer(kube::kNetworkPolicies, true);
-  std::vector<kube::Informer*> all = {
-      dataflows.get(), pools.get(),       jobs.get(),    policies.get(), pods.get(),
-      services.get(),  config_maps.get(), secrets.get(), claims.get(),   network_policies.get()};
-
-  kube::EventRecorderOptions event_options;
-  event_options.component = "sluice-operator";
-  kube::EventRecorder events(client, event_options);
-  controllers::DataflowControllerOptions df_options;
-  df_options.images.dataflow = cfg->GetString("dataflow-image");
-  df_options.images.rollout = cfg->GetString("rollout-image");
-  df_options.images.trainer = cfg->GetString("trainer-image");
-  df_options.images.vllm = cfg->GetString("vllm-image");
-  df_options.images.sglang = cfg->GetString("sglang-image");
-  df_options.images.pull_policy = cfg->GetString("image-pull-policy");
-  df_options.status_period =
-      std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("status-period"));
-  controllers::DataflowController dataflow_logic(
-      client,
-      {dataflows.get(), pods.get(), services.get(), config_maps.get(), secrets.get(), claims.get(),
-       network_policies.get()},
-      events, df_options);
-
-  controllers::RolloutPoolControllerOptions pool_options;
-  pool_options.images = df_options.images;
-  pool_options.prometheus_url = cfg->GetString("prometheus-url");
-  pool_options.status_period = df_options.status_period;
-  pool_options.registry = &registry;  // sluice_rolloutpool_*, sluice_autoscaler_*
-  controllers::RolloutPoolController pool_logic(
-      client,
-      {pools.get(), pods.get(), dataflows.get(), secrets.get(), policies.get(), config_maps.get()},
-      events, pool_options);
-
-  controllers::TrainerJobControllerOptions job_options;
-  job_options.images = df_options.images;
-  job_options.status_period = df_options.status_period;
-  job_options.gang_timeout =
-      std::chrono::duration_cast<std::chrono::seconds>(cfg->GetDuration("gang-scheduling-timeout"));
-  controllers::TrainerJobController job_logic(
-      client,
-      {jobs.get(), pods.get(), services.get(), config_maps.get(), policies.get(), dataflows.get(),
-       secrets.get(), pools.get()},
-      events, job_options);
-  controllers::PolicyController policy_logic(client, {policies.get(), jobs.get(), pools.get()},
-                                             events);
-
-  // What the leader runs: informers, then the controllers, until `leading` is cancelled.
-  auto run_controllers = [&](CancellationToken leading) {
-    std::vector<std::thread> threads;
-    for (kube::Informer* i : all) threads.emplace_back([i, leading] { i->Run(leading); });
-    controllers::ControllerOptions options;
-    options.name = "dataflow";
-    options.max_concurrent_reconciles = static_cast<int>(cfg->GetInt("dataflow-concurrency"));
-    options.registry = &registry;
-    controllers::Controller dataflow_controller(
-        options, *dataflows, [&](const std::string& key) { return dataflow_logic.Reconcile(key); });
-    for (kube::Informer* owned :
-         {pods.get(), services.get(), config_maps.get(), secrets.get(), network_policies.get()}) {
-      dataflow_controller.WatchOwned(*owned, "Dataflow");
-    }
-    options.name = "rolloutpool";
-    options.max_concurrent_reconciles = static_cast<int>(cfg->GetInt("rolloutpool-concurrency"));
-    controllers::Controller pool_controller(
-        options, *pools, [&](const std::string& key) { return pool_logic.Reconcile(key); });
-    pool_controller.WatchOwned(*pods, "RolloutPool");
-    pool_controller.WatchOwned(*config_maps, "RolloutPool");
-    pool_controller.Watch(*policies,
-                          [&](const nlohmann::json& p) { return pool_logic.PoolsOfPolicy(p); });
-    pool_controller.Watch(*dataflows,
-                          [&](const nlohmann::json& df) { return pool_logic.PoolsOfDataflow(df); });
-    // The token Secret appears after the pool may have looked for it.
-    pool_controller.Watch(*secrets, [&](const nlohmann::json& secret) {
-      const std::string df = secret.value("/metadata/labels/sluice.dev~1dataflow"_json_pointer, "");
-      if (df.empty()) return std::vector<std::string>{};
-      nlohmann::json ref = {
-          {"metadata",
-           {{"name", df}, {"namespace", secret.value("/metadata/namespace"_json_pointer, "")}}}};
-      return pool_logic.PoolsOfDataflow(ref);
-    });
-    options.name = "trainerjob";
-    options.max_concurrent_reconciles = static_cast<int>(cfg->GetInt("trainerjob-concurrency"));
-    controllers::Controller job_controller(
-        options, *jobs, [&](const std::string& key) { return job_logic.Reconcile(key); });
-    job_controller.WatchOwned(*pods, "TrainerJob");
-    job_controller.Watch(*policies, [&](const nlohmann::json& p) {
-      return job_logic.JobsReferencing(p, "policyRef");
-    });
-    job_controller.Watch(*dataflows, [&](const nlohmann::json& d) {
-      return job_logic.JobsReferencing(d, "dataflowRef");
-    });
-    options.name = "policy";
-    options.max_concurrent_reconciles = static_cast<int>(cfg->GetInt("policy-concurrency"));
-    controllers::Controller policy_controller(
-        options, *policies, [&](const std::string& key) { return policy_logic.Reconcile(key); });
-    policy_controller.Watch(*jobs, [](const nlohmann::json& j) {
-      return controllers::PolicyController::PoliciesOfJob(j);
-    });
-    policy_controller.Watch(*pools, [](const nlohmann::json& p) {
-      return controllers::PolicyController::PoliciesOfPool(p);
-    });
-    bool synced = true;
-    for (kube::Informer* i : all) synced = synced && i->WaitForSync(leading);
-    if (synced) {
-      caches_synced = true;
-      logger.Info("caches synced; reconciling", {{"namespace", ns.empty() ? "(all)" : ns}});
-      std::thread pools_thread([&] { pool_controller.Run(leading); });
-      std::thread jobs_thread([&] { job_controller.Run(leading); });
-      std::thread policies_thread([&] { policy_controller.Run(leading); });
-      dataflow_controller.Run(leading);
-      pools_thread.join();
-      jobs_thread.join();
-      policies_thread.join();
-    }
-    for (std::thread& t : threads) t.join();
-  };
+  auto run_controllers = [&](CancellationToken leading) { manager.Run(leading); };
 
   if (!cfg->GetBool("leader-elect")) {
     run_controllers(stop.Token());
