@@ -16,9 +16,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <memory>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -27,22 +25,19 @@
 #include "common/http/bearer_token.h"
 #include "common/http/client.h"
 #include "common/http/hosts_file.h"
-#include "common/http/json_body.h"
 #include "common/http/server.h"
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
 #include "common/service/service_main.h"
 #include "workers/dataflow/client/dataflow_client.h"
-#include "workers/model/chat_template.h"
-#include "workers/model/model_download.h"
-#include "workers/model/nn/decoder_model.h"
 #include "workers/rollout/backend/engine_backend.h"
+#include "workers/rollout/backend/hosted_policies.h"
 #include "workers/rollout/external/openai_backend.h"
 #include "workers/rollout/external_weight_sink.h"
 #include "workers/rollout/rollout_settings.h"
 #include "workers/rollout/rollout_worker.h"
 #include "workers/rollout/weight_updater.h"
-#include "workers/rollout/workflows/policy_text_loader.h"
+#include "workers/rollout/worker_host.h"
 
 namespace sluice::rollout {
 namespace {
@@ -134,49 +129,6 @@ uint64_t AvailableHostMemory() {
     if (key == "MemAvailable:") return kib * 1024;
   }
   return 0;
-}
-
-struct LoadedPolicy {
-  std::shared_ptr<model::DecoderModel> model;
-  PolicyText text;
-};
-
-// The tokenizer and chat template of a policy (everything but the weights).
-Result<PolicyText> LoadPolicyText(const HostedPolicy& p) {
-  return rollout::LoadPolicyText(p.name, p.tokenizer, p.tokenizer_file, p.chat_template);
-}
-
-Result<LoadedPolicy> LoadPolicy(const HostedPolicy& p) {
-  LoadedPolicy out;
-  Result<model::DecoderModel> m = p.model.builtin_uri.empty()
-                                      ? model::DecoderModel::LoadHf(p.model.directory)
-                                      : model::DecoderModel::FromBuiltin(p.model.builtin_uri);
-  if (!m.ok()) return m.status().WithContext("policy " + p.name);
-  out.model = std::make_shared<model::DecoderModel>(std::move(*m));
-  SLUICE_ASSIGN_OR_RETURN(out.text, LoadPolicyText(p));
-  return out;
-}
-
-// A uri model: downloads it into its cache entry (or finds it there complete), after which it
-// loads as a path model does; nothing for the other sources.
-Status FetchPolicyModel(const HostedPolicy& p, std::shared_ptr<http::HostsFileResolver> resolver,
-                        const CancellationToken& cancel, log::Logger& logger) {
-  if (p.model.uri.empty()) return Status::Ok();
-  model::ModelDownloadOptions o;
-  o.resolver = std::move(resolver);
-  o.cancel = cancel;
-  o.on_file = [&](const std::string& file, uint64_t bytes) {
-    logger.Info("model file downloaded", {{"policy", p.name}, {"file", file}, {"bytes", bytes}});
-  };
-  Result<model::ModelDownload> got = model::FetchModelSource(p.model, p.tokenizer_file, o);
-  if (!got.ok()) return got.status().WithContext("policy " + p.name);
-  logger.Info("model downloaded", {{"policy", p.name},
-                                   {"uri", p.model.uri},
-                                   {"directory", got->directory},
-                                   {"reused", got->reused},
-                                   {"files", got->files},
-                                   {"bytes", got->bytes}});
-  return Status::Ok();
 }
 
 int Serve(service::Service& svc) {
@@ -272,7 +224,6 @@ int Serve(service::Service& svc) {
   }
 
   // HTTP first, so /healthz answers while the models load.
-  std::atomic<bool> loaded{false};
   std::string staging = cfg->GetString("staging-dir");
   if (staging.empty()) {
     const char* tmp = std::getenv("TMPDIR");
@@ -294,67 +245,10 @@ int Serve(service::Service& svc) {
   http::ServerOptions options = svc.ServerOptions();
   options.write_timeout = std::chrono::milliseconds(120000);
   http::Server server(options, &registry, logger);
-  std::unique_ptr<RolloutWorker> worker;
-  std::mutex worker_mu;
-  // Ready once the models are loaded and the worker has loaded the announced weights (its join),
-  // so a replica that joins late never counts as serving the initial weights.
-  server.AddReadinessCheck("policies", [&]() {
-    std::lock_guard<std::mutex> lock(worker_mu);
-    if (!loaded.load() || !worker) return Status::Unavailable("loading the policies");
-    return worker->Readiness();
-  });
-  server.Get("/v1/status", [&](const httplib::Request&, httplib::Response& res) {
-    std::lock_guard<std::mutex> lock(worker_mu);
-    if (!worker) {
-      http::ReplyJson(res, {{"in_flight", 0},
-                            {"draining", false},
-                            {"drained", false},
-                            {"policies", nlohmann::json::array()},
-                            {"tokens_per_second", 0.0},
-                            {"loading", true}});
-      return;
-    }
-    http::ReplyJson(res, worker->StatusJson());
-  });
-  const auto drain_grace =
-      std::chrono::duration_cast<std::chrono::seconds>(cfg->GetDuration("drain-grace"));
-  server.Post("/v1/drain", [&](const httplib::Request& req, httplib::Response& res) {
-    std::chrono::seconds grace = drain_grace;
-    if (req.has_param("grace")) {
-      try {
-        grace = std::chrono::seconds(std::stoll(req.get_param_value("grace")));
-      } catch (...) {
-        return http::ReplyError(res,
-                                Status::InvalidArgument("must be a number of seconds", "grace"));
-      }
-    }
-    std::lock_guard<std::mutex> lock(worker_mu);
-    if (!worker) {
-      return http::ReplyError(res, Status::Unavailable("still loading the policies"));
-    }
-    worker->Drain(grace);
-    http::ReplyJson(res, worker->StatusJson());
-  });
-  // The operator names the region's relay (operator/placement/weight_relays.h); "" makes this
-  // replica fetch from the trainers itself.
-  server.Post("/v1/relay", [&](const httplib::Request& req, httplib::Response& res) {
-    Result<nlohmann::json> body = http::ParseJsonObject(req);
-    if (!body.ok()) return http::ReplyError(res, body.status());
-    auto it = body->find("url");
-    if (it == body->end() || !it->is_string()) {
-      return http::ReplyError(res, Status::InvalidArgument("must be a string", "url"));
-    }
-    const std::string url = it->get<std::string>();
-    if (!url.empty() && url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
-      return http::ReplyError(
-          res,
-          Status::InvalidArgument("must be empty or an http(s) URL, got \"" + url + "\"", "url"));
-    }
-    updater.SetRelay(url);
-    logger.Info("weight relay", {{"relay", url}});
-    http::ReplyJson(res, {{"relay", url}});
-  });
-  updater.RegisterRoutes(server);
+  WorkerHost host(&updater,
+                  std::chrono::duration_cast<std::chrono::seconds>(cfg->GetDuration("drain-grace")),
+                  &logger);
+  host.Register(server);
   if (Status s = server.Start(); !s.ok()) {
     std::cerr << kProgram << ": " << s.ToString() << "\n";
     return 1;
@@ -362,40 +256,15 @@ int Serve(service::Service& svc) {
   logger.Info("listening", {{"url", server.BaseUrl()}, {"replica", replica}, {"pool", pool}});
 
   // Models.
-  std::map<std::string, PolicyText> texts;
-  for (const HostedPolicy& p : settings->policies) {
-    if (Status s = FetchPolicyModel(p, resolver, stop.Token(), logger); !s.ok()) {
-      server.Shutdown();
-      if (s.code() == StatusCode::kCancelled) return 0;
-      logger.Error("cannot download a policy's model",
-                   {{"policy", p.name}, {"error", s.ToString()}});
-      return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
-    }
-    Result<LoadedPolicy> l = Status::Internal("not loaded");
-    if (builtin) {
-      l = LoadPolicy(p);
-    } else {
-      Result<PolicyText> text = LoadPolicyText(p);
-      l = text.ok() ? Result<LoadedPolicy>(LoadedPolicy{nullptr, *text})
-                    : Result<LoadedPolicy>(text.status());
-    }
-    if (!l.ok()) {
-      logger.Error("cannot load a policy", {{"policy", p.name}, {"error", l.status().ToString()}});
-      server.Shutdown();
-      return l.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
-    }
-    if (builtin) {
-      if (Status s = engine_backend->engine().AddPolicy(p.name, l->model, 0, l->text.tokenizer);
-          !s.ok()) {
-        logger.Error("cannot add a policy", {{"policy", p.name}, {"error", s.ToString()}});
-        server.Shutdown();
-        return 1;
-      }
-    }
-    texts.emplace(p.name, l->text);
-    logger.Info("policy loaded", {{"policy", p.name},
-                                  {"tokenizer", p.tokenizer},
-                                  {"chat_template", l->text.chat_template->name()}});
+  HostedPolicyLoad loaded =
+      LoadHostedPolicies(settings->policies, engine_backend.get(), resolver, stop.Token(), logger);
+  if (loaded.failure) {
+    server.Shutdown();
+    const Status& s = loaded.failure->status;
+    if (s.code() == StatusCode::kCancelled) return 0;
+    logger.Error(loaded.failure->what,
+                 {{"policy", loaded.failure->policy}, {"error", s.ToString()}});
+    return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
 
   http::ClientOptions client_options;
@@ -428,31 +297,10 @@ int Serve(service::Service& svc) {
     gauges.kv_usage = [&engine_backend] { return engine_backend->KvUsage(); };
     gauges.tokens_per_second = [&engine_backend] { return engine_backend->TokensPerSecond(); };
   }
-  {
-    std::lock_guard<std::mutex> lock(worker_mu);
-    worker =
-        std::make_unique<RolloutWorker>(wo, &dataflow, backend, texts, &updater, gauges, &registry);
-  }
-  loaded.store(true);
-
+  host.SetWorker(std::make_unique<RolloutWorker>(wo, &dataflow, backend, loaded.texts, &updater,
+                                                 gauges, &registry));
   // SIGTERM: drain (stop leasing, let episodes finish within --drain-grace), then stop.
-  CancellationSource finish;
-  std::thread shutdown_watch([&] {
-    stop.Token().Wait();
-    {
-      std::lock_guard<std::mutex> lock(worker_mu);
-      worker->Drain(drain_grace);
-    }
-    const auto deadline = std::chrono::steady_clock::now() + drain_grace + std::chrono::seconds(1);
-    while (!worker->drained() && std::chrono::steady_clock::now() < deadline &&
-           !finish.Token().WaitFor(std::chrono::milliseconds(100))) {
-    }
-    finish.Cancel();
-  });
-  worker->Run(finish.Token());
-  finish.Cancel();
-  stop.Cancel();
-  shutdown_watch.join();
+  host.Run(stop);
   logger.Info("shut down", {});
   server.Shutdown();
   return 0;
