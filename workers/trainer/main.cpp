@@ -79,23 +79,19 @@
 #include "workers/dataflow/client/dataflow_client.h"
 #include "workers/model/model_download.h"
 #include "workers/model/nn/decoder_model.h"
-#include "workers/trainer/checkpoint_directory.h"
 #include "workers/trainer/export_route.h"
 #include "workers/trainer/master_address.h"
 #include "workers/trainer/run_schedule.h"
 #include "workers/trainer/torch/communicator.h"
 #include "workers/trainer/torch/policy_trainer.h"
-#include "workers/trainer/torch/published_weights.h"
+#include "workers/trainer/torch/run_resume.h"
 #include "workers/trainer/torch/training_loop.h"
 #include "workers/trainer/torch/warm_start_runner.h"
 #include "workers/trainer/trainer_settings.h"
 #include "workers/trainer/trainer_status.h"
-#include "workers/trainer/version_continuity.h"
 #include "workers/weights/hf_export.h"
 #include "workers/weights/weight_routes.h"
-#include "workers/weights/weight_snapshot.h"
 #include "workers/weights/weight_store.h"
-#include "workers/weights/weight_sync.h"
 
 namespace sluice::trainer {
 namespace {
@@ -169,32 +165,6 @@ std::shared_ptr<http::HostsFileResolver> HostsResolver() {
 Result<model::DecoderModel> LoadModel(const model::ModelSource& source) {
   if (!source.builtin_uri.empty()) return model::DecoderModel::FromBuiltin(source.builtin_uri);
   return model::DecoderModel::LoadHf(source.directory);
-}
-
-// Rank 0: the version to publish the trainer's current weights as (version_continuity.h), from
-// the dataflow's newest announcement of `policy` (GET /v1/versions, retried while the dataflow is
-// unreachable for up to `timeout`). Cancelled when `stop` fires first.
-Result<int64_t> VersionToContinueAt(dataflow::DataflowClient& dataflow, const std::string& policy,
-                                    const PolicyTrainer& t, const std::string& dtype,
-                                    std::chrono::nanoseconds timeout,
-                                    const CancellationToken& stop) {
-  Result<std::vector<dataflow::AnnouncedVersion>> versions =
-      RetryWhileUnavailable([&] { return dataflow.AnnouncedVersions(stop); }, timeout, stop);
-  if (!versions.ok()) return versions.status();
-  std::optional<AnnouncedImage> announced;
-  for (const dataflow::AnnouncedVersion& v : *versions) {
-    if (v.policy == policy) announced = AnnouncedImage{v.number, v.digest};
-  }
-  std::string held_digest;
-  if (announced && announced->number == t.version()) {
-    // Only then can the announcement be these weights: compare images.
-    Result<PublishedWeights> w = PublishWeights(t.model(), dtype);
-    if (!w.ok()) return w.status();
-    Result<weights::WeightSnapshot> image = weights::WeightSnapshot::Build(w->views, t.version());
-    if (!image.ok()) return image.status();
-    held_digest = image->digest();
-  }
-  return ContinuedVersion(t.version(), announced, held_digest);
 }
 
 // The export root: --export-dir, else <checkpoint-dir>/exports, else none ("").
@@ -397,69 +367,6 @@ int Serve(service::Service& svc, const std::string& trainer_config) {
   PolicyTrainer& t = **trainer;
   export_route.SetModelConfig(t.model().config());
 
-  // Resume from the newest complete checkpoint.
-  int64_t checkpointed_step = -1;  // Of the newest checkpoint written or resumed from.
-  // The newest hold number among the batches the weights trained on (rank 0, with checkpoints:
-  // batches are acknowledged held until a checkpoint makes them durable).
-  int64_t held_through = 0;
-  if (!checkpoint_dir.empty()) {
-    Result<std::vector<int64_t>> held = ListCheckpoints(checkpoint_dir);
-    if (!held.ok()) return fail("cannot list checkpoints", held.status());
-    // Newest first; a damaged checkpoint (checksums, or a state that does not load) falls back
-    // to the one before it. LoadState overwrites every tensor, so a failed load leaves nothing
-    // behind.
-    Status last = Status::Ok();
-    for (auto it = held->rbegin(); it != held->rend(); ++it) {
-      const std::string path = checkpoint_dir + "/" + CheckpointName(*it);
-      Status s = VerifyCheckpoint(checkpoint_dir, *it);
-      Result<int64_t> through = s.ok() ? ReadHeldThrough(path) : Result<int64_t>(s);
-      s = through.status();
-      if (s.ok()) s = t.LoadState(path);
-      if (s.ok()) {
-        held_through = *through;
-        board.RecordCheckpoint(*it);
-        checkpointed_step = *it;
-        logger.Info("resumed", {{"checkpoint", path}, {"step", t.step()}});
-        break;
-      }
-      logger.Warn("checkpoint unusable; trying the previous one",
-                  {{"checkpoint", path}, {"error", s.ToString()}});
-      board.RecordCheckpointFallback(*it, s.ToString());
-      last = s;
-    }
-    if (!held->empty() && checkpointed_step < 0) return fail("no usable checkpoint", last);
-  }
-  // A version number never names two weight images: continue above what the dataflow already
-  // announced for this policy (a dead run's versions) unless that is these very weights.
-  {
-    std::string decided;
-    if (rank == 0) {
-      // Every batch trained after the resumed checkpoint (held by the dataflow) and the dead
-      // run's batch in hand come back, in order: each is trained exactly once in these weights.
-      Result<int64_t> back =
-          RetryWhileUnavailable([&] { return dataflow.ResumeHeld(settings->policy, held_through); },
-                                cfg->GetDuration("dataflow-timeout"), stop.Token());
-      if (!back.ok()) return fail("cannot resume the dataflow's held batches", back.status());
-      if (*back > 0) {
-        logger.Info("batches trained after the checkpoint come back",
-                    {{"batches", *back}, {"held_through", held_through}});
-      }
-      Result<int64_t> v =
-          VersionToContinueAt(dataflow, settings->policy, t, settings->policy_spec.model.dtype,
-                              cfg->GetDuration("dataflow-timeout"), stop.Token());
-      if (!v.ok()) return fail("cannot read the dataflow's versions", v.status());
-      decided = std::to_string(*v);
-    }
-    if (Status s = (*comm)->Broadcast(decided, 0); !s.ok()) return fail("broadcast failed", s);
-    const int64_t version = std::stoll(decided);
-    if (version != t.version()) {
-      logger.Info("continuing above the dataflow's versions",
-                  {{"held", t.version()}, {"version", version}, {"step", t.step()}});
-      t.ContinueAt(version);
-    }
-  }
-  board.SetStart(t.step(), t.version());
-
   // Rank 0: the weights it announces.
   std::string advertise = cfg->GetString("advertise-address");
   if (advertise.empty()) advertise = gloo.bind_address;
@@ -480,8 +387,12 @@ int Serve(service::Service& svc, const std::string& trainer_config) {
       std::chrono::duration_cast<std::chrono::seconds>(cfg->GetDuration("batch-wait"));
   parts.dataflow_timeout = cfg->GetDuration("dataflow-timeout");
   parts.groups_per_batch = cfg->GetInt("groups-per-batch");
+  // Resume from the newest usable checkpoint, at a version no earlier run announced.
+  const ResumeOutcome resumed = ResumeRun(parts, checkpoint_dir);
+  if (resumed.failure) return fail(resumed.failure->what, resumed.failure->status);
+  board.SetStart(t.step(), t.version());
   RunSchedule schedule(steps, checkpoints ? settings->spec.checkpoint->every_steps : 0);
-  schedule.Resumed(checkpointed_step, held_through);
+  schedule.Resumed(resumed.checkpointed_step, resumed.held_through);
   TrainingLoop loop(std::move(parts), schedule);
   if (rank == 0) {
     if (Status s = loop.PublishAndAnnounce(); !s.ok()) return fail("publishing failed", s);
