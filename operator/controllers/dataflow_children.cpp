@@ -5,6 +5,7 @@
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/pod_hardening.h"
+#include "operator/controllers/worker_container.h"
 #include "operator/controllers/worker_scratch.h"
 
 namespace sluice::controllers {
@@ -176,25 +177,17 @@ json DesiredDataflowPod(const json& df, const WorkerImages& images) {
       "--port=" + std::to_string(kDataflowPort),
       kOpenMetricsArg,
   });
-  json container = {
-      {"name", "dataflow"},
-      {"image", images.dataflow},
-      {"imagePullPolicy", images.pull_policy},
-      {"args", args},
-      {"env", env},
-      {"ports",
-       json::array({{{"name", "http"}, {"containerPort", kDataflowPort}, {"protocol", "TCP"}}})},
-      {"readinessProbe",
-       {{"httpGet", {{"path", "/readyz"}, {"port", "http"}}},
-        {"periodSeconds", 2},
-        {"failureThreshold", 3}}},
-      {"livenessProbe",
-       {{"httpGet", {{"path", "/healthz"}, {"port", "http"}}},
-        {"periodSeconds", 10},
-        {"failureThreshold", 6}}},
-      {"resources",
-       {{"requests", {{"cpu", "500m"}, {"memory", "512Mi"}}}, {"limits", {{"memory", "4Gi"}}}}},
-      {"volumeMounts", mounts}};
+  WorkerContainerSpec c;
+  c.name = "dataflow";
+  c.image = images.dataflow;
+  c.pull_policy = images.pull_policy;
+  c.args = args;
+  c.env = env;
+  c.http_port = kDataflowPort;
+  c.resources = {{"requests", {{"cpu", "500m"}, {"memory", "512Mi"}}},
+                 {"limits", {{"memory", "4Gi"}}}};
+  c.mounts = mounts;
+  const json container = WorkerContainer(c);
   json meta = Meta(df, DataflowPodName(name), true);
   meta["annotations"] = ScrapeAnnotations(kDataflowPort);
   meta["annotations"][kConfigHashAnnotation] = JsonHash(DesiredDataflowConfigMap(df)["data"]);

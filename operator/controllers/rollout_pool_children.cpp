@@ -10,6 +10,7 @@
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/pod_hardening.h"
 #include "operator/controllers/policy_model_volumes.h"
+#include "operator/controllers/worker_container.h"
 #include "operator/controllers/worker_resources.h"
 #include "operator/controllers/worker_scratch.h"
 
@@ -234,27 +235,19 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
     volumes.push_back({{"name", kSharedMemoryVolume}, {"emptyDir", {{"medium", "Memory"}}}});
   }
 
-  const json container = {
-      {"name", "rollout"},
-      {"image", image},
-      {"imagePullPolicy", images.pull_policy},
-      {"args", args},
-      {"env", env},
-      {"ports",
-       json::array({{{"name", "http"}, {"containerPort", kRolloutPort}, {"protocol", "TCP"}}})},
-      {"readinessProbe",
-       {{"httpGet", {{"path", "/readyz"}, {"port", "http"}}},
-        {"periodSeconds", 2},
-        {"failureThreshold", 3}}},
-      {"livenessProbe",
-       {{"httpGet", {{"path", "/healthz"}, {"port", "http"}}},
-        {"periodSeconds", 10},
-        {"failureThreshold", 6}}},
-      // Beside an external server, the replica's resources (its GPUs) are the server's.
-      {"resources", external ? WorkerResources(json::object(), kExternalEngineWorkerRequests)
-                             : WorkerResources(tmpl.value("resources", json::object()),
-                                               kRolloutDefaultRequests)},
-      {"volumeMounts", mounts}};
+  WorkerContainerSpec c;
+  c.name = "rollout";
+  c.image = image;
+  c.pull_policy = images.pull_policy;
+  c.args = args;
+  c.env = env;
+  c.http_port = kRolloutPort;
+  // Beside an external server, the replica's resources (its GPUs) are the server's.
+  c.resources =
+      external ? WorkerResources(json::object(), kExternalEngineWorkerRequests)
+               : WorkerResources(tmpl.value("resources", json::object()), kRolloutDefaultRequests);
+  c.mounts = mounts;
+  const json container = WorkerContainer(c);
   json containers = json::array({container});
   if (external) {
     containers.push_back(ExternalEngineContainer(pool, served_policy, models.mounts, images));

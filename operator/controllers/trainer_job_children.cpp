@@ -7,6 +7,7 @@
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/pod_hardening.h"
 #include "operator/controllers/policy_model_volumes.h"
+#include "operator/controllers/worker_container.h"
 #include "operator/controllers/worker_resources.h"
 #include "operator/controllers/worker_scratch.h"
 
@@ -188,27 +189,18 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
   volumes.push_back(EmptyDirVolume(kScratchVolume));
   mounts.push_back(WritableMount(kScratchVolume, kScratchDir));
 
-  const json container = {
-      {"name", "trainer"},
-      {"image", images.trainer},
-      {"imagePullPolicy", images.pull_policy},
-      {"args", args},
-      {"env", env},
-      {"ports",
-       json::array(
-           {{{"name", "http"}, {"containerPort", kTrainerPort}, {"protocol", "TCP"}},
-            {{"name", "rendezvous"}, {"containerPort", kRendezvousPort}, {"protocol", "TCP"}}})},
-      {"readinessProbe",
-       {{"httpGet", {{"path", "/readyz"}, {"port", "http"}}},
-        {"periodSeconds", 2},
-        {"failureThreshold", 3}}},
-      {"livenessProbe",
-       {{"httpGet", {{"path", "/healthz"}, {"port", "http"}}},
-        {"periodSeconds", 10},
-        {"failureThreshold", 6}}},
-      {"resources",
-       WorkerResources(tmpl.value("resources", json::object()), kTrainerDefaultRequests)},
-      {"volumeMounts", mounts}};
+  WorkerContainerSpec c;
+  c.name = "trainer";
+  c.image = images.trainer;
+  c.pull_policy = images.pull_policy;
+  c.args = args;
+  c.env = env;
+  c.http_port = kTrainerPort;
+  c.extra_ports = json::array(
+      {{{"name", "rendezvous"}, {"containerPort", kRendezvousPort}, {"protocol", "TCP"}}});
+  c.resources = WorkerResources(tmpl.value("resources", json::object()), kTrainerDefaultRequests);
+  c.mounts = mounts;
+  const json container = WorkerContainer(c);
 
   json spec = {{"hostname", RankPodName(name, rank)},
                {"subdomain", TrainerServiceName(name)},
