@@ -29,6 +29,7 @@
 #include "tests/e2e/apiserver_process.h"
 #include "tests/e2e/child_process.h"
 #include "tests/e2e/dataflow_process.h"
+#include "tests/support/read_file.h"
 #include "workers/dataflow/client/trajectory_codec.h"
 
 namespace sluice::e2e {
@@ -64,13 +65,6 @@ std::string GroupFor(const json& task, std::mt19937& rng) {
   std::string out;
   EXPECT_TRUE(dataflow::EncodeTrajectoryGroup(g, &out).ok());
   return out;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // Runs sluice-trainer to completion (or kills it after `timeout`); returns its wait status.
@@ -164,11 +158,12 @@ TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
                                           "--batch-wait=2s"};
 
   int status = RunTrainer(flags, dir + "/trainer-1.log", std::chrono::seconds(120));
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n"
-                                                             << ReadFile(dir + "/trainer-1.log");
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << status << "\n"
+      << test_support::ReadFileOrEmpty(dir + "/trainer-1.log");
   EXPECT_TRUE(fs::exists(dir + "/ckpt/step-00000002"));
   EXPECT_TRUE(fs::exists(dir + "/ckpt/step-00000003"));
-  const std::string log1 = ReadFile(dir + "/trainer-1.log");
+  const std::string log1 = test_support::ReadFileOrEmpty(dir + "/trainer-1.log");
   EXPECT_NE(log1.find("\"msg\":\"finished\""), std::string::npos) << log1;
 
   // The dataflow knows version 3 with its weights URL and digest.
@@ -221,14 +216,15 @@ TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
     // A builtin model has no tokenizer files to copy.
     EXPECT_EQ(names,
               (std::vector<std::string>{"config.json", "model.safetensors", "sluice_export.json"}));
-    EXPECT_EQ(ReadFile(path + "/model.safetensors"), image->body);  // Byte for byte.
-    const json hf = json::parse(ReadFile(path + "/config.json"));
+    EXPECT_EQ(test_support::ReadFileOrEmpty(path + "/model.safetensors"),
+              image->body);  // Byte for byte.
+    const json hf = json::parse(test_support::ReadFileOrEmpty(path + "/config.json"));
     EXPECT_EQ(hf["model_type"], "llama");
     EXPECT_EQ(hf["architectures"], json::array({"LlamaForCausalLM"}));
     EXPECT_EQ(hf["torch_dtype"], "float32");
     EXPECT_EQ(hf["hidden_size"], 32);
     EXPECT_EQ(hf["num_hidden_layers"], 1);
-    const json record = json::parse(ReadFile(path + "/sluice_export.json"));
+    const json record = json::parse(test_support::ReadFileOrEmpty(path + "/sluice_export.json"));
     EXPECT_EQ(record["version"], 3);
     EXPECT_EQ(record["digest"], digest);
     EXPECT_EQ(record["policy"], "actor");
@@ -261,7 +257,7 @@ TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
   std::vector<std::string> more = flags;
   more.push_back("--steps=4");
   status = RunTrainer(more, dir + "/trainer-2.log", std::chrono::seconds(120));
-  const std::string log2 = ReadFile(dir + "/trainer-2.log");
+  const std::string log2 = test_support::ReadFileOrEmpty(dir + "/trainer-2.log");
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << log2;
   EXPECT_NE(log2.find("\"msg\":\"resumed\""), std::string::npos) << log2;
   EXPECT_NE(log2.find("\"step\":4"), std::string::npos) << log2;
@@ -278,14 +274,15 @@ TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
   std::vector<std::string> after_crash = flags;
   after_crash.push_back("--steps=5");
   status = RunTrainer(after_crash, dir + "/trainer-3.log", std::chrono::seconds(120));
-  const std::string log3 = ReadFile(dir + "/trainer-3.log");
+  const std::string log3 = test_support::ReadFileOrEmpty(dir + "/trainer-3.log");
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << log3;
   EXPECT_NE(log3.find("\"msg\":\"continuing above the dataflow's versions\""), std::string::npos)
       << log3;
   const json v7 = AnnouncedActor(df);
   EXPECT_EQ(v7["number"], 7) << v7.dump();
   EXPECT_NE(v7.value("url", "").find("/v1/weights/7"), std::string::npos) << v7.dump();
-  const json state = json::parse(ReadFile(dir + "/ckpt/step-00000005/state.json"));
+  const json state =
+      json::parse(test_support::ReadFileOrEmpty(dir + "/ckpt/step-00000005/state.json"));
   EXPECT_EQ(state["step"], 5) << state.dump();
   EXPECT_EQ(state["version"], 7) << state.dump();
 
@@ -301,7 +298,7 @@ TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
   std::vector<std::string> after_damage = flags;
   after_damage.push_back("--steps=6");
   status = RunTrainer(after_damage, dir + "/trainer-4.log", std::chrono::seconds(120));
-  const std::string log4 = ReadFile(dir + "/trainer-4.log");
+  const std::string log4 = test_support::ReadFileOrEmpty(dir + "/trainer-4.log");
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << log4;
   EXPECT_NE(log4.find("checkpoint unusable"), std::string::npos) << log4;
   EXPECT_NE(log4.find("weights.pt does not match its checksum"), std::string::npos) << log4;
@@ -311,7 +308,9 @@ TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
   const std::string line = log4.substr(line_start, log4.find('\n', resumed) - line_start);
   EXPECT_NE(line.find("step-00000004"), std::string::npos) << line;
   EXPECT_EQ(AnnouncedActor(df)["number"], 10);
-  EXPECT_EQ(json::parse(ReadFile(dir + "/ckpt/step-00000006/state.json"))["version"], 10);
+  EXPECT_EQ(
+      json::parse(test_support::ReadFileOrEmpty(dir + "/ckpt/step-00000006/state.json"))["version"],
+      10);
 }
 
 // Leases and submits `groups` groups, synchronously (the test decides how much there is to train).
@@ -407,7 +406,7 @@ TEST(TrainerProcessTest, AKilledTrainerTrainsEveryBatchExactlyOnce) {
   // The restart resumes from step 3: batch 4 comes back first; two more batches finish the job.
   Feed(df, 4, rng);
   const int status = RunTrainer(flags, dir + "/trainer-2.log", std::chrono::seconds(120));
-  const std::string log2 = ReadFile(dir + "/trainer-2.log");
+  const std::string log2 = test_support::ReadFileOrEmpty(dir + "/trainer-2.log");
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << log2;
   EXPECT_NE(log2.find("batches trained after the checkpoint come back"), std::string::npos) << log2;
   const std::map<int64_t, std::string> second = StepBatches(log2);
@@ -441,8 +440,9 @@ TEST(TrainerProcessTest, ABadConfigExitsTwoNamingTheField) {
                  dir + "/trainer.log", std::chrono::seconds(30));
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 2);
-  EXPECT_NE(ReadFile(dir + "/trainer.log").find("trainerJob.spec.steps"), std::string::npos)
-      << ReadFile(dir + "/trainer.log");
+  EXPECT_NE(test_support::ReadFileOrEmpty(dir + "/trainer.log").find("trainerJob.spec.steps"),
+            std::string::npos)
+      << test_support::ReadFileOrEmpty(dir + "/trainer.log");
 }
 
 }  // namespace

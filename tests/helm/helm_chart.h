@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/yaml/yaml_json.h"
+#include "tests/support/read_file.h"
 
 namespace sluice::helm_test {
 
@@ -54,10 +55,7 @@ inline std::string ShellQuote(const std::string& s) {
 }
 
 inline std::string ReadText(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return test_support::ReadFileOrEmpty(path);
 }
 
 struct HelmResult {

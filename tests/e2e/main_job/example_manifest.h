@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tests/e2e/apiserver_process.h"
+#include "tests/support/read_file.h"
 
 namespace sluice::e2e {
 
@@ -22,12 +23,7 @@ struct Edit {
   std::string from, to;
 };
 
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+inline std::string ReadFile(const std::string& path) { return test_support::ReadFileOrEmpty(path); }
 
 // Replaces `from` when it occurs exactly once in `text`; false (text unchanged) otherwise.
 inline bool ReplaceOnce(std::string& text, const std::string& from, const std::string& to) {

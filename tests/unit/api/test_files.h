@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/read_file.h"
+
 namespace sluice::testing_files {
 
 inline std::filesystem::path SourceDir() {
@@ -16,10 +18,7 @@ inline std::filesystem::path SourceDir() {
 }
 
 inline std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return test_support::ReadFileOrEmpty(path);
 }
 
 }  // namespace sluice::testing_files

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/cel/program.h"
+#include "tests/support/read_file.h"
 
 namespace sluice::cel {
 namespace {
@@ -27,13 +28,6 @@ using nlohmann::json;
 fs::path SourceDir() {
   const char* dir = std::getenv("SLUICE_SOURCE_DIR");
   return dir ? fs::path(dir) : fs::current_path();
-}
-
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // YAML to JSON for the test data: quoted scalars are strings; plain ones are typed by the YAML
@@ -81,7 +75,7 @@ json YamlToJson(const YAML::Node& n) {
 
 std::vector<json> LoadYaml(const fs::path& path) {
   std::vector<json> docs;
-  for (const YAML::Node& doc : YAML::LoadAll(ReadText(path))) {
+  for (const YAML::Node& doc : YAML::LoadAll(test_support::ReadFileOrEmpty(path))) {
     if (doc.IsDefined() && !doc.IsNull()) docs.push_back(YamlToJson(doc));
   }
   return docs;
@@ -258,7 +252,7 @@ TEST(CelCrdRulesTest, RulesFailOnTheInvalidManifestsThatExpectTheirMessage) {
   std::vector<CrdSchema> crds = LoadCrds();
   size_t checked = 0;
   for (const fs::path& file : Manifests("invalid")) {
-    std::string text = ReadText(file);
+    std::string text = test_support::ReadFileOrEmpty(file);
     std::smatch m;
     static const std::regex kExpect("# expect-message: ([^\\n]*)");
     if (!std::regex_search(text, m, kExpect)) continue;

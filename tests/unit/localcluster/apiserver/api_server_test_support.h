@@ -37,6 +37,7 @@
 #include "localcluster/apiserver/memory_storage.h"
 #include "localcluster/apiserver/sqlite_storage.h"
 #include "localcluster/apiserver/watch_hub.h"
+#include "tests/support/read_file.h"
 
 namespace sluice::apiserver::api_server_testing {
 
@@ -58,10 +59,7 @@ inline std::filesystem::path SourceDir() {
 }
 
 inline std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return test_support::ReadFileOrEmpty(path);
 }
 
 // The first document of a YAML file, as JSON.

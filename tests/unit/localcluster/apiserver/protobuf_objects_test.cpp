@@ -13,6 +13,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/read_file.h"
+
 namespace sluice::apiserver {
 namespace {
 
@@ -22,13 +24,6 @@ std::filesystem::path DataDir() {
   const char* dir = std::getenv("SLUICE_SOURCE_DIR");
   return (dir ? std::filesystem::path(dir) : std::filesystem::current_path()) / "tests" / "data" /
          "protobuf";
-}
-
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // A small protobuf writer for hand-made messages.
@@ -78,16 +73,17 @@ TEST(ProtobufObjectsTest, KubectlBodiesDecodeToTheJsonKubectlPrints) {
         "service_clusterip", "service_nodeport", "service_externalname", "service_headless",
         "pod_debug_node", "pod_debug_copy", "pod_debug_copy_sidecar"}) {
     SCOPED_TRACE(name);
-    const std::string body = ReadFile(DataDir() / (std::string(name) + ".pb"));
+    const std::string body = test_support::ReadFileOrEmpty(DataDir() / (std::string(name) + ".pb"));
     ASSERT_FALSE(body.empty());
-    const json expected = json::parse(ReadFile(DataDir() / (std::string(name) + ".json")));
+    const json expected =
+        json::parse(test_support::ReadFileOrEmpty(DataDir() / (std::string(name) + ".json")));
     const json decoded = Decode(body);
     EXPECT_EQ(decoded, expected) << "decoded: " << decoded.dump(2);
   }
 }
 
 TEST(ProtobufObjectsTest, SpotChecksOnTheRichPod) {
-  const json pod = Decode(ReadFile(DataDir() / "pod_debug_copy.pb"));
+  const json pod = Decode(test_support::ReadFileOrEmpty(DataDir() / "pod_debug_copy.pb"));
   const json& spec = pod.at("spec");
   const json& web = spec.at("containers").at(0);
   EXPECT_EQ(web.at("resources").at("limits").at("nvidia.com/gpu"), "1");
@@ -101,7 +97,8 @@ TEST(ProtobufObjectsTest, SpotChecksOnTheRichPod) {
   EXPECT_EQ(pod.at("metadata").at("annotations").at("sluice.dev/note"), "h\u00e9llo \u2713");
   EXPECT_EQ(pod.at("metadata").at("creationTimestamp"), nullptr);
   EXPECT_EQ(pod.at("status"), json::object());
-  const json sidecar = Decode(ReadFile(DataDir() / "pod_debug_copy_sidecar.pb"));
+  const json sidecar =
+      Decode(test_support::ReadFileOrEmpty(DataDir() / "pod_debug_copy_sidecar.pb"));
   EXPECT_EQ(sidecar.at("spec").at("priority"), -5);  // A negative int32: a 10-byte varint.
 }
 
@@ -559,7 +556,7 @@ TEST(ProtobufObjectsTest, UnsupportedKindsAreNamed) {
 }
 
 TEST(ProtobufObjectsTest, MalformedInputFailsCleanly) {
-  const std::string good = ReadFile(DataDir() / "service_nodeport.pb");
+  const std::string good = test_support::ReadFileOrEmpty(DataDir() / "service_nodeport.pb");
   ASSERT_TRUE(DecodeKubeProtobuf(good).ok());
 
   EXPECT_FALSE(DecodeKubeProtobuf("").ok());
@@ -634,7 +631,7 @@ TEST(ProtobufObjectsTest, DeepNesting) {
 TEST(ProtobufObjectsTest, RandomCorruptionNeverCrashes) {
   std::mt19937 rng(1234);
   for (const char* name : {"pod_debug_copy", "secret_dockerconfig", "service_clusterip"}) {
-    const std::string good = ReadFile(DataDir() / (std::string(name) + ".pb"));
+    const std::string good = test_support::ReadFileOrEmpty(DataDir() / (std::string(name) + ".pb"));
     ASSERT_FALSE(good.empty());
     for (int round = 0; round < 1000; ++round) {
       std::string body = good;

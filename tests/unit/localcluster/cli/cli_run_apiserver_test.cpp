@@ -32,6 +32,7 @@
 #include "localcluster/cli/run_command.h"
 #include "localcluster/cli/stop_component.h"
 #include "tests/support/free_port.h"
+#include "tests/support/read_file.h"
 #include "tests/unit/localcluster/cli/apiserver_test_support.h"
 
 namespace sluice::cli {
@@ -57,18 +58,11 @@ std::string FindExample(const std::string& name) {
   return "";
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // Polls until `path` contains `needle` (true) or 30 s pass (false).
 bool WaitForFileContaining(const std::string& path, const std::string& needle) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (ReadFile(path).find(needle) != std::string::npos) return true;
+    if (test_support::ReadFileOrEmpty(path).find(needle) != std::string::npos) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;
@@ -248,7 +242,7 @@ TEST_F(CliRunApiServerTest, AppliesTwiceThenFollowsToSuccess) {
 
   // A changed spec is configured; status stays as the "operator" wrote it. Already Succeeded:
   // following ends at the first sample.
-  std::string text = ReadFile(example_);
+  std::string text = test_support::ReadFileOrEmpty(example_);
   const size_t steps = text.find("steps: 200");
   ASSERT_NE(steps, std::string::npos);
   text.replace(steps, 10, "steps: 300");
@@ -332,7 +326,7 @@ TEST_F(CliRunApiServerTest, EvalWaitIsBoundedInterruptibleAndSkippable) {
 }
 
 TEST_F(CliRunApiServerTest, RejectedDocumentTimeoutInterruptAndFailure) {
-  const std::string example = ReadFile(example_);
+  const std::string example = test_support::ReadFileOrEmpty(example_);
   // A core kind resolves too; a TrainerJob with steps 0 is rejected by the schema.
   std::string invalid = example;
   invalid.replace(invalid.find("steps: 200"), 10, "steps: 0");
@@ -363,11 +357,11 @@ TEST_F(CliRunApiServerTest, RejectedDocumentTimeoutInterruptAndFailure) {
 
   // The job fails with a condition saying why.
   const std::string progress = layout_.ProgressLog("fail");
-  const size_t before = Count(ReadFile(progress), "\n");
+  const size_t before = Count(test_support::ReadFileOrEmpty(progress), "\n");
   std::thread operator_thread([&] {
     // Wait for a sample of this run before failing the job.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (Count(ReadFile(progress), "\n") <= before &&
+    while (Count(test_support::ReadFileOrEmpty(progress), "\n") <= before &&
            std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }

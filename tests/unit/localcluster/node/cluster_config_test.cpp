@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/read_file.h"
+
 namespace sluice::node {
 namespace {
 
@@ -18,13 +20,6 @@ std::filesystem::path ExamplePath() {
   const char* dir = std::getenv("SLUICE_SOURCE_DIR");
   const std::filesystem::path root = dir ? std::filesystem::path(dir) : std::filesystem::path(".");
   return root / "examples" / "local-cluster.yaml";
-}
-
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // The error of parsing `yaml`, which must fail.
@@ -64,7 +59,7 @@ const json* FindCondition(const json& conditions, const std::string& type) {
 // --- ParseClusterConfig ------------------------------------------------------------------------
 
 TEST(ClusterConfigParseTest, ExampleFileParses) {
-  const std::string text = ReadFile(ExamplePath());
+  const std::string text = test_support::ReadFileOrEmpty(ExamplePath());
   ASSERT_FALSE(text.empty()) << "cannot read " << ExamplePath();
   Result<ClusterConfig> config = ParseClusterConfig(text);
   ASSERT_TRUE(config.ok()) << config.status().ToString();

@@ -14,18 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/read_file.h"
+
 namespace sluice::node {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string ReadAll(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void WriteAll(const fs::path& p, const std::string& data) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
@@ -124,15 +119,15 @@ TEST_F(VolumesTest, EmptyDirKeptAcrossCalls) {
   EXPECT_TRUE(Files(dir).empty());
   WriteAll(dir / "state", "kept");
   EXPECT_EQ(One(v), dir);
-  EXPECT_EQ(ReadAll(dir / "state"), "kept");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "state"), "kept");
 }
 
 TEST_F(VolumesTest, ConfigMapAllKeys) {
   fs::path dir = One(json::parse(R"({"name": "config", "configMap": {"name": "cfg"}})"));
   EXPECT_EQ(dir, pod_dir_ / "volumes" / "config");
   EXPECT_EQ(Files(dir), (std::vector<std::string>{"app.yaml", "blob.bin", "level"}));
-  EXPECT_EQ(ReadAll(dir / "app.yaml"), "port: 80\n");
-  EXPECT_EQ(ReadAll(dir / "blob.bin"), std::string("\x00\x01\x02", 3));
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "app.yaml"), "port: 80\n");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "blob.bin"), std::string("\x00\x01\x02", 3));
   EXPECT_EQ(Mode(dir / "level"), 0644u);
 }
 
@@ -142,7 +137,7 @@ TEST_F(VolumesTest, ConfigMapItemsAndModes) {
       "items": [{"key": "app.yaml", "path": "conf/nested/app.yaml"},
                 {"key": "level", "path": "level.txt", "mode": 384}]}})"));
   EXPECT_EQ(Files(dir), (std::vector<std::string>{"conf/nested/app.yaml", "level.txt"}));
-  EXPECT_EQ(ReadAll(dir / "conf/nested/app.yaml"), "port: 80\n");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "conf/nested/app.yaml"), "port: 80\n");
   EXPECT_EQ(Mode(dir / "conf/nested/app.yaml"), 0400u);
   EXPECT_EQ(Mode(dir / "level.txt"), 0600u);
 }
@@ -175,8 +170,8 @@ TEST_F(VolumesTest, Secret) {
   fs::path dir = One(json::parse(R"({"name": "creds", "secret": {"secretName": "tok",
       "defaultMode": 288}})"));
   EXPECT_EQ(Files(dir), (std::vector<std::string>{"ca.crt", "token"}));
-  EXPECT_EQ(ReadAll(dir / "token"), "s3cr3t");
-  EXPECT_EQ(ReadAll(dir / "ca.crt"), "CA");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "token"), "s3cr3t");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "ca.crt"), "CA");
   EXPECT_EQ(Mode(dir / "token"), 0440u);
   dir = One(json::parse(R"({"name": "creds", "secret": {"secretName": "tok",
       "items": [{"key": "token", "path": "auth/token"}]}})"));
@@ -200,14 +195,14 @@ TEST_F(VolumesTest, DownwardApi) {
       {"path": "sub/tier", "fieldRef": {"fieldPath": "metadata.labels['tier']"}},
       {"path": "mem", "resourceFieldRef": {"containerName": "app", "resource": "limits.memory",
                                            "divisor": "1Mi"}}]}})"));
-  EXPECT_EQ(ReadAll(dir / "name"), "web-0");
-  EXPECT_EQ(ReadAll(dir / "ns"), "shop");
-  EXPECT_EQ(ReadAll(dir / "uid"), "u-1");
-  EXPECT_EQ(ReadAll(dir / "labels"), "app=\"web\"\ntier=\"front\"");
-  EXPECT_EQ(ReadAll(dir / "annotations"), "build=\"42\"");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "name"), "web-0");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "ns"), "shop");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "uid"), "u-1");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "labels"), "app=\"web\"\ntier=\"front\"");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "annotations"), "build=\"42\"");
   EXPECT_EQ(Mode(dir / "annotations"), 0400u);
-  EXPECT_EQ(ReadAll(dir / "sub/tier"), "front");
-  EXPECT_EQ(ReadAll(dir / "mem"), "64");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "sub/tier"), "front");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "mem"), "64");
 }
 
 TEST_F(VolumesTest, DownwardApiErrors) {
@@ -229,9 +224,9 @@ TEST_F(VolumesTest, ProjectedMergesSources) {
       {"downwardAPI": {"items": [{"path": "podname", "fieldRef": {"fieldPath": "metadata.name"}}]}},
       {"configMap": {"name": "missing", "optional": true}}]}})"));
   EXPECT_EQ(Files(dir), (std::vector<std::string>{"config/level", "podname", "secret/token"}));
-  EXPECT_EQ(ReadAll(dir / "config/level"), "debug");
-  EXPECT_EQ(ReadAll(dir / "secret/token"), "s3cr3t");
-  EXPECT_EQ(ReadAll(dir / "podname"), "web-0");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "config/level"), "debug");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "secret/token"), "s3cr3t");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "podname"), "web-0");
   EXPECT_EQ(Mode(dir / "config/level"), 0400u);
   EXPECT_EQ(Mode(dir / "secret/token"), 0600u);
 }
@@ -254,9 +249,9 @@ TEST_F(VolumesTest, PersistentVolumeClaimOutlivesPod) {
   EXPECT_TRUE(fs::is_directory(dir));
   WriteAll(dir / "table", "rows");
   fs::remove_all(pod_dir_);  // The caller deletes the pod.
-  EXPECT_EQ(ReadAll(dir / "table"), "rows");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "table"), "rows");
   EXPECT_EQ(One(v), dir);  // A new pod with the same claim sees the data.
-  EXPECT_EQ(ReadAll(dir / "table"), "rows");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "table"), "rows");
   EXPECT_EQ(
       Error(json::parse(R"({"name": "d", "persistentVolumeClaim": {"claimName": "../x"}})")).code(),
       StatusCode::kInvalidArgument);
@@ -297,14 +292,14 @@ TEST_F(VolumesTest, HostPath) {
 TEST_F(VolumesTest, RefreshRewritesContents) {
   json v = json::parse(R"({"name": "config", "configMap": {"name": "cfg"}})");
   fs::path dir = One(v);
-  ASSERT_EQ(ReadAll(dir / "level"), "debug");
+  ASSERT_EQ(test_support::ReadFileOrEmpty(dir / "level"), "debug");
   config_maps_["cfg"]["data"]["level"] = "info";
   config_maps_["cfg"]["data"].erase("app.yaml");
   config_maps_["cfg"]["data"]["new"] = "n";
   config_maps_["cfg"].erase("binaryData");
   EXPECT_EQ(One(v), dir);
   EXPECT_EQ(Files(dir), (std::vector<std::string>{"level", "new"}));
-  EXPECT_EQ(ReadAll(dir / "level"), "info");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "level"), "info");
 
   // An unchanged file is left alone (same inode); a changed one is replaced.
   struct stat st1 {};
@@ -314,7 +309,7 @@ TEST_F(VolumesTest, RefreshRewritesContents) {
   struct stat st2 {};
   ASSERT_EQ(::stat((dir / "new").c_str(), &st2), 0);
   EXPECT_EQ(st1.st_ino, st2.st_ino);
-  EXPECT_EQ(ReadAll(dir / "level"), "warn");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "level"), "warn");
 
   // Items moving a key into a subdirectory: the old file goes, no temporary files stay.
   WriteAll(dir / ".level.tmp-abcdef", "stale");
@@ -342,7 +337,7 @@ TEST_F(VolumesTest, SecretRefreshAndModeChange) {
   secrets_["tok"]["data"]["token"] = "bmV3";
   v["secret"]["defaultMode"] = 256;
   EXPECT_EQ(One(v), dir);
-  EXPECT_EQ(ReadAll(dir / "token"), "new");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "token"), "new");
   EXPECT_EQ(Mode(dir / "token"), 0400u);
 }
 

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/read_file.h"
 #include "workers/model/model_config.h"
 #include "workers/model/safetensors.h"
 
@@ -28,13 +29,6 @@ namespace sluice::model {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void WriteFile(const fs::path& path, std::string_view text) {
   std::ofstream(path, std::ios::binary) << text;
@@ -283,7 +277,9 @@ TEST_F(ModelDownloadTest, FetchesExactlyTheFilesTheLoadersReadAndTheyOpen) {
   EXPECT_EQ(got->files, 4);
   uint64_t bytes = 0;
   for (const std::string& name : reported) {
-    EXPECT_EQ(ReadFile(fs::path(dir) / name), ReadFile(served_.path() / "single" / name)) << name;
+    EXPECT_EQ(test_support::ReadFileOrEmpty(fs::path(dir) / name),
+              test_support::ReadFileOrEmpty(served_.path() / "single" / name))
+        << name;
     bytes += fs::file_size(fs::path(dir) / name);
   }
   EXPECT_EQ(got->bytes, bytes);
@@ -314,7 +310,9 @@ TEST_F(ModelDownloadTest, ShardsNamedByTheIndexAreFetched) {
   size_t shards = 0;
   for (const auto& e : fs::directory_iterator(served_.path() / "sharded")) {
     const std::string name = e.path().filename().string();
-    EXPECT_EQ(ReadFile(fs::path(dir) / name), ReadFile(e.path())) << name;
+    EXPECT_EQ(test_support::ReadFileOrEmpty(fs::path(dir) / name),
+              test_support::ReadFileOrEmpty(e.path()))
+        << name;
     shards += name.ends_with(".safetensors") ? 1 : 0;
   }
   EXPECT_GE(shards, 2u);
@@ -379,8 +377,8 @@ TEST_F(ModelDownloadTest, AMissingRequiredFileNamesTheUrlAndTheField) {
 TEST_F(ModelDownloadTest, RedirectsAreFollowed) {
   Result<ModelDownload> got = DownloadModelDirectory(server_.Url("/moved/single"), Entry("r"));
   ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_EQ(ReadFile(fs::path(Entry("r")) / "model.safetensors"),
-            ReadFile(served_.path() / "single" / "model.safetensors"));
+  EXPECT_EQ(test_support::ReadFileOrEmpty(fs::path(Entry("r")) / "model.safetensors"),
+            test_support::ReadFileOrEmpty(served_.path() / "single" / "model.safetensors"));
   EXPECT_EQ(server_.Count("/moved/single/config.json"), 1u);
   EXPECT_EQ(server_.Count("/models/single/config.json"), 1u);
 }
@@ -392,14 +390,15 @@ TEST_F(ModelDownloadTest, ACrashedDownloadIsResumed) {
   const fs::path partial = cache_.path() / ".m.partial";
   fs::create_directories(partial);
   fs::copy_file(served_.path() / "single" / "config.json", partial / "config.json");
-  const std::string weights = ReadFile(served_.path() / "single" / "model.safetensors");
+  const std::string weights =
+      test_support::ReadFileOrEmpty(served_.path() / "single" / "model.safetensors");
   const size_t half = weights.size() / 2;
   WriteFile(partial / "model.safetensors.part", weights.substr(0, half));
   EXPECT_FALSE(fs::exists(entry));
 
   Result<ModelDownload> got = DownloadModelDirectory(uri, entry.string());
   ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_EQ(ReadFile(entry / "model.safetensors"), weights);
+  EXPECT_EQ(test_support::ReadFileOrEmpty(entry / "model.safetensors"), weights);
   EXPECT_EQ(server_.Count("/models/single/config.json"), 0u);  // Kept from the crashed run.
   EXPECT_EQ(
       server_.Count("/models/single/model.safetensors Range:bytes=" + std::to_string(half) + "-"),
@@ -414,7 +413,7 @@ TEST_F(ModelDownloadTest, AForeignDirectoryIsNotOverwritten) {
   Result<ModelDownload> got = DownloadModelDirectory(server_.Url("/models/single"), Entry("m"));
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), StatusCode::kConflict) << got.status().ToString();
-  EXPECT_EQ(ReadFile(fs::path(Entry("m")) / "config.json"), "{}");
+  EXPECT_EQ(test_support::ReadFileOrEmpty(fs::path(Entry("m")) / "config.json"), "{}");
   EXPECT_TRUE(server_.Requests().empty());
 }
 

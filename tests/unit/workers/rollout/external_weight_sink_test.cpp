@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/read_file.h"
 #include "tests/unit/workers/weights/weight_fixtures.h"
 
 namespace sluice::rollout {
@@ -24,13 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 class ExternalWeightSinkTest : public ::testing::Test {
  protected:
@@ -89,8 +83,8 @@ TEST_F(ExternalWeightSinkTest, WritesALoadableDirectoryThenReloadsAndPrunes) {
     const weights::WeightSnapshot s = Snapshot(v);
     ASSERT_TRUE(sink.ApplyWeights("actor", s).ok()) << v;
     const std::string vdir = sink.VersionDir("actor", v);
-    EXPECT_EQ(ReadFile(vdir + "/model.safetensors"), std::string(s.image()));
-    EXPECT_EQ(ReadFile(vdir + "/config.json"), R"({"model_type": "qwen2"})");
+    EXPECT_EQ(test_support::ReadFileOrEmpty(vdir + "/model.safetensors"), std::string(s.image()));
+    EXPECT_EQ(test_support::ReadFileOrEmpty(vdir + "/config.json"), R"({"model_type": "qwen2"})");
     EXPECT_TRUE(fs::exists(vdir + "/tokenizer.json"));
     EXPECT_EQ(backend_->served_version("actor"), v);
   }

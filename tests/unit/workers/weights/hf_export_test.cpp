@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/read_file.h"
 #include "tests/unit/workers/weights/weight_fixtures.h"
 #include "workers/model/model_config.h"
 #include "workers/model/safetensors.h"
@@ -30,13 +31,6 @@ using fixtures::Model;
 using fixtures::TinyConfig;
 using fixtures::TinyWeights;
 using nlohmann::json;
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void WriteFile(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
@@ -101,7 +95,7 @@ TEST_F(HfExportTest, WritesAnHfDirectoryThatReadsBack) {
   EXPECT_EQ(e->bytes, bytes);
 
   // model.safetensors is the image byte for byte, and every tensor reads back as written.
-  EXPECT_EQ(ReadFile(dir / "model.safetensors"), snap.image());
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "model.safetensors"), snap.image());
   Result<model::ShardedCheckpoint> ckpt = model::ShardedCheckpoint::Open(dir.string());
   ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
   ASSERT_EQ(ckpt->size(), m.tensors.size());
@@ -123,11 +117,14 @@ TEST_F(HfExportTest, WritesAnHfDirectoryThatReadsBack) {
   want.architectures = back->architectures;
   EXPECT_EQ(*back, want);
   EXPECT_EQ(back->model_type, "llama");
-  EXPECT_EQ(json::parse(ReadFile(dir / "config.json"))["torch_dtype"], "bfloat16");
+  EXPECT_EQ(json::parse(test_support::ReadFileOrEmpty(dir / "config.json"))["torch_dtype"],
+            "bfloat16");
 
-  EXPECT_EQ(ReadFile(dir / "tokenizer.json"), ReadFile(source_ / "tokenizer.json"));
-  EXPECT_EQ(ReadFile(dir / "tokenizer_config.json"), ReadFile(source_ / "tokenizer_config.json"));
-  const json record = json::parse(ReadFile(dir / "sluice_export.json"));
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "tokenizer.json"),
+            test_support::ReadFileOrEmpty(source_ / "tokenizer.json"));
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "tokenizer_config.json"),
+            test_support::ReadFileOrEmpty(source_ / "tokenizer_config.json"));
+  const json record = json::parse(test_support::ReadFileOrEmpty(dir / "sluice_export.json"));
   EXPECT_EQ(record["version"], 3);
   EXPECT_EQ(record["digest"], snap.digest());
   EXPECT_EQ(record["modelDigest"], snap.digest());
@@ -141,10 +138,12 @@ TEST_F(HfExportTest, TorchDtypeFollowsTheWeights) {
     const WeightSnapshot snap = Snapshot(TinyWeights(dtype, 2), 1);
     const fs::path dir = root_ / std::string(HfDtypeName(dtype));
     ASSERT_TRUE(ExportHfDirectory(snap, TinyConfig(), {}, dir.string()).ok());
-    EXPECT_EQ(json::parse(ReadFile(dir / "config.json"))["torch_dtype"], HfDtypeName(dtype));
+    EXPECT_EQ(json::parse(test_support::ReadFileOrEmpty(dir / "config.json"))["torch_dtype"],
+              HfDtypeName(dtype));
     EXPECT_EQ(Entries(dir),
               (std::set<std::string>{"config.json", "model.safetensors", "sluice_export.json"}));
-    EXPECT_FALSE(json::parse(ReadFile(dir / "sluice_export.json")).contains("policy"));
+    EXPECT_FALSE(
+        json::parse(test_support::ReadFileOrEmpty(dir / "sluice_export.json")).contains("policy"));
   }
 }
 
@@ -156,7 +155,8 @@ TEST_F(HfExportTest, ATiedLmHeadIsLeftOut) {
       model::SafetensorsFile::Open((dir / "model.safetensors").string());
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(f->Find("lm_head.weight"), nullptr);
-  EXPECT_TRUE(json::parse(ReadFile(dir / "config.json"))["tie_word_embeddings"].get<bool>());
+  EXPECT_TRUE(json::parse(test_support::ReadFileOrEmpty(dir / "config.json"))["tie_word_embeddings"]
+                  .get<bool>());
 
   // A separate lm_head with a tied config is refused, naming the tensor.
   const WeightSnapshot untied = Snapshot(TinyWeights(model::DType::kF32, 3), 2);
@@ -191,10 +191,11 @@ TEST_F(HfExportTest, AnImageWithoutFormatPtIsRewrittenWithTheSameTensors) {
     ASSERT_NE(v, nullptr) << t.name;
     EXPECT_TRUE(std::equal(v->data.begin(), v->data.end(), t.data.begin(), t.data.end()));
   }
-  const json record = json::parse(ReadFile(dir / "sluice_export.json"));
+  const json record = json::parse(test_support::ReadFileOrEmpty(dir / "sluice_export.json"));
   EXPECT_EQ(record["digest"], snap->digest());
   EXPECT_NE(record["modelDigest"], snap->digest());
-  EXPECT_EQ(record["modelDigest"], DigestOf(ReadFile(dir / "model.safetensors")));
+  EXPECT_EQ(record["modelDigest"],
+            DigestOf(test_support::ReadFileOrEmpty(dir / "model.safetensors")));
 }
 
 TEST_F(HfExportTest, ASecondExportOfTheSameVersionReturnsTheFirst) {
@@ -203,7 +204,7 @@ TEST_F(HfExportTest, ASecondExportOfTheSameVersionReturnsTheFirst) {
   Result<HfExport> first = ExportHfDirectory(snap, TinyConfig(), Options(), dir.string());
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   const auto mtime = fs::last_write_time(dir / "model.safetensors");
-  const std::string config_text = ReadFile(dir / "config.json");
+  const std::string config_text = test_support::ReadFileOrEmpty(dir / "config.json");
 
   // Even with other extra files: the directory is the version's, and it is left as it is.
   Result<HfExport> second = ExportHfDirectory(snap, TinyConfig(), {}, dir.string() + "/");
@@ -213,7 +214,7 @@ TEST_F(HfExportTest, ASecondExportOfTheSameVersionReturnsTheFirst) {
   EXPECT_EQ(second->digest, first->digest);
   EXPECT_EQ(second->bytes, first->bytes);
   EXPECT_EQ(fs::last_write_time(dir / "model.safetensors"), mtime);
-  EXPECT_EQ(ReadFile(dir / "config.json"), config_text);
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "config.json"), config_text);
   EXPECT_EQ(Entries(root_), (std::set<std::string>{"actor-v7", "source"}));
 }
 
@@ -222,7 +223,7 @@ TEST_F(HfExportTest, AnExistingDirectoryWithOtherContentIsRefused) {
   const WeightSnapshot v1 = Snapshot(m, 1);
   const fs::path dir = root_ / "actor-v1";
   ASSERT_TRUE(ExportHfDirectory(v1, TinyConfig(), {}, dir.string()).ok());
-  const std::string record = ReadFile(dir / "sluice_export.json");
+  const std::string record = test_support::ReadFileOrEmpty(dir / "sluice_export.json");
 
   // Another version, and the same version number with other weights.
   Model changed = m;
@@ -232,8 +233,8 @@ TEST_F(HfExportTest, AnExistingDirectoryWithOtherContentIsRefused) {
     EXPECT_EQ(e.status().code(), StatusCode::kAlreadyExists) << e.status().ToString();
     EXPECT_NE(e.status().message().find(dir.string()), std::string::npos) << e.status().message();
   }
-  EXPECT_EQ(ReadFile(dir / "sluice_export.json"), record);
-  EXPECT_EQ(ReadFile(dir / "model.safetensors"), v1.image());
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "sluice_export.json"), record);
+  EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "model.safetensors"), v1.image());
 
   // A directory that is not an export at all, an empty one, and a file.
   fs::create_directories(root_ / "other");
@@ -339,7 +340,7 @@ TEST_F(HfExportTest, NoPartialDirectoryIsEverVisible) {
     EXPECT_EQ(a->bytes, b->bytes);
     EXPECT_GT(seen, 0);
     EXPECT_EQ(partial, 0);
-    EXPECT_EQ(ReadFile(dir / "model.safetensors"), snap.image());
+    EXPECT_EQ(test_support::ReadFileOrEmpty(dir / "model.safetensors"), snap.image());
   }
   // No temporaries left behind by the losers.
   std::set<std::string> want = {"source"};

@@ -19,6 +19,7 @@
 #include "common/logging/logger.h"
 #include "common/metrics/exposition.h"
 #include "common/metrics/registry.h"
+#include "tests/support/read_file.h"
 #include "tests/unit/workers/weights/weight_fixtures.h"
 #include "workers/weights/weight_fetcher.h"
 #include "workers/weights/weight_routes.h"
@@ -30,13 +31,6 @@ namespace weight_http_test {
 using nlohmann::json;
 
 constexpr char kToken[] = "weights-test-token";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void WriteFile(const std::string& path, std::string_view bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -218,7 +212,7 @@ TEST_F(WeightHttpTest, FetchFullWritesTheImageAtomically) {
   EXPECT_EQ(stats->mode, "full");
   EXPECT_EQ(stats->digest, store_.Full(3)->digest());
   EXPECT_EQ(stats->bytes_transferred, Image(3).size());
-  EXPECT_TRUE(ReadFile(dest) == Image(3));
+  EXPECT_TRUE(test_support::ReadFileOrEmpty(dest) == Image(3));
   EXPECT_FALSE(std::filesystem::exists(dest + ".partial"));
   EXPECT_EQ(FetchFull(*client_, 17, dir_ + "/x").status().code(), StatusCode::kNotFound);
 }
@@ -231,7 +225,7 @@ TEST_F(WeightHttpTest, FetchFullResumesFromAPartialFile) {
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
   EXPECT_EQ(stats->bytes_transferred, image.size() - 1000);
   EXPECT_EQ(stats->attempts, 1);
-  EXPECT_TRUE(ReadFile(dest) == image);
+  EXPECT_TRUE(test_support::ReadFileOrEmpty(dest) == image);
 
   // A partial file that is already complete needs no body at all.
   std::filesystem::remove(dest);
@@ -239,7 +233,7 @@ TEST_F(WeightHttpTest, FetchFullResumesFromAPartialFile) {
   stats = FetchFull(*client_, 2, dest);
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
   EXPECT_EQ(stats->bytes_transferred, 0u);
-  EXPECT_TRUE(ReadFile(dest) == image);
+  EXPECT_TRUE(test_support::ReadFileOrEmpty(dest) == image);
 }
 
 TEST_F(WeightHttpTest, ACorruptedPartialFileIsDetectedByTheDigest) {
@@ -255,7 +249,7 @@ TEST_F(WeightHttpTest, ACorruptedPartialFileIsDetectedByTheDigest) {
   EXPECT_FALSE(std::filesystem::exists(dest));
   // The next attempt starts from scratch and succeeds.
   ASSERT_TRUE(FetchFull(*client_, 2, dest).ok());
-  EXPECT_TRUE(ReadFile(dest) == Image(2));
+  EXPECT_TRUE(test_support::ReadFileOrEmpty(dest) == Image(2));
 }
 
 TEST_F(WeightHttpTest, DeltaChainThroughHttpIsBitExact) {
@@ -315,7 +309,7 @@ TEST_F(WeightHttpTest, ChunkedDownloadsThroughTheRoutes) {
   EXPECT_EQ(stats->attempts, chunks);
   EXPECT_EQ(stats->bytes_transferred, image.size());
   EXPECT_EQ(stats->digest, store_.Full(3)->digest());
-  EXPECT_TRUE(ReadFile(dest) == image);
+  EXPECT_TRUE(test_support::ReadFileOrEmpty(dest) == image);
 
   fixtures::Model old = fixtures::RandomModel(42);
   Result<WeightSnapshot> held = WeightSnapshot::Build(old.Views(), 0);
@@ -403,7 +397,7 @@ TEST(WeightFetchResumeTest, ResumesAfterTheConnectionBreaks) {
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
   EXPECT_EQ(stats->attempts, 2);
   EXPECT_EQ(stats->bytes_transferred, image.size());  // Each byte came over the network once.
-  EXPECT_TRUE(ReadFile(dir + "/m.safetensors") == image);
+  EXPECT_TRUE(test_support::ReadFileOrEmpty(dir + "/m.safetensors") == image);
   std::filesystem::remove_all(dir);
 }
 
@@ -553,7 +547,7 @@ TEST_F(WeightFetchChunkTest, OneRangeRequestPerChunk) {
   EXPECT_EQ(server.ranges(), want);
   EXPECT_EQ(stats->bytes_transferred, image_.size());
   EXPECT_EQ(stats->digest, digest_);
-  EXPECT_TRUE(ReadFile(dest()) == image_);
+  EXPECT_TRUE(test_support::ReadFileOrEmpty(dest()) == image_);
   EXPECT_FALSE(std::filesystem::exists(dest() + ".partial"));
 }
 
@@ -568,7 +562,7 @@ TEST_F(WeightFetchChunkTest, ABrokenChunkIsResumedWithinTheChunk) {
   EXPECT_EQ(server.ranges(), want);
   EXPECT_EQ(stats->attempts, static_cast<int>(want.size()));
   EXPECT_EQ(stats->bytes_transferred, image_.size());  // Each byte came over the network once.
-  EXPECT_TRUE(ReadFile(dest()) == image_);
+  EXPECT_TRUE(test_support::ReadFileOrEmpty(dest()) == image_);
 }
 
 TEST_F(WeightFetchChunkTest, APartialFileStartsMidChunk) {
@@ -579,7 +573,7 @@ TEST_F(WeightFetchChunkTest, APartialFileStartsMidChunk) {
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
   EXPECT_EQ(server.ranges(), Grid(1000));
   EXPECT_EQ(stats->bytes_transferred, image_.size() - 1000);
-  EXPECT_TRUE(ReadFile(dest()) == image_);
+  EXPECT_TRUE(test_support::ReadFileOrEmpty(dest()) == image_);
 }
 
 TEST_F(WeightFetchChunkTest, AServerIgnoringRangeSendsTheWholeImageOnce) {
@@ -588,7 +582,7 @@ TEST_F(WeightFetchChunkTest, AServerIgnoringRangeSendsTheWholeImageOnce) {
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
   EXPECT_EQ(server.ranges(), std::vector<std::string>{"bytes=0-" + std::to_string(chunk_ - 1)});
   EXPECT_EQ(stats->bytes_transferred, image_.size());
-  EXPECT_TRUE(ReadFile(dest()) == image_);
+  EXPECT_TRUE(test_support::ReadFileOrEmpty(dest()) == image_);
 }
 
 TEST_F(WeightFetchChunkTest, TheDigestCoversEveryChunk) {
