@@ -3,7 +3,7 @@
 //
 // The step is the trainer's math, called directly: a no-grad recompute of the proximal
 // log-probs (DecoderModel::Forward + chunked TokenLogProbs), the same forward with autograd, the
-// PPO-clip policy loss (trainer/policy_loss.h, token-mean), the backward and an AdamW update.
+// PPO-clip policy loss (trainer/torch/policy_loss.h, token-mean), the backward and an AdamW update.
 // PolicyTrainer itself still refuses a CUDA model (issue 25), so this measures what it will run.
 // Batch: 8 sequences of 512 tokens (4,096 tokens), one micro-batch; one warm-up step, then the
 // median of the timed steps, with the device synchronised around each.
@@ -35,7 +35,7 @@
 #include "bench/gpu/gpu_bench_flags.h"
 #include "bench/gpu/qwen3_shapes.h"
 #include "workers/model/nn/decoder_model.h"
-#include "workers/trainer/policy_loss.h"
+#include "workers/trainer/torch/policy_loss.h"
 
 namespace sluice::bench {
 namespace {

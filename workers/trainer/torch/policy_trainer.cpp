@@ -17,7 +17,7 @@
 #include "workers/trainer/advantages.h"
 #include "workers/trainer/batch_layout.h"
 #include "workers/trainer/lr_schedule.h"
-#include "workers/trainer/policy_loss.h"
+#include "workers/trainer/torch/policy_loss.h"
 #include "workers/trainer/train_sequence.h"
 
 namespace sluice::trainer {

@@ -2,7 +2,7 @@
 // branch, dual clip, GSPO, the M2PO search, KL estimators, entropy bonus, TIS, the aggregation
 // modes (and their micro-batch additivity), SFT, the value loss; plus finite-difference checks of
 // the gradients, directly w.r.t. logp and through a tiny linear model.
-#include "workers/trainer/policy_loss.h"
+#include "workers/trainer/torch/policy_loss.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -1,4 +1,4 @@
-#include "workers/trainer/policy_loss.h"
+#include "workers/trainer/torch/policy_loss.h"
 
 #include <algorithm>
 #include <cmath>
