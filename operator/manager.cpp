@@ -82,10 +82,14 @@ bool Manager::WaitForSync(CancellationToken stop) {
   return synced;
 }
 
-bool Manager::StartCaches(CancellationToken stop) {
+void Manager::RunInformers(CancellationToken stop) {
   for (kube::Informer* i : Informers()) {
     informer_threads_.emplace_back([i, stop] { i->Run(stop); });
   }
+}
+
+bool Manager::StartCaches(CancellationToken stop) {
+  RunInformers(stop);
   return WaitForSync(stop);
 }
 
@@ -95,9 +99,7 @@ void Manager::JoinCaches() {
 }
 
 void Manager::Run(CancellationToken stop) {
-  for (kube::Informer* i : Informers()) {
-    informer_threads_.emplace_back([i, stop] { i->Run(stop); });
-  }
+  RunInformers(stop);
   // The controllers register their watches before the caches deliver their first objects.
   controllers::ControllerOptions o;
   o.registry = options_.registry;

@@ -80,6 +80,8 @@ class Manager {
 
  private:
   std::vector<kube::Informer*> Informers() const;
+  // Starts every informer on its own thread until `stop` (joined by JoinCaches).
+  void RunInformers(CancellationToken stop);
   bool WaitForSync(CancellationToken stop);
 
   ManagerOptions options_;
