@@ -53,7 +53,7 @@
 #include "localcluster/apiserver/kubeconfig_writer.h"
 #include "localcluster/apiserver/memory_storage.h"
 #include "localcluster/cli/crd_install.h"
-#include "operator/controllers/rollout_pool_controller.h"
+#include "operator/controllers/rolloutpool/reconciler.h"
 #include "operator/manager.h"
 #include "tests/e2e/child_process.h"
 #include "tests/e2e/node_process.h"

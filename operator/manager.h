@@ -29,8 +29,8 @@
 #include "kube/informer.h"
 #include "operator/controllers/dataflow_controller.h"
 #include "operator/controllers/policy_controller.h"
-#include "operator/controllers/rollout_pool_controller.h"
-#include "operator/controllers/trainer_job_controller.h"
+#include "operator/controllers/rolloutpool/reconciler.h"
+#include "operator/controllers/trainerjob/reconciler.h"
 
 namespace sluice::op {
 

@@ -4,7 +4,7 @@
 
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/policy_model_volumes.h"
-#include "operator/controllers/rollout_pool_children.h"
+#include "operator/controllers/rolloutpool/desired_pods.h"
 #include "operator/controllers/worker_scratch.h"
 
 namespace sluice::controllers {

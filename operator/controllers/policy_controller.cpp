@@ -8,7 +8,7 @@
 #include "common/time_format.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
-#include "operator/controllers/trainer_job_children.h"
+#include "operator/controllers/trainerjob/desired_pods.h"
 
 namespace sluice::controllers {
 

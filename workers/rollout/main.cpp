@@ -2,7 +2,7 @@
 // into the built-in engine, then leases tasks from the dataflow, runs their workflows, submits the
 // groups and keeps its weights at the versions the trainers announce.
 //
-// The operator's worker contract (operator/controllers/rollout_pool_children.h) gives the flags;
+// The operator's worker contract (operator/controllers/rolloutpool/desired_pods.h) gives the flags;
 // rollout.json (--policy-config) gives the Policies. HTTP: /healthz, /readyz (once every policy
 // is loaded, and so are the weight versions announced when it joined), /metrics, GET /v1/status,
 // POST /v1/drain, and GET /v1/relay/<policy>/v1/weights/... (the versions this replica holds,

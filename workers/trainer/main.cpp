@@ -1,6 +1,6 @@
 // sluice-trainer: one rank of the data-parallel gang that trains one Policy from the batches of
 // one Dataflow (docs/trainer.md). It implements the trainer worker contract of
-// operator/controllers/trainer_job_children.h: flags, /healthz, /readyz, GET /v1/status, and on
+// operator/controllers/trainerjob/desired_pods.h: flags, /healthz, /readyz, GET /v1/status, and on
 // rank 0 the weights routes (GET /v1/weights/...) and POST /v1/weights/{version}/export, which
 // writes a held version as a Hugging Face model directory <export root>/<policy>-v<version>
 // (weights/hf_export.h; the root is --export-dir, default <checkpoint-dir>/exports).
@@ -50,7 +50,7 @@
 // The end: after the last step rank 0 keeps serving its weights and /v1/status (phase
 // Succeeded) for --final-weights-grace or until SIGTERM, so replicas still loading the final
 // version can finish (the operator stops it once every pool holds it:
-// operator/controllers/final_weights.h).
+// operator/controllers/trainerjob/final_weights.h).
 //
 // Exit status: 0 after the last step (or a clean stop), 1 for a runtime failure (a rank died, the
 // dataflow is unreachable for longer than --dataflow-timeout) and for a SIGTERM while Starved (so

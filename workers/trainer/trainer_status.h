@@ -1,5 +1,5 @@
 // TrainerStatusBoard: what a trainer rank reports about itself, to the operator (GET /v1/status,
-// the worker contract in operator/controllers/trainer_job_children.h) and to Prometheus
+// the worker contract in operator/controllers/trainerjob/desired_pods.h) and to Prometheus
 // (sluice_trainer_* on /metrics). The training loop writes it after every step; HTTP handlers
 // read it.
 //

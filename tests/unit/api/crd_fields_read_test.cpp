@@ -32,16 +32,16 @@ struct AllowedField {
 constexpr AllowedField kReadGenerically[] = {
     {"RolloutPool.spec.template.env",
      "each entry is appended unexamined to the rollout container's env "
-     "(operator/controllers/rollout_pool_children.cpp); value/valueFrom are Kubernetes' to "
+     "(operator/controllers/rolloutpool/desired_pods.cpp); value/valueFrom are Kubernetes' to "
      "resolve"},
     {"TrainerJob.spec.template.env",
      "each entry is appended unexamined to the trainer container's env "
-     "(operator/controllers/trainer_job_children.cpp)"},
+     "(operator/controllers/trainerjob/desired_pods.cpp)"},
     {"RolloutPool.spec.template.tolerations",
-     "copied verbatim into the replica Pods' spec.tolerations (rollout_pool_children.cpp); the "
+     "copied verbatim into the replica Pods' spec.tolerations (rolloutpool/desired_pods.cpp); the "
      "scheduler interprets key/operator/value/effect/tolerationSeconds"},
     {"TrainerJob.spec.template.tolerations",
-     "copied verbatim into the rank Pods' spec.tolerations (trainer_job_children.cpp)"},
+     "copied verbatim into the rank Pods' spec.tolerations (trainerjob/desired_pods.cpp)"},
     {"RolloutPool.spec.template.securityContext",
      "copied verbatim into the replica Pods' spec.securityContext (ApplyTemplateSecurityContexts, "
      "operator/controllers/pod_hardening.cpp), where HardenPodSpec defaults only the fields it "

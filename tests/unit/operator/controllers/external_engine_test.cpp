@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "operator/controllers/rollout_pool_children.h"
+#include "operator/controllers/rolloutpool/desired_pods.h"
 
 namespace sluice::controllers {
 namespace external_engine_test {

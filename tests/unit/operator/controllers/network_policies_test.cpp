@@ -10,8 +10,8 @@
 
 #include "operator/controllers/dataflow_children.h"
 #include "operator/controllers/labels.h"
-#include "operator/controllers/rollout_pool_children.h"
-#include "operator/controllers/trainer_job_children.h"
+#include "operator/controllers/rolloutpool/desired_pods.h"
+#include "operator/controllers/trainerjob/desired_pods.h"
 
 namespace sluice::controllers {
 namespace {

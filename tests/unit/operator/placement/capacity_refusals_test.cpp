@@ -155,7 +155,7 @@ TEST(PlanWithRefusals, SpreadAndNoRefusalPlanAsBefore) {
 
 // A pool reconciled against a simulated cluster: each region has a number of GPUs, a pod binds
 // when its region has a free one and is refused otherwise. The controller's loop is the one in
-// rollout_pool_controller.cpp: remember refusals, plan, delete what the plan removes, create
+// rolloutpool/reconciler.cpp: remember refusals, plan, delete what the plan removes, create
 // what it adds.
 class Cluster {
  public:

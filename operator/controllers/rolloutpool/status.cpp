@@ -1,4 +1,4 @@
-#include "operator/controllers/rollout_pool_status.h"
+#include "operator/controllers/rolloutpool/status.h"
 
 #include <algorithm>
 #include <map>

@@ -70,7 +70,7 @@ struct PoolReplicaCounts {
 };
 
 // The counts of `pool` (its spec as the controller acted on it) from the `status` PoolStatus
-// computed (rollout_pool_status.h) and the placement plan (`targets`, `unplaced`). A status
+// computed (rolloutpool/status.h) and the placement plan (`targets`, `unplaced`). A status
 // region's desired count is the target of the same name; the region "default" (no placement)
 // takes the target named "". Missing fields count 0. Pure.
 PoolReplicaCounts ReplicaCountsOf(const nlohmann::json& pool, const nlohmann::json& status,

@@ -1,4 +1,4 @@
-#include "operator/controllers/final_weights.h"
+#include "operator/controllers/trainerjob/final_weights.h"
 
 #include <algorithm>
 

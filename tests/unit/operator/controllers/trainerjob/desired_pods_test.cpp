@@ -1,6 +1,6 @@
 // The TrainerJob controller's children: headless Service, ConfigMap and rank Pods (pure
 // functions).
-#include "operator/controllers/trainer_job_children.h"
+#include "operator/controllers/trainerjob/desired_pods.h"
 
 #include <gtest/gtest.h>
 

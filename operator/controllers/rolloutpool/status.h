@@ -72,7 +72,7 @@ struct ReplicaObservation {
   bool current = false;   // Template hash matches PoolTemplateHash (ReplicaPodMatches).
   bool draining = false;  // Chosen to leave (being drained or deleted).
   bool pending_unschedulable = false;  // Pending with PodScheduled=False, reason Unschedulable.
-  // The worker's GET /v1/status reply (rollout_pool_children.h), when it answered.
+  // The worker's GET /v1/status reply (rolloutpool/desired_pods.h), when it answered.
   std::optional<nlohmann::json> worker_status;
 };
 

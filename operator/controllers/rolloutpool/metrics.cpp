@@ -1,6 +1,6 @@
-#include "operator/controllers/rollout_pool_metrics.h"
+#include "operator/controllers/rolloutpool/metrics.h"
 
-#include "operator/controllers/rollout_pool_status.h"
+#include "operator/controllers/rolloutpool/status.h"
 
 namespace sluice::controllers {
 

@@ -1,5 +1,5 @@
 // Which pools keep a finished trainer serving its final weights, and for how long.
-#include "operator/controllers/final_weights.h"
+#include "operator/controllers/trainerjob/final_weights.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The RolloutPool metrics: counts derived from a computed status, series set, replaced and
 // removed (regions and metrics leaving the spec, autoscaling switched off, pool deleted, object
 // destroyed), the controller removing a deleted pool's series, and promtool on the exposition.
-#include "operator/controllers/rollout_pool_metrics.h"
+#include "operator/controllers/rolloutpool/metrics.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "kube/rest_client.h"
-#include "operator/controllers/rollout_pool_controller.h"
+#include "operator/controllers/rolloutpool/reconciler.h"
 #include "tests/unit/common/promtool_check.h"
 #include "tests/unit/common/scraped_metric.h"
 

@@ -1,4 +1,4 @@
-#include "operator/controllers/skipped_checkpoints.h"
+#include "operator/controllers/trainerjob/skipped_checkpoints.h"
 
 #include <algorithm>
 #include <string>

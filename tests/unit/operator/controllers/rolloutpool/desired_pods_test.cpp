@@ -1,5 +1,5 @@
 // The RolloutPool controller's replica Pods (pure functions).
-#include "operator/controllers/rollout_pool_children.h"
+#include "operator/controllers/rolloutpool/desired_pods.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include "operator/controllers/labels.h"
 
 namespace sluice::controllers {
-namespace rollout_pool_children_test {
+namespace rolloutpool_desired_pods_test {
 
 using nlohmann::json;
 
@@ -616,11 +616,11 @@ TEST(RolloutPoolChildrenTest, TemplateSecurityContextsOverrideTheDefaultsFieldBy
   EXPECT_NE(PoolTemplateHash(pool, {}), PoolTemplateHash(Pool(), {}));
 }
 
-}  // namespace rollout_pool_children_test
+}  // namespace rolloutpool_desired_pods_test
 }  // namespace sluice::controllers
 
 namespace sluice::controllers {
-namespace rollout_pool_children_test {
+namespace rolloutpool_desired_pods_test {
 
 TEST(RolloutConfigMapTest, HoldsThePoolAndItsPoliciesSortedByName) {
   const json pool = Pool();
@@ -646,5 +646,5 @@ TEST(RolloutConfigMapTest, HoldsThePoolAndItsPoliciesSortedByName) {
   EXPECT_FALSE(config["policies"][1]["metadata"].contains("resourceVersion"));
 }
 
-}  // namespace rollout_pool_children_test
+}  // namespace rolloutpool_desired_pods_test
 }  // namespace sluice::controllers

@@ -1,4 +1,4 @@
-#include "operator/controllers/trainer_final_progress.h"
+#include "operator/controllers/trainerjob/final_progress.h"
 
 #include <algorithm>
 

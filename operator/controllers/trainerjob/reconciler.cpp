@@ -1,4 +1,4 @@
-#include "operator/controllers/trainer_job_controller.h"
+#include "operator/controllers/trainerjob/reconciler.h"
 
 #include <algorithm>
 
@@ -10,13 +10,13 @@
 #include "common/time_format.h"
 #include "kube/kubeconfig.h"
 #include "operator/controllers/data_exhaustion.h"
-#include "operator/controllers/final_weights.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
-#include "operator/controllers/skipped_checkpoints.h"
-#include "operator/controllers/trainer_final_progress.h"
-#include "operator/controllers/trainer_job_children.h"
+#include "operator/controllers/trainerjob/desired_pods.h"
+#include "operator/controllers/trainerjob/final_progress.h"
+#include "operator/controllers/trainerjob/final_weights.h"
+#include "operator/controllers/trainerjob/skipped_checkpoints.h"
 
 namespace sluice::controllers {
 
@@ -377,7 +377,7 @@ Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) 
     return ok ? Status::Ok() : delete_pods(message);
   };
   if (done) {
-    // The last report read may predate the last steps (trainer_final_progress.h).
+    // The last report read may predate the last steps (trainerjob/final_progress.h).
     const TrainerProgress final_progress =
         FinalProgress({status.value("step", int64_t{0}), status.value("version", int64_t{0})},
                       job.value("/spec/warmStart/steps"_json_pointer, int64_t{0}), steps);

@@ -1,12 +1,12 @@
-#include "operator/controllers/trainer_job_children.h"
+#include "operator/controllers/trainerjob/desired_pods.h"
 
 #include <map>
 
-#include "operator/controllers/final_weights.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/pod_hardening.h"
 #include "operator/controllers/policy_model_volumes.h"
+#include "operator/controllers/trainerjob/final_weights.h"
 #include "operator/controllers/worker_container.h"
 #include "operator/controllers/worker_resources.h"
 #include "operator/controllers/worker_scratch.h"

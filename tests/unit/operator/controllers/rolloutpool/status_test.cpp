@@ -1,5 +1,5 @@
 // The RolloutPool controller's status mapping (pure functions).
-#include "operator/controllers/rollout_pool_status.h"
+#include "operator/controllers/rolloutpool/status.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace sluice::controllers {
-namespace rollout_pool_status_test {
+namespace rolloutpool_status_test {
 
 using nlohmann::json;
 
@@ -354,5 +354,5 @@ TEST(RolloutPoolStatusTest, AutoscalerConditionsAndLastScaleTimeAreKept) {
   EXPECT_EQ(after[2].type, "RegionDegraded");
 }
 
-}  // namespace rollout_pool_status_test
+}  // namespace rolloutpool_status_test
 }  // namespace sluice::controllers

@@ -1,4 +1,4 @@
-#include "operator/controllers/rollout_pool_children.h"
+#include "operator/controllers/rolloutpool/desired_pods.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "operator/controllers/rollout_pool_controller.h"
+#include "operator/controllers/rolloutpool/reconciler.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,8 +16,8 @@
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
-#include "operator/controllers/rollout_pool_children.h"
-#include "operator/controllers/rollout_pool_status.h"
+#include "operator/controllers/rolloutpool/desired_pods.h"
+#include "operator/controllers/rolloutpool/status.h"
 #include "operator/placement/capacity_refusals.h"
 #include "operator/placement/region_targets.h"
 #include "operator/placement/scale_down.h"

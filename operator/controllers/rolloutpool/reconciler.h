@@ -16,9 +16,9 @@
 //      spec.updateStrategy.maxUnavailable;
 //   5. with spec.autoscaling, every syncPeriodSeconds the metrics are queried and the decision
 //      (operator/autoscale) is written to spec.replicas through the scale subresource;
-//   6. status (rollout_pool_status.h) is written when it changed.
+//   6. status (rolloutpool/status.h) is written when it changed.
 //
-// Metrics (rollout_pool_metrics.h), with options.registry: the replica counts are set when
+// Metrics (rolloutpool/metrics.h), with options.registry: the replica counts are set when
 // status is computed (6), the autoscaler's at each sync (5); a pool's series are removed once it
 // is being deleted and again when it is gone.
 //
@@ -41,7 +41,7 @@
 #include "operator/autoscale/recommendation.h"
 #include "operator/controllers/controller.h"
 #include "operator/controllers/dataflow_children.h"
-#include "operator/controllers/rollout_pool_metrics.h"
+#include "operator/controllers/rolloutpool/metrics.h"
 
 namespace sluice::controllers {
 
