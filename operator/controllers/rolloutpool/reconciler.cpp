@@ -1,12 +1,9 @@
 #include "operator/controllers/rolloutpool/reconciler.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "api/meta.h"
 #include "api/validation.h"
-#include "common/http/bearer_token.h"
-#include "common/http/client.h"
 #include "common/openapi/field_error.h"
 #include "common/time_format.h"
 #include "kube/kubeconfig.h"
@@ -17,17 +14,18 @@
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/rolloutpool/desired_pods.h"
+#include "operator/controllers/rolloutpool/replica_facts.h"
 #include "operator/controllers/rolloutpool/status.h"
 #include "operator/placement/capacity_refusals.h"
 #include "operator/placement/region_targets.h"
-#include "operator/placement/scale_down.h"
 #include "operator/placement/spillover.h"
-#include "operator/placement/weight_relays.h"
 
 namespace sluice::controllers {
 
 using nlohmann::json;
-using Mono = std::chrono::steady_clock;
+using rolloutpool::Action;
+using rolloutpool::ActionKind;
+using rolloutpool::Replica;
 
 namespace {
 
@@ -35,55 +33,15 @@ const kube::GroupVersionResource kPools{"sluice.dev", "v1alpha1", "rolloutpools"
 const kube::GroupVersionResource kPods{"", "v1", "pods", true};
 const kube::GroupVersionResource kConfigMaps{"", "v1", "configmaps", true};
 
-bool HasCondition(const json& pod, const std::string& type, const std::string& status,
-                  const std::string& reason = "") {
-  for (const json& c : pod.value("/status/conditions"_json_pointer, json::array())) {
-    if (c.value("type", "") == type && c.value("status", "") == status &&
-        (reason.empty() || c.value("reason", "") == reason)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-int64_t WallSeconds(const std::string& rfc3339) {
-  Result<Clock::WallTime> t = ParseTime(rfc3339);
-  if (!t.ok()) return 0;
-  return std::chrono::duration_cast<std::chrono::seconds>(t->time_since_epoch()).count();
-}
-
-int64_t NowSeconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-// spec.updateStrategy.maxUnavailable: an integer, or a percentage of spec.replicas (rounded
-// down, at least 1 so an update always progresses).
-int64_t MaxUnavailable(const json& pool) {
-  const json v = pool.value("/spec/updateStrategy/maxUnavailable"_json_pointer, json(1));
-  const int64_t replicas = pool.value("/spec/replicas"_json_pointer, int64_t{0});
-  if (v.is_number_integer()) return std::max<int64_t>(1, v.get<int64_t>());
-  if (v.is_string()) {
-    std::string s = v.get<std::string>();
-    if (!s.empty() && s.back() == '%') {
-      const double pct = std::atof(s.substr(0, s.size() - 1).c_str());
-      return std::max<int64_t>(1, static_cast<int64_t>(std::floor(replicas * pct / 100.0)));
-    }
-    return std::max<int64_t>(1, std::atoll(s.c_str()));
-  }
-  return 1;
-}
-
 }  // namespace
 
 struct RolloutPoolController::PoolState {
   autoscale::RecommendationHistory history;
-  Mono::time_point next_autoscale{};
+  Clock::MonoTime next_autoscale{};
   std::vector<api::Condition>
       scaling_conditions;  // ScalingActive/ScalingLimited, written with status.
   // Replica pods that ended: when each name may be created again (exponential back-off).
-  std::map<std::string, std::pair<int, Mono::time_point>> recreate;
+  std::map<std::string, std::pair<int, Clock::MonoTime>> recreate;
   // The missing Policies last reported with a PolicyNotFound Event: the Event is recorded when
   // this set changes, not on every reconcile, which would spend the pool's Event budget (25,
   // then one per 5 minutes) and crowd out the Events that follow.
@@ -105,7 +63,12 @@ RolloutPoolController::RolloutPoolController(kube::DynamicClient& client,
                                              RolloutPoolInformers informers,
                                              kube::EventRecorder& events,
                                              RolloutPoolControllerOptions options)
-    : client_(client), informers_(informers), events_(events), options_(std::move(options)) {
+    : client_(client),
+      informers_(informers),
+      events_(events),
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Instance()),
+      workers_(options_.worker_timeout) {
   if (options_.registry != nullptr) {
     metrics_ = std::make_unique<RolloutPoolMetrics>(*options_.registry);
   }
@@ -150,194 +113,52 @@ std::string RolloutPoolController::Token(const std::string& ns, const std::strin
   return token.ok() ? *token : "";
 }
 
-Result<std::unique_ptr<http::Client>> RolloutPoolController::WorkerClient(
-    const json& pod, const std::string& token) const {
-  http::ClientOptions options;
-  options.base_url = "http://" + Str(pod, "/status/podIP") + ":" + std::to_string(kRolloutPort);
-  options.connect_timeout = options_.worker_timeout;
-  options.read_timeout = options_.worker_timeout;
-  options.max_attempts = 1;
-  if (!token.empty()) options.token = http::TokenSource::FromValue(token);
-  return http::Client::Create(options);
+int64_t RolloutPoolController::NowSeconds() const {
+  return std::chrono::duration_cast<std::chrono::seconds>(clock_.WallNow().time_since_epoch())
+      .count();
 }
 
-Result<json> RolloutPoolController::WorkerStatus(const json& pod, const std::string& token) {
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<http::Client> client, WorkerClient(pod, token));
-  SLUICE_ASSIGN_OR_RETURN(http::Response reply, client->Get("/v1/status"));
-  if (reply.status != 200) return reply.ToStatus();
-  json status = json::parse(reply.body, nullptr, false);
-  if (!status.is_object()) return Status::Internal("GET /v1/status did not return a JSON object");
-  return status;
-}
-
-Status RolloutPoolController::PostDrain(const json& pod, const std::string& token) {
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<http::Client> client, WorkerClient(pod, token));
-  SLUICE_ASSIGN_OR_RETURN(http::Response reply,
-                          client->Post("/v1/drain", "{}", "application/json"));
-  return reply.status / 100 == 2 ? Status::Ok() : reply.ToStatus();
-}
-
-Status RolloutPoolController::PostRelay(const json& pod, const std::string& token,
-                                        const std::string& relay) {
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<http::Client> client, WorkerClient(pod, token));
-  SLUICE_ASSIGN_OR_RETURN(
-      http::Response reply,
-      client->Post("/v1/relay", json{{"url", relay}}.dump(), "application/json"));
-  return reply.status / 100 == 2 ? Status::Ok() : reply.ToStatus();
-}
-
-Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key) {
-  kube::ObjectPtr cached = informers_.pools->store().Get(key);
-  if (!cached) {
-    if (metrics_) {
-      const size_t slash = key.find('/');
-      if (slash == std::string::npos) {
-        metrics_->RemovePool("", key);
-      } else {
-        metrics_->RemovePool(key.substr(0, slash), key.substr(slash + 1));
-      }
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    states_.erase(key);
-    return ReconcileResult{};
-  }
-  json pool = *cached;
-  const std::string ns = Str(pool, "/metadata/namespace", "default");
-  const std::string name = Str(pool, "/metadata/name");
-  kube::ResourceClient pools = client_.Resource(kPools, ns);
-  kube::ResourceClient pods_client = client_.Resource(kPods, ns);
-  PoolState& state = State(key);
-  const auto now_wall = std::chrono::system_clock::now();
-  const int64_t now_s = NowSeconds();
-  const bool deleting = pool.contains("/metadata/deletionTimestamp"_json_pointer);
-
-  // 1. The drain finalizer.
-  json finalizers = pool.value("/metadata/finalizers"_json_pointer, json::array());
-  const bool has_finalizer =
-      std::find(finalizers.begin(), finalizers.end(), json(kDrainFinalizer)) != finalizers.end();
-  if (!deleting && !has_finalizer) {
-    finalizers.push_back(kDrainFinalizer);
-    json patch = {{"metadata",
-                   {{"finalizers", finalizers},
-                    {"resourceVersion", Str(pool, "/metadata/resourceVersion")}}}};
-    Result<json> r = pools.Patch(name, kube::PatchType::kMerge, patch.dump());
-    if (!r.ok()) return r.status();
-    pool = *r;
-  }
-
-  // The pool's replica pods: those it owns (the owner-uid index, so a reconcile costs the pool's
-  // pods, not every pod in the cache), with its labels.
+Result<std::vector<json>> RolloutPoolController::OwnedPods(const json& pool) const {
+  // The owner-uid index, so a reconcile costs the pool's pods, not every pod in the cache.
   std::vector<json> pods;
-  const std::string pool_label = LabelValue(name);
-  Result<std::vector<kube::ObjectPtr>> owned =
-      informers_.pods->store().ByIndex(kube::kOwnerUidIndex, Str(pool, "/metadata/uid"));
-  if (!owned.ok()) return owned.status();
-  for (const kube::ObjectPtr& p : *owned) {
-    if (Str(*p, "/metadata/namespace", "default") == ns &&
-        Str(*p, "/metadata/labels/sluice.dev~1pool") == pool_label &&
+  const std::string ns = Namespace(pool);
+  const std::string pool_label = LabelValue(Name(pool));
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<kube::ObjectPtr> owned,
+      informers_.pods->store().ByIndex(kube::kOwnerUidIndex, Str(pool, "/metadata/uid")));
+  for (const kube::ObjectPtr& p : owned) {
+    if (Namespace(*p) == ns && Str(*p, "/metadata/labels/sluice.dev~1pool") == pool_label &&
         Str(*p, "/metadata/labels/app.kubernetes.io~1component") == "rollout") {
       pods.push_back(*p);
     }
   }
-  const std::string df_name = Str(pool, "/spec/dataflowRef/name");
-  const std::string token = Token(ns, df_name);
-  const int64_t grace = pool.value("/spec/drain/gracePeriodSeconds"_json_pointer, int64_t{120});
+  return pods;
+}
 
-  // Asks a ready replica to drain (once) and deletes replicas that drained or ran out of time.
-  // Returns true when `pod` is gone or going.
-  auto drain_or_delete = [&](const json& pod, const std::string& why) -> Status {
-    const std::string pod_name = Str(pod, "/metadata/name");
-    if (pod.contains("/metadata/deletionTimestamp"_json_pointer)) return Status::Ok();
-    const std::string since = Str(pod, "/metadata/annotations/sluice.dev~1draining-since");
-    const bool ready = HasCondition(pod, "Ready", "True");
-    bool remove = !ready;
-    if (ready && since.empty()) {
-      Status s = PostDrain(pod, token);
-      json patch = {
-          {"metadata", {{"annotations", {{kDrainingSinceAnnotation, FormatTime(now_wall)}}}}}};
-      SLUICE_RETURN_IF_ERROR(
-          pods_client.Patch(pod_name, kube::PatchType::kMerge, patch.dump()).status());
-      (void)events_.Record(pool, kube::kEventNormal, "DrainingReplica",
-                           "Draining replica " + pod_name + " (" + why + ")" +
-                               (s.ok() ? "" : "; POST /v1/drain failed: " + s.message()));
-      return Status::Ok();
-    }
-    if (ready) {
-      Result<json> ws = WorkerStatus(pod, token);
-      const bool drained = ws.ok() && ws->value("drained", false);
-      // A worker that answers but is not draining missed the request (it restarted, or the
-      // POST was lost): ask again.
-      if (ws.ok() && !drained && !ws->value("draining", false)) (void)PostDrain(pod, token);
-      remove = drained || now_s - WallSeconds(since) >= grace;
-    }
-    if (remove) {
-      Result<json> r = pods_client.Delete(pod_name);
-      if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
-      (void)events_.Record(pool, kube::kEventNormal, "DeletedReplica",
-                           "Deleted replica " + pod_name + " (" + why + ")");
-    }
-    return Status::Ok();
-  };
-
-  // Replicas whose node abandoned their deletion are gone: remove the objects, so that neither the
-  // drain finalizer nor a re-created replica of the same name waits on them forever.
-  const int64_t abandon_after = std::max<int64_t>(grace, kAbandonedTerminationFloorSeconds);
+std::vector<Replica> RolloutPoolController::Observe(const std::vector<json>& pods,
+                                                    const std::string& template_hash,
+                                                    const std::string& token, int64_t abandon_after,
+                                                    PoolState& state) {
+  const int64_t now_s = NowSeconds();
+  std::vector<Replica> replicas;
   for (const json& pod : pods) {
-    const std::string uid = Str(pod, "/metadata/uid");
-    if (state.force_deleted.contains(uid) || !TerminationAbandoned(pod, now_s, abandon_after)) {
-      continue;
+    Replica r = rolloutpool::ReplicaFromPod(pod, template_hash, now_s, abandon_after);
+    if (r.placement.ready) {
+      if (Result<json> ws = workers_.GetStatus(r.url, token); ws.ok()) {
+        r.worker = rolloutpool::WorkerReportOf(*ws);
+        r.placement.in_flight = ws->value("in_flight", int64_t{-1});
+      }
     }
-    const std::string pod_name = Str(pod, "/metadata/name");
-    kube::DeleteOptions force;
-    force.grace_period_seconds = 0;
-    force.precondition_uid = uid;
-    Result<json> r = pods_client.Delete(pod_name, force);
-    if (!r.ok() && r.status().code() != StatusCode::kNotFound &&
-        r.status().code() != StatusCode::kConflict) {
-      return r.status();
-    }
-    state.force_deleted.insert(uid);
-    if (!r.ok()) continue;  // Gone already, or another Pod holds the name now.
-    (void)events_.Record(pool, kube::kEventWarning, "ForceDeletedReplica",
-                         "Replica " + pod_name + " stayed Terminating and not Ready for " +
-                             std::to_string(abandon_after) +
-                             "s past its deletion deadline on node " +
-                             Str(pod, "/spec/nodeName", "(none)") +
-                             ": its node no longer answers; deleted it with no grace period");
+    replicas.push_back(std::move(r));
   }
   std::erase_if(state.force_deleted, [&](const std::string& uid) {
-    return std::none_of(pods.begin(), pods.end(),
-                        [&](const json& p) { return Str(p, "/metadata/uid") == uid; });
+    return std::none_of(replicas.begin(), replicas.end(),
+                        [&](const Replica& r) { return r.uid == uid; });
   });
+  return replicas;
+}
 
-  if (deleting) {
-    // Every replica is leaving: the pool's counts and autoscaler no longer mean anything.
-    if (metrics_) metrics_->RemovePool(ns, name);
-    bool any = false;
-    for (const json& pod : pods) {
-      any = true;
-      SLUICE_RETURN_IF_ERROR(drain_or_delete(pod, "the pool is being deleted"));
-    }
-    if (!any && has_finalizer) {
-      json kept = json::array();
-      for (const json& f : finalizers) {
-        if (f != kDrainFinalizer) kept.push_back(f);
-      }
-      json patch = {
-          {"metadata",
-           {{"finalizers", kept}, {"resourceVersion", Str(pool, "/metadata/resourceVersion")}}}};
-      Result<json> r = pools.Patch(name, kube::PatchType::kMerge, patch.dump());
-      if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
-      return ReconcileResult{};
-    }
-    return ReconcileResult{std::chrono::milliseconds(500)};
-  }
-
-  // 2. Validation and the Dataflow.
-  json defaulted = pool;
-  Status defaulting = api::DefaultObject(defaulted);
-  api::ValidationReport report;
-  if (defaulting.ok()) report = api::ValidateObject(defaulted);
+Status RolloutPoolController::WriteBlocked(const json& pool, const Blocked& blocked) {
   std::vector<api::Condition> conditions;
   if (pool.contains("/status/conditions"_json_pointer)) {
     Result<std::vector<api::Condition>> old =
@@ -345,42 +166,33 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
     if (old.ok()) conditions = *old;
   }
   const int64_t generation = pool.value("/metadata/generation"_json_pointer, int64_t{0});
-  auto write_blocked = [&](const std::string& reason, const std::string& message) -> Status {
-    const bool changed = api::SetCondition(
-        conditions, {"Available", "False", reason, message, generation, ""}, now_wall);
-    if (changed) (void)events_.Record(pool, kube::kEventWarning, reason, message);
-    json status = pool.value("status", json::object());
-    status["conditions"] = api::ToJson(conditions);
-    status["observedGeneration"] = generation;
-    if (status == pool.value("status", json::object())) return Status::Ok();
-    Result<json> r =
-        pools.Patch(name, kube::PatchType::kMerge, json{{"status", status}}.dump(), {}, "status");
-    return r.ok() || r.status().code() == StatusCode::kNotFound ? Status::Ok() : r.status();
-  };
-  if (!defaulting.ok() || !report.ok()) {
-    SLUICE_RETURN_IF_ERROR(write_blocked(
-        "InvalidSpec", defaulting.ok() ? openapi::Describe(report.errors) : defaulting.message()));
-    return ReconcileResult{};
-  }
-  pool = defaulted;
-  kube::ObjectPtr dataflow = informers_.dataflows->store().Get(ns + "/" + df_name);
-  if (!dataflow) {
-    SLUICE_RETURN_IF_ERROR(write_blocked(
-        "DataflowNotFound", "spec.dataflowRef: Dataflow \"" + df_name + "\" not found in " + ns));
-    return ReconcileResult{};  // The Dataflow's creation re-triggers this pool (Watch).
-  }
+  const bool changed = api::SetCondition(
+      conditions, {"Available", "False", blocked.reason, blocked.message, generation, ""},
+      clock_.WallNow());
+  if (changed) (void)events_.Record(pool, kube::kEventWarning, blocked.reason, blocked.message);
+  json status = pool.value("status", json::object());
+  status["conditions"] = api::ToJson(conditions);
+  status["observedGeneration"] = generation;
+  if (status == pool.value("status", json::object())) return Status::Ok();
+  Result<json> r = client_.Resource(kPools, Namespace(pool))
+                       .Patch(Name(pool), kube::PatchType::kMerge, json{{"status", status}}.dump(),
+                              {}, "status");
+  return r.ok() || r.status().code() == StatusCode::kNotFound ? Status::Ok() : r.status();
+}
 
-  // The worker config: the hosted Policies the replicas load (rollout.json). A Policy that does not
-  // exist yet is left out (the replicas then fail to start, naming it) and reported as an Event;
-  // its creation re-triggers this pool (Watch). The hosted Policies also give the replicas their
-  // model claim mounts (and so the template hash).
-  std::vector<json> hosted;
+Result<std::optional<RolloutPoolController::Blocked>> RolloutPoolController::ResolvePolicies(
+    const json& pool, PoolState& state, std::vector<json>* hosted) {
+  // The hosted Policies the replicas load (rollout.json). A Policy that does not exist yet is
+  // left out (the replicas then fail to start, naming it) and reported as an Event; its creation
+  // re-triggers this pool (Watch). The hosted Policies also give the replicas their model claim
+  // mounts (and so the template hash).
+  const std::string ns = Namespace(pool);
   std::vector<std::string> missing;
   for (const json& p : pool.value("/spec/policies"_json_pointer, json::array())) {
     if (!p.is_string() || informers_.policies == nullptr) continue;
     kube::ObjectPtr policy = informers_.policies->store().Get(ns + "/" + p.get<std::string>());
     if (policy) {
-      hosted.push_back(*policy);
+      hosted->push_back(*policy);
     } else {
       missing.push_back(p.get<std::string>());
     }
@@ -388,13 +200,14 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
   if (informers_.config_maps != nullptr && informers_.policies != nullptr) {
     std::string names;
     for (const std::string& m : missing) names += (names.empty() ? "" : ", ") + m;
-    std::string& reported = State(key).reported_missing_policies;
-    if (!missing.empty() && names != reported) {
+    // Recorded when the set changes, not at every reconcile, which would spend the pool's Event
+    // budget and crowd out the Events that follow.
+    if (!missing.empty() && names != state.reported_missing_policies) {
       (void)events_.Record(pool, kube::kEventWarning, "PolicyNotFound",
                            "spec.policies: Policy " + names + " not found in " + ns);
     }
-    reported = names;
-    const json desired = DesiredRolloutConfigMap(pool, hosted);
+    state.reported_missing_policies = names;
+    const json desired = DesiredRolloutConfigMap(pool, *hosted);
     const std::string cm_name = desired["metadata"]["name"];
     kube::ObjectPtr current = informers_.config_maps->store().Get(ns + "/" + cm_name);
     kube::ResourceClient cms = client_.Resource(kConfigMaps, ns);
@@ -408,326 +221,426 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
       if (!r.ok() && r.status().code() != StatusCode::kConflict) return r.status();
     }
   }
-
   // An external server loads its Policy from a directory both containers mount; no replica is
-  // built before the Policy is known.
+  // built before the Policy is known. The Policy's creation or update re-triggers the pool.
   if (UsesExternalEngine(pool)) {
-    if (hosted.empty() && informers_.policies != nullptr) {
-      SLUICE_RETURN_IF_ERROR(write_blocked(
+    if (hosted->empty() && informers_.policies != nullptr) {
+      return std::optional<Blocked>(Blocked{
           "PolicyNotFound", "spec.policies: Policy " +
                                 pool.value("/spec/policies/0"_json_pointer, std::string()) +
-                                " not found in " + ns + "; the engine server needs its model"));
-      return ReconcileResult{};  // The Policy's creation re-triggers this pool (Watch).
+                                " not found in " + ns + "; the engine server needs its model"});
     }
-    for (const json& p : hosted) {
+    for (const json& p : *hosted) {
       if (Result<std::string> dir = ExternalEngineModelDir(p); !dir.ok()) {
-        SLUICE_RETURN_IF_ERROR(
-            write_blocked("UnservableModel", dir.status().field() + ": " + dir.status().message()));
-        return ReconcileResult{};  // The Policy's update re-triggers this pool (Watch).
+        return std::optional<Blocked>(
+            Blocked{"UnservableModel", dir.status().field() + ": " + dir.status().message()});
       }
     }
   }
+  return std::optional<Blocked>();
+}
 
-  // 3. Facts about each replica.
+Result<int64_t> RolloutPoolController::Autoscale(
+    const json& pool, PoolState& state, std::optional<std::chrono::milliseconds>* next_sync) {
+  const std::string ns = Namespace(pool);
+  const std::string name = Name(pool);
+  const int64_t before = pool.value("/spec/replicas"_json_pointer, int64_t{0});
+  if (!pool.contains("/spec/autoscaling"_json_pointer)) {
+    // The last decision's conditions go (PoolStatus drops them too).
+    state.scaling_conditions.clear();
+    if (metrics_) metrics_->ForgetAutoscaler(ns, name);
+    return before;
+  }
+  api::RolloutPoolSpecAutoscaling spec;
+  Status parsed =
+      api::FromJson(pool.at("/spec/autoscaling"_json_pointer), "spec.autoscaling", &spec);
+  const auto period = std::chrono::seconds(std::max<int64_t>(1, spec.sync_period_seconds));
+  int64_t replicas = before;
+  if (parsed.ok() && clock_.Now() >= state.next_autoscale) {
+    state.next_autoscale = clock_.Now() + period;
+    const std::string url = spec.prometheus_url.value_or(options_.prometheus_url);
+    std::vector<autoscale::MetricSample> samples;
+    Result<std::unique_ptr<autoscale::PrometheusClient>> prom =
+        url.empty() ? Result<std::unique_ptr<autoscale::PrometheusClient>>(Status::InvalidArgument(
+                          "no Prometheus: set spec.autoscaling.prometheusURL or the operator's "
+                          "--prometheus-url"))
+                    : autoscale::PrometheusClient::Create(url, std::chrono::seconds(5));
+    for (const api::RolloutPoolSpecAutoscalingMetric& m : spec.metrics) {
+      autoscale::MetricSample sample{m.name, std::nullopt, ""};
+      if (!prom.ok()) {
+        sample.error = prom.status().message();
+      } else if (Result<double> v = (*prom)->QueryScalar(autoscale::ExpandQuery(m.query, name, ns));
+                 v.ok()) {
+        sample.value = *v;
+      } else {
+        sample.error = m.name + ": " + v.status().message();
+      }
+      samples.push_back(sample);
+    }
+    autoscale::ScaleDecision d =
+        autoscale::Decide(spec, before, samples, state.history, NowSeconds());
+    if (metrics_) metrics_->RecordAutoscalerSync(ns, name, d.desired, samples);
+    // Conditions need a reason even when the decision leaves one empty.
+    if (d.scaling_active_reason.empty()) {
+      d.scaling_active_reason = d.scaling_active ? "ValidMetricFound" : "FailedGetMetrics";
+    }
+    if (d.scaling_limited_reason.empty()) {
+      d.scaling_limited_reason = d.scaling_limited ? "ScalingLimited" : "DesiredWithinRange";
+    }
+    const int64_t generation = pool.value("/metadata/generation"_json_pointer, int64_t{0});
+    state.scaling_conditions.clear();
+    api::SetCondition(state.scaling_conditions,
+                      {"ScalingActive", d.scaling_active ? "True" : "False",
+                       d.scaling_active_reason, d.scaling_active_message, generation, ""},
+                      clock_.WallNow());
+    api::SetCondition(state.scaling_conditions,
+                      {"ScalingLimited", d.scaling_limited ? "True" : "False",
+                       d.scaling_limited_reason, d.scaling_limited_message, generation, ""},
+                      clock_.WallNow());
+    if (!d.scaling_active) {
+      (void)events_.Record(pool, kube::kEventWarning, "FailedGetMetrics", d.scaling_active_message);
+    }
+    if (d.changed) {
+      json scale = {{"apiVersion", "autoscaling/v1"},
+                    {"kind", "Scale"},
+                    {"metadata", {{"name", name}, {"namespace", ns}}},
+                    {"spec", {{"replicas", d.desired}}}};
+      SLUICE_RETURN_IF_ERROR(client_.Resource(kPools, ns).UpdateScale(name, scale).status());
+      replicas = d.desired;
+      const bool up = d.desired > before;
+      if (metrics_) {
+        metrics_->RecordScaleEvent(ns, name, up ? ScaleDirection::kUp : ScaleDirection::kDown);
+      }
+      (void)events_.Record(pool, kube::kEventNormal, up ? "ScaledUp" : "ScaledDown", d.reason);
+    }
+  }
+  *next_sync = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::max(Clock::Duration(0), state.next_autoscale - clock_.Now()));
+  return replicas;
+}
+
+RolloutPoolController::Placed RolloutPoolController::Place(const json& pool, PoolState& state,
+                                                           const std::vector<Replica>& replicas,
+                                                           const std::string& hash) {
+  Placed placed;
+  const int64_t desired = pool.value("/spec/replicas"_json_pointer, int64_t{0});
+  api::RolloutPoolSpecPlacement spec;
+  if (!pool.contains("/spec/placement"_json_pointer) ||
+      !api::FromJson(pool.at("/spec/placement"_json_pointer), "spec.placement", &spec).ok()) {
+    placed.targets = {{"", desired}};
+    return placed;
+  }
   std::vector<placement::ReplicaFacts> facts;
-  std::vector<ReplicaObservation> observed;
-  const std::string hash = PoolTemplateHash(pool, hosted, dataflow.get());
-  for (const json& pod : pods) {
-    placement::ReplicaFacts f;
-    f.name = Str(pod, "/metadata/name");
-    f.region = Str(pod, "/metadata/labels/sluice.dev~1region");
-    f.replica_index =
-        std::atoi(Str(pod, "/metadata/labels/sluice.dev~1replica-index", "0").c_str());
-    f.ready = HasCondition(pod, "Ready", "True");
-    const std::string phase = Str(pod, "/status/phase", "Pending");
-    f.pending_unschedulable =
-        phase == "Pending" && HasCondition(pod, "PodScheduled", "False", "Unschedulable");
-    f.unscheduled = phase == "Pending" && !HasCondition(pod, "PodScheduled", "True");
-    if (f.pending_unschedulable) {
-      for (const json& c : pod.value("/status/conditions"_json_pointer, json::array())) {
-        if (c.value("type", "") == "PodScheduled") f.scheduler_message = c.value("message", "");
-      }
-    }
-    if (phase == "Pending") {
-      f.pending_since_seconds = WallSeconds(Str(pod, "/metadata/creationTimestamp"));
-    }
-    f.draining = pod.contains("/metadata/annotations/sluice.dev~1draining-since"_json_pointer) ||
-                 pod.contains("/metadata/deletionTimestamp"_json_pointer);
-    std::optional<json> worker;
-    if (f.ready) {
-      Result<json> ws = WorkerStatus(pod, token);
-      if (ws.ok()) {
-        worker = *ws;
-        f.in_flight = ws->value("in_flight", int64_t{-1});
-      }
-    }
-    facts.push_back(f);
-    observed.push_back({f.name, f.region, f.replica_index, phase, f.ready,
-                        Str(pod, "/metadata/labels/sluice.dev~1template-hash") == hash, f.draining,
-                        f.pending_unschedulable, worker});
+  for (const Replica& r : replicas) facts.push_back(r.placement);
+  // Kubernetes timestamps have whole seconds, so an elapsed time computed from them can exceed
+  // the real one by up to a second: wait one second more, so that a replica never moves before
+  // spilloverAfterSeconds have really passed (0 still moves at once).
+  const int64_t spill_after =
+      spec.spillover_after_seconds > 0 ? spec.spillover_after_seconds + 1 : 0;
+  // Refusals are forgotten when spec.placement or the replica template changes (what might fit
+  // then differs); spec.replicas alone does not count, or every autoscaler step would restart the
+  // spill-over cycle.
+  const std::string refusals_key = pool.at("/spec/placement"_json_pointer).dump() + "/" + hash;
+  if (state.refusals_key != refusals_key) {
+    state.refusals.clear();
+    state.refusals_key = refusals_key;
   }
-
-  // Weight relays (operator/placement/weight_relays.h): tell each replica which peer to fetch
-  // weights from when what it reports (weights.relay) differs: the region's relay in a pool with
-  // placement, and for a joining replica of any pool a ready peer (the only source once the
-  // trainer finished). A lost POST is repeated at the next round.
-  {
-    std::vector<placement::RelayCandidate> candidates;
-    std::map<std::string, size_t> index_of;
-    for (size_t i = 0; i < pods.size(); ++i) {
-      const std::string ip = Str(pods[i], "/status/podIP");
-      candidates.push_back({facts[i].name, facts[i].region, facts[i].replica_index, facts[i].ready,
-                            facts[i].draining,
-                            ip.empty() ? "" : "http://" + ip + ":" + std::to_string(kRolloutPort)});
-      index_of[facts[i].name] = i;
-    }
-    const bool regional = pool.contains("/spec/placement"_json_pointer);
-    for (const auto& [pod_name, relay] : placement::AssignWeightRelays(candidates, regional)) {
-      const size_t i = index_of.at(pod_name);
-      std::optional<json> worker = observed[i].worker_status;
-      if (!observed[i].ready) {  // A joiner: not asked for its status above.
-        Result<json> ws = WorkerStatus(pods[i], token);
-        if (ws.ok()) worker = *ws;
-      }
-      if (!worker.has_value()) continue;
-      const std::string reported = worker->value("/weights/relay"_json_pointer, std::string());
-      if (reported != relay) (void)PostRelay(pods[i], token, relay);
-    }
-  }
-
-  // A replica that came back and is ready again earns a fresh back-off.
-  for (const ReplicaObservation& o : observed) {
-    if (o.ready) state.recreate.erase(o.name);
-  }
-
-  // 5 (first, so this round acts on the new size). Autoscaling.
-  const int64_t replicas_before = pool.value("/spec/replicas"_json_pointer, int64_t{0});
-  int64_t replicas = replicas_before;
-  std::optional<std::chrono::milliseconds> next_autoscale;
-  // Without spec.autoscaling the last decision's conditions go (PoolStatus drops them too).
-  if (!pool.contains("/spec/autoscaling"_json_pointer)) state.scaling_conditions.clear();
-  if (pool.contains("/spec/autoscaling"_json_pointer)) {
-    api::RolloutPoolSpecAutoscaling spec;
-    Status parsed =
-        api::FromJson(pool.at("/spec/autoscaling"_json_pointer), "spec.autoscaling", &spec);
-    const auto period = std::chrono::seconds(std::max<int64_t>(1, spec.sync_period_seconds));
-    if (parsed.ok() && Mono::now() >= state.next_autoscale) {
-      state.next_autoscale = Mono::now() + period;
-      const std::string url = spec.prometheus_url.value_or(options_.prometheus_url);
-      std::vector<autoscale::MetricSample> samples;
-      Result<std::unique_ptr<autoscale::PrometheusClient>> prom =
-          url.empty()
-              ? Result<std::unique_ptr<autoscale::PrometheusClient>>(Status::InvalidArgument(
-                    "no Prometheus: set spec.autoscaling.prometheusURL or the operator's "
-                    "--prometheus-url"))
-              : autoscale::PrometheusClient::Create(url, std::chrono::seconds(5));
-      for (const api::RolloutPoolSpecAutoscalingMetric& m : spec.metrics) {
-        autoscale::MetricSample sample{m.name, std::nullopt, ""};
-        if (!prom.ok()) {
-          sample.error = prom.status().message();
-        } else {
-          Result<double> v = (*prom)->QueryScalar(autoscale::ExpandQuery(m.query, name, ns));
-          if (v.ok()) {
-            sample.value = *v;
-          } else {
-            sample.error = m.name + ": " + v.status().message();
-          }
-        }
-        samples.push_back(sample);
-      }
-      autoscale::ScaleDecision d =
-          autoscale::Decide(spec, replicas_before, samples, state.history, now_s);
-      if (metrics_) metrics_->RecordAutoscalerSync(ns, name, d.desired, samples);
-      // Conditions need a reason even when the decision leaves one empty.
-      if (d.scaling_active_reason.empty()) {
-        d.scaling_active_reason = d.scaling_active ? "ValidMetricFound" : "FailedGetMetrics";
-      }
-      if (d.scaling_limited_reason.empty()) {
-        d.scaling_limited_reason = d.scaling_limited ? "ScalingLimited" : "DesiredWithinRange";
-      }
-      state.scaling_conditions.clear();
-      api::SetCondition(state.scaling_conditions,
-                        {"ScalingActive", d.scaling_active ? "True" : "False",
-                         d.scaling_active_reason, d.scaling_active_message, generation, ""},
-                        now_wall);
-      api::SetCondition(state.scaling_conditions,
-                        {"ScalingLimited", d.scaling_limited ? "True" : "False",
-                         d.scaling_limited_reason, d.scaling_limited_message, generation, ""},
-                        now_wall);
-      if (!d.scaling_active) {
-        (void)events_.Record(pool, kube::kEventWarning, "FailedGetMetrics",
-                             d.scaling_active_message);
-      }
-      if (d.changed) {
-        json scale = {{"apiVersion", "autoscaling/v1"},
-                      {"kind", "Scale"},
-                      {"metadata", {{"name", name}, {"namespace", ns}}},
-                      {"spec", {{"replicas", d.desired}}}};
-        Result<json> r = pools.UpdateScale(name, scale);
-        if (!r.ok()) return r.status();
-        replicas = d.desired;
-        if (metrics_) {
-          metrics_->RecordScaleEvent(
-              ns, name, d.desired > replicas_before ? ScaleDirection::kUp : ScaleDirection::kDown);
-        }
-        (void)events_.Record(pool, kube::kEventNormal,
-                             d.desired > replicas_before ? "ScaledUp" : "ScaledDown", d.reason);
-      }
-    }
-    next_autoscale = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::max(Mono::duration(0), state.next_autoscale - Mono::now()));
-  } else if (metrics_) {
-    metrics_->ForgetAutoscaler(ns, name);
-  }
-  pool["spec"]["replicas"] = replicas;
-
-  // 4. Placement: how many replicas each region should have.
-  std::vector<placement::RegionTarget> targets;
-  int64_t unplaced = 0;
-  std::set<std::string> spilled;
-  bool settled = false;
-  const json* placement_json = pool.contains("/spec/placement"_json_pointer)
-                                   ? &pool.at("/spec/placement"_json_pointer)
-                                   : nullptr;
-  api::RolloutPoolSpecPlacement placement_spec;
-  if (placement_json != nullptr &&
-      api::FromJson(*placement_json, "spec.placement", &placement_spec).ok()) {
-    // Kubernetes timestamps have whole seconds, so an elapsed time computed from them can exceed
-    // the real one by up to a second: wait one second more, so that a replica never moves before
-    // spilloverAfterSeconds have really passed (0 still moves at once).
-    const int64_t spill_after =
-        placement_spec.spillover_after_seconds > 0 ? placement_spec.spillover_after_seconds + 1 : 0;
-    const std::string refusals_key = placement_json->dump() + "/" + hash;
-    if (state.refusals_key != refusals_key) {
-      state.refusals.clear();
-      state.refusals_key = refusals_key;
-    }
-    if (placement_spec.strategy == "Priority") {
-      state.refusals =
-          placement::RememberRefusals(state.refusals, facts, replicas, now_s, spill_after);
-    } else {
-      state.refusals.clear();
-    }
-    placement::SpilloverPlan plan =
-        placement::PlanWithRefusals(placement_spec, replicas, facts, state.refusals);
-    targets = plan.plan.targets;
-    unplaced = plan.plan.unplaced;
-    settled = plan.settled;
-    for (const std::string& name : plan.spill) {
-      spilled.insert(name);
-      std::string from;
-      for (const placement::ReplicaFacts& f : facts) {
-        if (f.name == name) from = f.region;
-      }
-      (void)events_.Record(pool, kube::kEventNormal, "SpilledOver",
-                           "Replica " + name + " is unschedulable in region " + from +
-                               ", which has refused replicas for " +
-                               std::to_string(placement_spec.spillover_after_seconds) +
-                               "s; placing it in the next region");
-    }
-    if (settled && !state.reported_settled) {
-      (void)events_.Record(pool, kube::kEventWarning, "InsufficientCapacity",
-                           SettledMessage(state.refusals, facts));
-    }
-    state.reported_settled = settled;
+  if (spec.strategy == "Priority") {
+    state.refusals =
+        placement::RememberRefusals(state.refusals, facts, desired, NowSeconds(), spill_after);
   } else {
-    targets = {{"", replicas}};
+    state.refusals.clear();
   }
-
-  // Surplus replicas: drain, then delete.
-  std::set<std::string> leaving;
-  for (const std::string& n : placement::ChooseReplicasToRemove(facts, targets)) leaving.insert(n);
-  for (const json& pod : pods) {
-    const std::string pod_name = Str(pod, "/metadata/name");
-    const std::string phase = Str(pod, "/status/phase");
-    const bool draining =
-        pod.contains("/metadata/annotations/sluice.dev~1draining-since"_json_pointer);
-    if (leaving.count(pod_name) || draining) {
-      SLUICE_RETURN_IF_ERROR(drain_or_delete(pod, spilled.count(pod_name)
-                                                      ? "spill-over: its region has no room"
-                                                  : leaving.count(pod_name) ? "scale-down"
-                                                                            : "drain"));
-    } else if ((phase == "Failed" || phase == "Succeeded") &&
-               !pod.contains("/metadata/deletionTimestamp"_json_pointer)) {
-      // Ended: delete now, re-create after a back-off that grows with each failure.
-      auto& [failures, at] = state.recreate[pod_name];
-      ++failures;
-      at = Mono::now() + std::min(std::chrono::seconds(300),
-                                  std::chrono::seconds(1 << std::min(failures - 1, 8)));
-      Result<json> r = pods_client.Delete(pod_name);
-      if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
-      (void)events_.Record(
-          pool, kube::kEventWarning, "ReplicaFailed",
-          "Replica " + pod_name + " ended (" + phase + "); it is re-created after a back-off");
+  placement::SpilloverPlan plan = placement::PlanWithRefusals(spec, desired, facts, state.refusals);
+  placed.targets = plan.plan.targets;
+  placed.unplaced = plan.plan.unplaced;
+  for (const std::string& name : plan.spill) {
+    placed.spilled.insert(name);
+    std::string from;
+    for (const placement::ReplicaFacts& f : facts) {
+      if (f.name == name) from = f.region;
+    }
+    (void)events_.Record(pool, kube::kEventNormal, "SpilledOver",
+                         "Replica " + name + " is unschedulable in region " + from +
+                             ", which has refused replicas for " +
+                             std::to_string(spec.spillover_after_seconds) +
+                             "s; placing it in the next region");
+  }
+  if (plan.settled) {
+    placed.settled_message = SettledMessage(state.refusals, facts);
+    if (!state.reported_settled) {
+      (void)events_.Record(pool, kube::kEventWarning, "InsufficientCapacity",
+                           placed.settled_message);
     }
   }
+  state.reported_settled = plan.settled;
+  return placed;
+}
 
-  // Missing replicas: create them (respecting back-off).
-  std::map<std::string, const json*> region_by_name;
-  if (placement_json != nullptr && placement_json->contains("regions")) {
-    // Pointers into the pool object itself (value() would return a copy).
-    for (const json& r : placement_json->at("regions")) region_by_name[r.value("name", "")] = &r;
-  }
-  for (const auto& [region, index] : placement::ReplicasToCreate(facts, targets)) {
-    const json* region_json = region.empty() ? nullptr : region_by_name[region];
-    json desired = DesiredReplicaPod(pool, hosted, region_json, index, *dataflow, options_.images);
-    const std::string pod_name = desired["metadata"]["name"];
-    if (auto it = state.recreate.find(pod_name);
-        it != state.recreate.end() && Mono::now() < it->second.second) {
-      continue;
+Status RolloutPoolController::Execute(const json& pool, const std::vector<Action>& actions,
+                                      const std::vector<Replica>& replicas,
+                                      const std::vector<json>& pods,
+                                      const std::vector<json>& hosted, const json* dataflow,
+                                      const std::string& token, PoolState& state) {
+  kube::ResourceClient pods_client = client_.Resource(kPods, Namespace(pool));
+  const auto find = [&](const std::string& name) -> size_t {
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      if (replicas[i].placement.name == name) return i;
     }
-    Result<json> r = pods_client.Create(desired);
-    if (!r.ok() && r.status().code() != StatusCode::kAlreadyExists) return r.status();
-  }
-
-  // Rolling update: replace replicas of an old template, one region at a time, within
-  // maxUnavailable.
-  int64_t unavailable = 0;
-  for (const ReplicaObservation& o : observed) {
-    if (!o.draining && !o.ready) ++unavailable;
-  }
-  const int64_t budget = MaxUnavailable(pool) - unavailable;
-  if (budget > 0) {
-    std::string region_in_update;
-    int64_t replaced = 0;
-    for (const placement::RegionTarget& t : targets) {
-      for (const ReplicaObservation& o : observed) {
-        if (o.region != t.region || o.current || o.draining || leaving.count(o.name)) continue;
-        if (!region_in_update.empty() && region_in_update != t.region) break;
-        if (replaced >= budget) break;
-        region_in_update = t.region;
-        for (const json& pod : pods) {
-          if (Str(pod, "/metadata/name") == o.name) {
-            SLUICE_RETURN_IF_ERROR(drain_or_delete(pod, "its template changed"));
+    return replicas.size();
+  };
+  const int64_t abandon_after =
+      std::max<int64_t>(pool.value("/spec/drain/gracePeriodSeconds"_json_pointer, int64_t{120}),
+                        kAbandonedTerminationFloorSeconds);
+  for (const Action& a : actions) {
+    const size_t i = find(a.replica);
+    const bool known = i < replicas.size();
+    if (!known && a.kind != ActionKind::kCreate && a.kind != ActionKind::kRemoveFinalizer) {
+      return Status::Internal("the plan names replica " + a.replica + ", which was not observed");
+    }
+    switch (a.kind) {
+      case ActionKind::kForceDelete: {
+        kube::DeleteOptions force;
+        force.grace_period_seconds = 0;
+        force.precondition_uid = replicas[i].uid;
+        Result<json> r = pods_client.Delete(a.replica, force);
+        if (!r.ok() && r.status().code() != StatusCode::kNotFound &&
+            r.status().code() != StatusCode::kConflict) {
+          return r.status();
+        }
+        state.force_deleted.insert(replicas[i].uid);
+        if (!r.ok()) break;  // Gone already, or another Pod holds the name now.
+        (void)events_.Record(pool, kube::kEventWarning, "ForceDeletedReplica",
+                             "Replica " + a.replica + " stayed Terminating and not Ready for " +
+                                 std::to_string(abandon_after) +
+                                 "s past its deletion deadline on node " +
+                                 Str(pods[i], "/spec/nodeName", "(none)") +
+                                 ": its node no longer answers; deleted it with no grace period");
+        break;
+      }
+      case ActionKind::kAskToDrain: {
+        Status s = workers_.Drain(replicas[i].url, token);
+        json patch = {
+            {"metadata",
+             {{"annotations",
+               {{rolloutpool::kDrainingSinceAnnotation, FormatTime(clock_.WallNow())}}}}}};
+        SLUICE_RETURN_IF_ERROR(
+            pods_client.Patch(a.replica, kube::PatchType::kMerge, patch.dump()).status());
+        (void)events_.Record(pool, kube::kEventNormal, "DrainingReplica",
+                             "Draining replica " + a.replica + " (" + a.reason + ")" +
+                                 (s.ok() ? "" : "; POST /v1/drain failed: " + s.message()));
+        break;
+      }
+      case ActionKind::kAskAgain:
+        (void)workers_.Drain(replicas[i].url, token);
+        break;
+      case ActionKind::kDelete: {
+        Result<json> r = pods_client.Delete(a.replica);
+        if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
+        (void)events_.Record(pool, kube::kEventNormal, "DeletedReplica",
+                             "Deleted replica " + a.replica + " (" + a.reason + ")");
+        break;
+      }
+      case ActionKind::kDeleteEnded: {
+        // Re-created after a back-off that doubles with each failure, up to 5 minutes.
+        auto& [failures, at] = state.recreate[a.replica];
+        ++failures;
+        at = clock_.Now() + std::min(std::chrono::seconds(300),
+                                     std::chrono::seconds(1 << std::min(failures - 1, 8)));
+        Result<json> r = pods_client.Delete(a.replica);
+        if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
+        (void)events_.Record(pool, kube::kEventWarning, "ReplicaFailed",
+                             "Replica " + a.replica + " ended (" + replicas[i].phase +
+                                 "); it is re-created after a back-off");
+        break;
+      }
+      case ActionKind::kCreate: {
+        if (dataflow == nullptr) return Status::Internal("creating a replica needs the Dataflow");
+        const json* region = nullptr;  // A pointer into the pool (value() would copy).
+        if (!a.region.empty() && pool.contains("/spec/placement/regions"_json_pointer)) {
+          for (const json& r : pool.at("/spec/placement/regions"_json_pointer)) {
+            if (r.value("name", "") == a.region) region = &r;
           }
         }
-        ++replaced;
+        const json desired =
+            DesiredReplicaPod(pool, hosted, region, a.index, *dataflow, options_.images);
+        Result<json> r = pods_client.Create(desired);
+        if (!r.ok() && r.status().code() != StatusCode::kAlreadyExists) return r.status();
+        break;
       }
-      if (!region_in_update.empty()) break;
+      case ActionKind::kSetRelay: {
+        std::optional<rolloutpool::WorkerReport> report = replicas[i].worker;
+        if (!report.has_value()) {  // A joiner, not asked for its status yet.
+          Result<json> ws = workers_.GetStatus(replicas[i].url, token);
+          if (!ws.ok()) break;
+          report = rolloutpool::WorkerReportOf(*ws);
+        }
+        // A lost POST is repeated at the next round.
+        if (report->relay != a.relay) (void)workers_.SetRelay(replicas[i].url, token, a.relay);
+        break;
+      }
+      case ActionKind::kRemoveFinalizer: {
+        json kept = json::array();
+        for (const json& f : pool.value("/metadata/finalizers"_json_pointer, json::array())) {
+          if (f != kDrainFinalizer) kept.push_back(f);
+        }
+        json patch = {
+            {"metadata",
+             {{"finalizers", kept}, {"resourceVersion", Str(pool, "/metadata/resourceVersion")}}}};
+        Result<json> r = client_.Resource(kPools, Namespace(pool))
+                             .Patch(Name(pool), kube::PatchType::kMerge, patch.dump());
+        if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
+        break;
+      }
     }
   }
+  return Status::Ok();
+}
 
-  // 6. Status.
-  std::vector<api::Condition> base = conditions;
-  for (const api::Condition& c : state.scaling_conditions) {
-    api::SetCondition(base, c, now_wall);
+Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key) {
+  kube::ObjectPtr cached = informers_.pools->store().Get(key);
+  if (!cached) {
+    if (metrics_) {
+      const size_t slash = key.find('/');
+      metrics_->RemovePool(slash == std::string::npos ? "" : key.substr(0, slash),
+                           slash == std::string::npos ? key : key.substr(slash + 1));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    states_.erase(key);
+    return ReconcileResult{};
   }
-  json status = PoolStatus(pool, observed, targets, unplaced, base, now_wall,
-                           settled ? SettledMessage(state.refusals, facts) : "");
-  if (metrics_) metrics_->SetReplicas(ns, name, ReplicaCountsOf(pool, status, targets, unplaced));
-  if (status != pool.value("status", json::object())) {
-    Result<json> r =
-        pools.Patch(name, kube::PatchType::kMerge, json{{"status", status}}.dump(), {}, "status");
-    if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
+  json pool = *cached;
+  const std::string ns = Namespace(pool);
+  const std::string name = Name(pool);
+  PoolState& state = State(key);
+  rolloutpool::PoolFacts facts;
+  facts.pool = name;
+  facts.deleting = pool.contains("/metadata/deletionTimestamp"_json_pointer);
+
+  // 1. The drain finalizer.
+  json finalizers = pool.value("/metadata/finalizers"_json_pointer, json::array());
+  facts.has_finalizer =
+      std::find(finalizers.begin(), finalizers.end(), json(kDrainFinalizer)) != finalizers.end();
+  if (!facts.deleting && !facts.has_finalizer) {
+    finalizers.push_back(kDrainFinalizer);
+    json patch = {{"metadata",
+                   {{"finalizers", finalizers},
+                    {"resourceVersion", Str(pool, "/metadata/resourceVersion")}}}};
+    SLUICE_ASSIGN_OR_RETURN(
+        pool, client_.Resource(kPools, ns).Patch(name, kube::PatchType::kMerge, patch.dump()));
+    facts.has_finalizer = true;
   }
+  SLUICE_ASSIGN_OR_RETURN(const std::vector<json> pods, OwnedPods(pool));
+  const std::string df_name = Str(pool, "/spec/dataflowRef/name");
+  const std::string token = Token(ns, df_name);
+  facts.grace_seconds = pool.value("/spec/drain/gracePeriodSeconds"_json_pointer, int64_t{120});
+  const int64_t abandon_after =
+      std::max<int64_t>(facts.grace_seconds, kAbandonedTerminationFloorSeconds);
+
+  if (facts.deleting) {
+    // Every replica is leaving: the pool's counts and autoscaler no longer mean anything.
+    if (metrics_) metrics_->RemovePool(ns, name);
+    facts.replicas = Observe(pods, "", token, abandon_after, state);
+    SLUICE_RETURN_IF_ERROR(Execute(pool, rolloutpool::Plan(facts, NowSeconds()), facts.replicas,
+                                   pods, {}, nullptr, token, state));
+    if (pods.empty()) return ReconcileResult{};
+    return ReconcileResult{std::chrono::milliseconds(500)};
+  }
+
+  // 2. Validation, the Dataflow, the hosted Policies.
+  json defaulted = pool;
+  Status defaulting = api::DefaultObject(defaulted);
+  api::ValidationReport report;
+  if (defaulting.ok()) report = api::ValidateObject(defaulted);
+  if (!defaulting.ok() || !report.ok()) {
+    SLUICE_RETURN_IF_ERROR(
+        WriteBlocked(pool, {"InvalidSpec", defaulting.ok() ? openapi::Describe(report.errors)
+                                                           : defaulting.message()}));
+    return ReconcileResult{};
+  }
+  pool = defaulted;
+  kube::ObjectPtr dataflow = informers_.dataflows->store().Get(ns + "/" + df_name);
+  if (!dataflow) {
+    // The Dataflow's creation re-triggers this pool (Watch).
+    SLUICE_RETURN_IF_ERROR(WriteBlocked(
+        pool,
+        {"DataflowNotFound", "spec.dataflowRef: Dataflow \"" + df_name + "\" not found in " + ns}));
+    return ReconcileResult{};
+  }
+  std::vector<json> hosted;
+  SLUICE_ASSIGN_OR_RETURN(std::optional<Blocked> blocked, ResolvePolicies(pool, state, &hosted));
+  if (blocked.has_value()) {
+    SLUICE_RETURN_IF_ERROR(WriteBlocked(pool, *blocked));
+    return ReconcileResult{};
+  }
+
+  // 3. Facts about each replica. A replica that is ready again earns a fresh back-off.
+  const std::string hash = PoolTemplateHash(pool, hosted, dataflow.get());
+  facts.replicas = Observe(pods, hash, token, abandon_after, state);
+  for (const Replica& r : facts.replicas) {
+    if (r.placement.ready) state.recreate.erase(r.placement.name);
+  }
+  for (const auto& [replica, backoff] : state.recreate) {
+    if (clock_.Now() < backoff.second) facts.backing_off.insert(replica);
+  }
+
+  // 4 and 5. Autoscaling (first, so this round acts on the new size), then placement.
+  std::optional<std::chrono::milliseconds> next_sync;
+  SLUICE_ASSIGN_OR_RETURN(pool["spec"]["replicas"], Autoscale(pool, state, &next_sync));
+  const Placed placed = Place(pool, state, facts.replicas, hash);
+  facts.regional = pool.contains("/spec/placement"_json_pointer);
+  facts.max_unavailable = rolloutpool::MaxUnavailable(pool);
+  facts.targets = placed.targets;
+  facts.spilled = placed.spilled;
+  facts.force_deleted = state.force_deleted;
+
+  // 6. The plan.
+  SLUICE_RETURN_IF_ERROR(Execute(pool, rolloutpool::Plan(facts, NowSeconds()), facts.replicas, pods,
+                                 hosted, dataflow.get(), token, state));
+
+  // 7. Status.
+  SLUICE_RETURN_IF_ERROR(WriteStatus(pool, state, facts.replicas, placed));
   std::chrono::milliseconds again = options_.status_period;
-  if (next_autoscale && *next_autoscale < again) again = *next_autoscale;
+  if (next_sync && *next_sync < again) again = *next_sync;
   // Waiting on a drain or a back-off: look again soon.
-  for (const ReplicaObservation& o : observed) {
-    if (o.draining) again = std::min(again, std::chrono::milliseconds(500));
+  for (const Replica& r : facts.replicas) {
+    if (r.placement.draining) again = std::min(again, std::chrono::milliseconds(500));
   }
   if (!state.recreate.empty()) again = std::min(again, std::chrono::milliseconds(1000));
   return ReconcileResult{again};
+}
+
+Status RolloutPoolController::WriteStatus(const json& pool, PoolState& state,
+                                          const std::vector<Replica>& replicas,
+                                          const Placed& placed) {
+  std::vector<api::Condition> conditions;
+  if (pool.contains("/status/conditions"_json_pointer)) {
+    Result<std::vector<api::Condition>> old =
+        api::ConditionsFromJson(pool.at("/status/conditions"_json_pointer), "status.conditions");
+    if (old.ok()) conditions = *old;
+  }
+  for (const api::Condition& c : state.scaling_conditions) {
+    api::SetCondition(conditions, c, clock_.WallNow());
+  }
+  std::vector<ReplicaObservation> observed;
+  for (const Replica& r : replicas) {
+    std::optional<json> worker;
+    if (r.worker.has_value()) worker = r.worker->raw;
+    observed.push_back({r.placement.name, r.placement.region, r.placement.replica_index, r.phase,
+                        r.placement.ready, r.current, r.placement.draining,
+                        r.placement.pending_unschedulable, worker});
+  }
+  json status = PoolStatus(pool, observed, placed.targets, placed.unplaced, conditions,
+                           clock_.WallNow(), placed.settled_message);
+  if (metrics_) {
+    metrics_->SetReplicas(Namespace(pool), Name(pool),
+                          ReplicaCountsOf(pool, status, placed.targets, placed.unplaced));
+  }
+  if (status == pool.value("status", json::object())) return Status::Ok();
+  Result<json> r = client_.Resource(kPools, Namespace(pool))
+                       .Patch(Name(pool), kube::PatchType::kMerge, json{{"status", status}}.dump(),
+                              {}, "status");
+  return r.ok() || r.status().code() == StatusCode::kNotFound ? Status::Ok() : r.status();
 }
 
 }  // namespace sluice::controllers
