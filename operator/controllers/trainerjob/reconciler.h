@@ -1,23 +1,17 @@
 // The TrainerJob controller: a gang of rank pods that start together, restart together, and end
 // the job when rank 0 reports the last step (docs/operator.md, "TrainerJob").
 //
-// One reconcile: leave the job alone when spec.managedBy names another controller (Kueue's
-// MultiKueue dispatches it elsewhere); validate (InvalidSpec); find the Policy and Dataflow
-// (PolicyNotFound / DataflowNotFound, re-checked when they appear); keep the headless Service and
-// the config ConfigMap; then by phase:
-//   - suspended (runPolicy.suspend): delete the ranks, phase Suspended, condition Suspended;
-//   - finished: delete ranks still running, once every RolloutPool hosting the policy holds the
-//     final version (or kFinalWeightsGrace passed; final_weights.h), since rank 0 is where
-//     replicas fetch it; after ttlSecondsAfterFinished delete the job;
-//   - otherwise: the current attempt's ranks (label sluice.dev/attempt = status.restarts) are
-//     created together; a rank that failed, or vanished, restarts the whole gang (all ranks
-//     deleted, restarts + 1, event GangRestarted) until runPolicy.backoffLimit, then Failed with
-//     BackoffLimitExceeded; a rank pending unschedulable longer than the gang timeout gives
-//     Admitted=False/GangPending; activeDeadlineSeconds gives Failed/DeadlineExceeded; rank 0's
-//     GET /v1/status supplies step, version and lastMetrics, and its reaching spec.steps (or
-//     rank 0 exiting 0) completes the job: phase Succeeded, Complete=True; rank 0 reporting
-//     phase Starved (its Dataflow ran out of data first) ends it: Starved=True/DataflowDrained,
-//     phase Failed, Failed=True/DataExhausted (data_exhaustion.h).
+// One reconcile leaves the job alone when spec.managedBy names another controller (Kueue's
+// MultiKueue dispatches it elsewhere); validates (InvalidSpec) and finds the Policy and Dataflow
+// (PolicyNotFound / DataflowNotFound, re-checked when they appear); gathers the facts
+// (job_facts.h: the rank Pods; while the job runs, rank 0's GET /v1/status; for a succeeded job,
+// the RolloutPools still lacking its final weights, final_weights.h); asks the pure plan
+// (plan.h, which holds the rules: finishing, suspension, gang start and restart, the backoff
+// limit, the deadline, data exhaustion) for a verdict; and carries it out: keeps the headless
+// Service and the config ConfigMap of a job that runs, deletes and creates rank Pods, folds rank
+// 0's report into status (rank_report.h), and writes status, conditions and Events (phases
+// Pending, Running, Suspended, Succeeded with Complete=True, Failed with Failed=True and the
+// reason: BackoffLimitExceeded, DeadlineExceeded, DataExhausted with Starved=True).
 //
 // Ownership: borrows the client, informers and recorder. Thread safety: Reconcile may run
 // concurrently for different keys.
@@ -28,12 +22,14 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "kube/dynamic_client.h"
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "operator/controllers/controller.h"
 #include "operator/controllers/dataflow_children.h"
+#include "operator/controllers/trainerjob/plan.h"
 
 namespace sluice::controllers {
 
@@ -45,6 +41,7 @@ struct TrainerJobControllerOptions {
   std::chrono::milliseconds worker_timeout{2000};
   // A rank Pending+Unschedulable this long makes the job Admitted=False/GangPending.
   std::chrono::seconds gang_timeout{120};
+  Clock* clock = nullptr;  // Null: the system clock.
 };
 
 struct TrainerJobInformers {
@@ -74,10 +71,31 @@ class TrainerJobController {
                                            const std::string& field) const;
 
  private:
+  class StatusEditor;
+  // The job's rank Pods, from the owner-uid index.
+  Result<std::vector<nlohmann::json>> OwnedPods(const nlohmann::json& job) const;
+  // Rank 0's GET /v1/status reply; null when rank 0 does not run or did not answer.
+  nlohmann::json AskRankZero(const nlohmann::json& job, const std::vector<nlohmann::json>& pods,
+                             const trainerjob::JobFacts& facts) const;
+  // The RolloutPools in the job's namespace hosting `policy` that lack `final_version`.
+  std::vector<std::string> LaggingPools(const std::string& ns, const std::string& policy,
+                                        int64_t final_version) const;
+  // Deletes `names` (reported as one DeletedRanks Event naming `why`).
+  Status DeleteRanks(const nlohmann::json& job, const std::vector<std::string>& names,
+                     const std::string& why);
+  // The headless Service and the config ConfigMap every rank uses.
+  Status EnsureChildren(const nlohmann::json& job, const nlohmann::json& policy,
+                        const nlohmann::json& dataflow);
+  // Carries out `plan` (plan.h).
+  Result<ReconcileResult> Apply(const nlohmann::json& job, const trainerjob::JobPlan& plan,
+                                const nlohmann::json& report, const nlohmann::json& policy,
+                                const nlohmann::json& dataflow, StatusEditor& status);
+
   kube::DynamicClient& client_;
   TrainerJobInformers informers_;
   kube::EventRecorder& events_;
   TrainerJobControllerOptions options_;
+  Clock& clock_;
 };
 
 }  // namespace sluice::controllers
