@@ -37,6 +37,7 @@ Manager::Manager(kube::DynamicClient& client, kube::EventRecorder& events, Manag
   controllers::DataflowControllerOptions df;
   df.images = options_.images;
   df.status_period = options_.status_period;
+  df.clock = options_.clock;
   dataflow_logic_ = std::make_unique<controllers::DataflowController>(
       client,
       controllers::DataflowInformers{dataflows_.get(), pods_.get(), services_.get(),
@@ -47,6 +48,7 @@ Manager::Manager(kube::DynamicClient& client, kube::EventRecorder& events, Manag
   pool.images = options_.images;
   pool.prometheus_url = options_.prometheus_url;
   pool.status_period = options_.status_period;
+  pool.clock = options_.clock;
   pool.registry = options_.registry;  // sluice_rolloutpool_*, sluice_autoscaler_*
   pool_logic_ = std::make_unique<controllers::RolloutPoolController>(
       client,
@@ -56,6 +58,7 @@ Manager::Manager(kube::DynamicClient& client, kube::EventRecorder& events, Manag
   controllers::TrainerJobControllerOptions job;
   job.images = options_.images;
   job.status_period = options_.status_period;
+  job.clock = options_.clock;
   job.gang_timeout = options_.gang_timeout;
   job_logic_ = std::make_unique<controllers::TrainerJobController>(
       client,
@@ -64,7 +67,8 @@ Manager::Manager(kube::DynamicClient& client, kube::EventRecorder& events, Manag
                                        secrets_.get(), pools_.get()},
       events, job);
   policy_logic_ = std::make_unique<controllers::PolicyController>(
-      client, controllers::PolicyInformers{policies_.get(), jobs_.get(), pools_.get()}, events);
+      client, controllers::PolicyInformers{policies_.get(), jobs_.get(), pools_.get()}, events,
+      options_.clock);
 }
 
 Manager::~Manager() = default;
@@ -103,6 +107,7 @@ void Manager::Run(CancellationToken stop) {
   // The controllers register their watches before the caches deliver their first objects.
   controllers::ControllerOptions o;
   o.registry = options_.registry;
+  o.clock = options_.clock;
   o.name = "dataflow";
   o.max_concurrent_reconciles = options_.dataflow_concurrency;
   controllers::Controller dataflow_controller(

@@ -52,6 +52,8 @@ struct ManagerOptions {
   int policy_concurrency = 2;
   metrics::Registry* registry = nullptr;  // Null: no metrics.
   log::Logger* logger = nullptr;          // Null: no log lines.
+  // The controllers' and workqueues' time; null: the system clock. Tests pass a FakeClock.
+  Clock* clock = nullptr;
 };
 
 class Manager {

@@ -74,7 +74,11 @@ bool ControlledBy(const json& object, const std::string& uid) {
 DataflowController::DataflowController(kube::DynamicClient& client, DataflowInformers informers,
                                        kube::EventRecorder& events,
                                        DataflowControllerOptions options)
-    : client_(client), informers_(informers), events_(events), options_(std::move(options)) {}
+    : client_(client),
+      informers_(informers),
+      events_(events),
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Instance()) {}
 
 Status DataflowController::EnsureChildren(const json& df, std::string* pod_state) {
   const std::string ns = Str(df, "/metadata/namespace", "default");
@@ -206,7 +210,7 @@ json DataflowController::CurrentStatus(const json& df, const std::string& pod_st
     if (old.ok()) conditions = *old;
   }
   const int64_t generation = df.value("/metadata/generation"_json_pointer, int64_t{0});
-  const auto now = std::chrono::system_clock::now();
+  const auto now = clock_.WallNow();
   auto set = [&](const char* type, bool ok, const std::string& reason, const std::string& msg) {
     api::SetCondition(conditions, {type, ok ? "True" : "False", reason, msg, generation, ""}, now);
   };
@@ -252,7 +256,7 @@ json DataflowController::CurrentStatus(const json& df, const std::string& pod_st
         std::lock_guard<std::mutex> lock(mu_);
         previous = last_[key];
       }
-      const auto t = std::chrono::steady_clock::now();
+      const auto t = clock_.Now();
       const bool has_baseline = previous.status.is_object();
       const double elapsed =
           has_baseline ? std::chrono::duration<double>(t - previous.at).count() : 0;
@@ -331,9 +335,8 @@ Result<ReconcileResult> DataflowController::Reconcile(const std::string& key) {
       if (old.ok()) conditions = *old;
     }
     const int64_t generation = df.value("/metadata/generation"_json_pointer, int64_t{0});
-    const bool changed =
-        api::SetCondition(conditions, {"Ready", "False", "InvalidSpec", message, generation, ""},
-                          std::chrono::system_clock::now());
+    const bool changed = api::SetCondition(
+        conditions, {"Ready", "False", "InvalidSpec", message, generation, ""}, clock_.WallNow());
     if (changed) (void)events_.Record(df, kube::kEventWarning, "InvalidSpec", message);
     status["conditions"] = api::ToJson(conditions);
     status["observedGeneration"] = generation;

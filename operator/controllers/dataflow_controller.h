@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "kube/dynamic_client.h"
 #include "kube/event_recorder.h"
@@ -37,6 +38,7 @@ struct DataflowControllerOptions {
   WorkerImages images;
   std::chrono::milliseconds status_period{5000};
   std::chrono::milliseconds worker_timeout{3000};  // Of each GET /v1/status.
+  Clock* clock = nullptr;  // Null: the system clock (condition times, the trajectory rate).
 };
 
 struct DataflowInformers {
@@ -67,10 +69,11 @@ class DataflowController {
   DataflowInformers informers_;
   kube::EventRecorder& events_;
   DataflowControllerOptions options_;
+  Clock& clock_;
 
   struct Sample {
     nlohmann::json status;
-    std::chrono::steady_clock::time_point at;
+    Clock::MonoTime at;
   };
   std::mutex mu_;
   std::map<std::string, Sample> last_;  // By key: the previous status, for rates.

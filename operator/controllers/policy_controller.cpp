@@ -119,8 +119,11 @@ json PolicyStatus(const json& policy, const std::vector<const json*>& jobs,
 }
 
 PolicyController::PolicyController(kube::DynamicClient& client, PolicyInformers informers,
-                                   kube::EventRecorder& events)
-    : client_(client), informers_(informers), events_(events) {}
+                                   kube::EventRecorder& events, Clock* clock)
+    : client_(client),
+      informers_(informers),
+      events_(events),
+      clock_(clock != nullptr ? *clock : SystemClock::Instance()) {}
 
 std::vector<std::string> PolicyController::PoliciesOfJob(const json& job) {
   const std::string ns = Str(job, "/metadata/namespace", "default");
@@ -145,7 +148,7 @@ Result<ReconcileResult> PolicyController::Reconcile(const std::string& key) {
   }
   const json& policy = *cached;
   const std::string ns = Str(policy, "/metadata/namespace", "default");
-  const auto now = std::chrono::system_clock::now();
+  const auto now = clock_.WallNow();
   json status;
   json defaulted = policy;
   Status defaulting = api::DefaultObject(defaulted);

@@ -42,8 +42,9 @@ nlohmann::json PolicyStatus(const nlohmann::json& policy, const std::vector<nloh
 
 class PolicyController {
  public:
+  // `clock` (null: the system clock) dates the conditions.
   PolicyController(kube::DynamicClient& client, PolicyInformers informers,
-                   kube::EventRecorder& events);
+                   kube::EventRecorder& events, Clock* clock = nullptr);
 
   Result<ReconcileResult> Reconcile(const std::string& key);
 
@@ -55,6 +56,7 @@ class PolicyController {
   kube::DynamicClient& client_;
   PolicyInformers informers_;
   kube::EventRecorder& events_;
+  Clock& clock_;
 };
 
 }  // namespace sluice::controllers
