@@ -1,0 +1,267 @@
+// What the reconcile tests share: the operator's Manager (caches and reconcilers, no controller
+// threads) against an in-process local API server with Sluice's CRDs, a FakeClock for the
+// reconcilers' time, and fake rollout workers. The tier between the pure plans' table tests and
+// the e2e tests: a test calls Reconcile itself and looks at what it wrote, without processes.
+//
+// Pods never run here (no node agent): a test makes a Pod Ready by patching its status, with a
+// podIP where a FakeWorker listens on the worker port.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/http/bearer_token.h"
+#include "common/http/server.h"
+#include "common/logging/logger.h"
+#include "common/metrics/registry.h"
+#include "common/process/cancellation.h"
+#include "kube/dynamic_client.h"
+#include "kube/event_recorder.h"
+#include "kube/rest_client.h"
+#include "localcluster/apiserver/api_server.h"
+#include "localcluster/apiserver/memory_storage.h"
+#include "localcluster/cli/crd_install.h"
+#include "operator/manager.h"
+
+namespace sluice::op::reconcile_testing {
+
+using nlohmann::json;
+
+inline constexpr char kNs[] = "reconcile";
+inline constexpr char kToken[] = "reconcile-test-token";
+inline const kube::GroupVersionResource kPodsGvr{"", "v1", "pods", true};
+inline const kube::GroupVersionResource kEventsGvr{"", "v1", "events", true};
+inline const kube::GroupVersionResource kPoolsGvr{"sluice.dev", "v1alpha1", "rolloutpools", true};
+inline const kube::GroupVersionResource kJobsGvr{"sluice.dev", "v1alpha1", "trainerjobs", true};
+
+// A rollout worker's HTTP surface as the RolloutPool reconciler uses it, on <ip>:8080.
+class FakeWorker {
+ public:
+  explicit FakeWorker(const std::string& ip) : ip_(ip) {
+    http::ServerOptions options;
+    options.name = "fake-worker";
+    options.address = ip;
+    options.port = 8080;
+    options.access_log = false;
+    options.shutdown_grace = std::chrono::milliseconds(200);
+    server_ = std::make_unique<http::Server>(options, nullptr, logger_);
+    server_->Get("/v1/status", [this](const httplib::Request&, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      res.set_content(json{{"in_flight", in_flight_},
+                           {"draining", draining_},
+                           {"drained", drained_},
+                           {"weights", {{"relay", relay_}}}}
+                          .dump(),
+                      "application/json");
+    });
+    server_->Post("/v1/drain", [this](const httplib::Request&, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      draining_ = true;
+      ++drain_requests_;
+      res.set_content("{}", "application/json");
+    });
+    server_->Post("/v1/relay", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      relay_ = json::parse(req.body, nullptr, false).value("url", "");
+      res.set_content("{}", "application/json");
+    });
+    started_ = server_->Start();
+  }
+  ~FakeWorker() { server_->Shutdown(); }
+
+  const Status& started() const { return started_; }
+  const std::string& ip() const { return ip_; }
+  void SetInFlight(int64_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_ = n;
+  }
+  void SetDrained() {
+    std::lock_guard<std::mutex> lock(mu_);
+    drained_ = true;
+  }
+  int drain_requests() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return drain_requests_;
+  }
+
+ private:
+  std::string ip_;
+  log::Logger logger_{"fake-worker", SystemClock::Instance(), [](std::string_view) {}};
+  std::unique_ptr<http::Server> server_;
+  Status started_;
+  mutable std::mutex mu_;
+  int64_t in_flight_ = 0;
+  bool draining_ = false;
+  bool drained_ = false;
+  std::string relay_;
+  int drain_requests_ = 0;
+};
+
+// A loopback address of its own for each fake worker of this process (127.0.0.0/8 is all
+// loopback on Linux), so parallel test processes do not share a worker port.
+inline std::string FreshLoopbackIp() {
+  static std::atomic<int> next{1};
+  const int n = next++;
+  const int pid = static_cast<int>(::getpid());
+  return "127." + std::to_string(100 + pid % 100) + "." + std::to_string((pid / 100) % 250 + 1) +
+         "." + std::to_string(n % 250 + 1);
+}
+
+class ReconcileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // The reconcilers compare their clock with the API server's timestamps (creation, deletion):
+    // start it at the real time, so that only Advance moves them apart.
+    clock_.Advance(std::chrono::system_clock::now() - clock_.WallNow());
+    apiserver::ApiServerOptions options;
+    options.http.port = 0;
+    options.http.auth = http::TokenSource::FromValue(kToken);
+    options.http.access_log = false;
+    options.http.shutdown_grace = std::chrono::milliseconds(500);
+    options.http.worker_threads = 32;
+    Result<std::unique_ptr<apiserver::ApiServer>> server = apiserver::ApiServer::Create(
+        std::move(options), std::make_unique<apiserver::MemoryStorage>(), &SystemClock::Instance(),
+        &server_metrics_,
+        log::Logger("apiserver", SystemClock::Instance(), [](std::string_view) {}));
+    ASSERT_TRUE(server.ok()) << server.status().message();
+    server_ = std::move(*server);
+    ASSERT_TRUE(server_->Start().ok());
+    kube::RestConfig cfg;
+    cfg.host = server_->BaseUrl();
+    cfg.bearer_token = kToken;
+    cfg.qps = 0;
+    Result<std::unique_ptr<kube::RestClient>> rest = kube::RestClient::Create(cfg);
+    ASSERT_TRUE(rest.ok()) << rest.status().message();
+    rest_ = std::move(*rest);
+    dynamic_ = std::make_unique<kube::DynamicClient>(*rest_);
+    const std::vector<json> crds = cli::EmbeddedCrds();
+    ASSERT_TRUE(cli::InstallCrds(*rest_, crds).ok());
+    std::vector<std::string> names;
+    for (const json& c : crds) names.push_back(c["metadata"]["name"].get<std::string>());
+    ASSERT_TRUE(cli::WaitCrdsEstablished(*rest_, names, std::chrono::seconds(30)).ok());
+    Create({"", "v1", "namespaces", false},
+           {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kNs}}}});
+    Create({"sluice.dev", "v1alpha1", "policies", true}, json::parse(R"({
+      "apiVersion": "sluice.dev/v1alpha1", "kind": "Policy", "metadata": {"name": "tiny"},
+      "spec": {"model": {"source": {"builtin": {}}}}})"));
+    Create({"sluice.dev", "v1alpha1", "dataflows", true}, json::parse(R"({
+      "apiVersion": "sluice.dev/v1alpha1", "kind": "Dataflow", "metadata": {"name": "arith"},
+      "spec": {
+        "dataset": {"builtin": {"generator": "arithmetic", "count": 100}},
+        "workflow": {"type": "single-turn", "roles": [{"name": "policy", "policy": "tiny"}]},
+        "reward": {"type": "exact-match"},
+        "storage": {"size": "64Mi"}}})"));
+    events_ = std::make_unique<kube::EventRecorder>(*dynamic_);
+    ManagerOptions manager;
+    manager.namespaces = {kNs};
+    manager.clock = &clock_;
+    manager_ = std::make_unique<Manager>(*dynamic_, *events_, manager);
+    ASSERT_TRUE(manager_->StartCaches(stop_.Token()));
+  }
+
+  void TearDown() override {
+    stop_.Cancel();
+    if (manager_) manager_->JoinCaches();
+    if (server_) server_->Shutdown();
+  }
+
+  kube::ResourceClient Client(const kube::GroupVersionResource& gvr) {
+    return dynamic_->Resource(gvr, gvr.namespaced ? kNs : "");
+  }
+
+  json Create(const kube::GroupVersionResource& gvr, json object) {
+    if (gvr.namespaced) object["metadata"]["namespace"] = kNs;
+    Result<json> r = Client(gvr).Create(object);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : json();
+  }
+
+  json Get(const kube::GroupVersionResource& gvr, const std::string& name) {
+    Result<json> r = Client(gvr).Get(name);
+    return r.ok() ? *r : json();
+  }
+
+  std::vector<json> List(const kube::GroupVersionResource& gvr) {
+    Result<kube::ObjectList> l = Client(gvr).List({});
+    EXPECT_TRUE(l.ok()) << l.status().message();
+    std::vector<json> items;
+    if (l.ok()) {
+      for (const auto& item : l->items) items.push_back(*item);
+    }
+    return items;
+  }
+
+  // The reasons of the Events about `name`, oldest first.
+  std::vector<std::string> EventReasons(const std::string& name) {
+    std::vector<std::string> reasons;
+    for (const json& e : List(kEventsGvr)) {
+      if (e.value("/involvedObject/name"_json_pointer, "") == name) {
+        reasons.push_back(e.value("reason", ""));
+      }
+    }
+    return reasons;
+  }
+
+  // Patches a Pod's status (what the node agent would report).
+  void PatchPodStatus(const std::string& pod, const json& status) {
+    Result<json> r = Client(kPodsGvr).Patch(pod, kube::PatchType::kMerge,
+                                            json{{"status", status}}.dump(), {}, "status");
+    ASSERT_TRUE(r.ok()) << r.status().message();
+  }
+
+  // Waits until the object in `cache` at key <ns>/<name> is the one the API server holds now
+  // (same resourceVersion, or absent from both): Reconcile reads the caches.
+  bool WaitCached(kube::Informer& cache, const kube::GroupVersionResource& gvr,
+                  const std::string& name) {
+    const json live = Get(gvr, name);
+    const std::string rv = live.is_object() ? live["metadata"].value("resourceVersion", "") : "";
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      kube::ObjectPtr cached = cache.store().Get(std::string(kNs) + "/" + name);
+      const std::string have =
+          cached ? cached->value("/metadata/resourceVersion"_json_pointer, "") : "";
+      if (have == rv) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  }
+
+  // Waits until the pod cache holds every Pod the API server lists, as it lists them.
+  bool WaitPodsCached() {
+    for (const json& p : List(kPodsGvr)) {
+      if (!WaitCached(manager_->pod_cache(), kPodsGvr, p["metadata"]["name"])) return false;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (manager_->pod_cache().store().List().size() == List(kPodsGvr).size()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  }
+
+  FakeClock clock_;
+  metrics::Registry server_metrics_;
+  std::unique_ptr<apiserver::ApiServer> server_;
+  std::unique_ptr<kube::RestClient> rest_;
+  std::unique_ptr<kube::DynamicClient> dynamic_;
+  std::unique_ptr<kube::EventRecorder> events_;
+  CancellationSource stop_;
+  std::unique_ptr<Manager> manager_;
+};
+
+}  // namespace sluice::op::reconcile_testing
