@@ -27,8 +27,8 @@
 #include "kube/dynamic_client.h"
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
-#include "operator/controllers/dataflow_controller.h"
-#include "operator/controllers/policy_controller.h"
+#include "operator/controllers/dataflow/reconciler.h"
+#include "operator/controllers/policy/reconciler.h"
 #include "operator/controllers/rolloutpool/reconciler.h"
 #include "operator/controllers/trainerjob/reconciler.h"
 

@@ -62,7 +62,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "operator/controllers/dataflow_children.h"
+#include "operator/controllers/dataflow/desired_objects.h"
 #include "operator/controllers/worker_resources.h"
 
 namespace sluice::controllers {

@@ -1,6 +1,6 @@
 #include "operator/controllers/network_policies.h"
 
-#include "operator/controllers/dataflow_children.h"
+#include "operator/controllers/dataflow/desired_objects.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/rolloutpool/desired_pods.h"

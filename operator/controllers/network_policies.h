@@ -24,7 +24,7 @@
 //
 // A role's pods are selected by app.kubernetes.io/component (dataflow, rollout, trainer) and
 // sluice.dev/dataflow = LabelValue(<df>), which the dataflow pod, every rollout replica and every
-// trainer rank of the experiment carry (dataflow_children.h, rolloutpool/desired_pods.h,
+// trainer rank of the experiment carry (dataflow/desired_objects.h, rolloutpool/desired_pods.h,
 // trainerjob/desired_pods.h); pools and jobs reference a Dataflow of their own namespace, so peer
 // pod selectors need no namespace selector. The rules are experiment-wide: rollout pods of two
 // pools of one experiment may reach each other's 8080, and two TrainerJobs of one experiment

@@ -11,7 +11,7 @@
 // sluice.dev/template-hash, sluice.dev/dataflow, and sluice.dev/policy when the pool hosts
 // exactly one Policy (values through LabelValue: a pool name over 63 characters is truncated
 // and hashed); it is controlled by the RolloutPool (ownerReferences). Its annotations are the
-// Prometheus ones (ScrapeAnnotations(8080), dataflow_children.h).
+// Prometheus ones (ScrapeAnnotations(8080), dataflow/desired_objects.h).
 //
 // Each hosted Policy whose spec.model.source is pvc has its claim mounted read-only at
 // /var/lib/sluice/model/<policy> (policy_model_volumes.h). After those come the writable
@@ -85,7 +85,7 @@
 #include <string>
 #include <vector>
 
-#include "operator/controllers/dataflow_children.h"
+#include "operator/controllers/dataflow/desired_objects.h"
 
 namespace sluice::controllers {
 

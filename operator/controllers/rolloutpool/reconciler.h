@@ -42,7 +42,7 @@
 #include "kube/informer.h"
 #include "operator/autoscale/recommendation.h"
 #include "operator/controllers/controller.h"
-#include "operator/controllers/dataflow_children.h"
+#include "operator/controllers/dataflow/desired_objects.h"
 #include "operator/controllers/rolloutpool/metrics.h"
 #include "operator/controllers/rolloutpool/plan.h"
 #include "operator/controllers/rolloutpool/worker_client.h"

@@ -17,7 +17,7 @@
 // sluice.dev/trainer-job=<job> and sluice.dev/policy=<spec.policyRef.name>; rank Pods also carry
 // sluice.dev/dataflow, sluice.dev/rank, sluice.dev/attempt and sluice.dev/template-hash, and the
 // annotations sluice.dev/config-hash (JsonHash of the ConfigMap's data) and the Prometheus ones
-// (ScrapeAnnotations(8080), dataflow_children.h). All are controlled by the
+// (ScrapeAnnotations(8080), dataflow/desired_objects.h). All are controlled by the
 // TrainerJob (ownerReferences). Label values go through LabelValue (JobLabelValue for the
 // trainer-job label) and names through DnsLabelName / SubdomainName (labels.h): a job name that is
 // longer than 63 characters, or holds '.', gives a truncated, hashed Service and rank Pod name
@@ -96,7 +96,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "operator/controllers/dataflow_children.h"
+#include "operator/controllers/dataflow/desired_objects.h"
 
 namespace sluice::controllers {
 

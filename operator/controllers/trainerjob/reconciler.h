@@ -28,7 +28,7 @@
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "operator/controllers/controller.h"
-#include "operator/controllers/dataflow_children.h"
+#include "operator/controllers/dataflow/desired_objects.h"
 #include "operator/controllers/trainerjob/plan.h"
 
 namespace sluice::controllers {

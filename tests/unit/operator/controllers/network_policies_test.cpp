@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "operator/controllers/dataflow_children.h"
+#include "operator/controllers/dataflow/desired_objects.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/rolloutpool/desired_pods.h"
 #include "operator/controllers/trainerjob/desired_pods.h"

@@ -1,4 +1,4 @@
-#include "operator/controllers/dataflow_controller.h"
+#include "operator/controllers/dataflow/reconciler.h"
 
 #include <random>
 #include <set>

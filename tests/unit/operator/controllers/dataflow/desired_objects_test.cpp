@@ -1,5 +1,5 @@
 // The Dataflow controller's desired children and status mapping (pure functions).
-#include "operator/controllers/dataflow_children.h"
+#include "operator/controllers/dataflow/desired_objects.h"
 
 #include <gtest/gtest.h>
 

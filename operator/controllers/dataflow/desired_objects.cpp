@@ -1,4 +1,4 @@
-#include "operator/controllers/dataflow_children.h"
+#include "operator/controllers/dataflow/desired_objects.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "operator/controllers/policy_controller.h"
+#include "operator/controllers/policy/reconciler.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
-// The Dataflow controller: keeps each Dataflow's children (dataflow_children.h) in place and its
-// status current (docs/operator.md, "Dataflow").
+// The Dataflow controller: keeps each Dataflow's children (dataflow/desired_objects.h) in place and
+// its status current (docs/operator.md, "Dataflow").
 //
 // One reconcile: read the Dataflow from the cache; validate its spec (InvalidSpec: Ready=False
 // with the field messages, a Warning event, children untouched); create what is missing (the
@@ -30,7 +30,7 @@
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "operator/controllers/controller.h"
-#include "operator/controllers/dataflow_children.h"
+#include "operator/controllers/dataflow/desired_objects.h"
 
 namespace sluice::controllers {
 
