@@ -112,6 +112,12 @@ Result<std::vector<Condition>> ConditionsFromJson(const json& j, std::string_vie
   return out;
 }
 
+std::vector<Condition> ConditionsOrEmpty(const json& j) {
+  if (j.is_null()) return {};
+  Result<std::vector<Condition>> conditions = ConditionsFromJson(j, "status.conditions");
+  return conditions.ok() ? std::move(conditions).value() : std::vector<Condition>{};
+}
+
 const Condition* FindCondition(const std::vector<Condition>& conditions, std::string_view type) {
   for (const Condition& c : conditions) {
     if (c.type == type) return &c;

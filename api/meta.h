@@ -80,6 +80,9 @@ Status FromJson(const nlohmann::json& j, std::string_view path, Condition* out);
 Result<ObjectMeta> ObjectMetaFromJson(const nlohmann::json& j);
 Result<Condition> ConditionFromJson(const nlohmann::json& j, std::string_view path);
 Result<std::vector<Condition>> ConditionsFromJson(const nlohmann::json& j, std::string_view path);
+// An object's status.conditions as a controller reads them back: empty when `j` is null or not a
+// valid list of conditions (the controller then sets them again).
+std::vector<Condition> ConditionsOrEmpty(const nlohmann::json& j);
 
 // The condition of `type`, or null.
 const Condition* FindCondition(const std::vector<Condition>& conditions, std::string_view type);

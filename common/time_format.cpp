@@ -96,4 +96,15 @@ Result<Clock::WallTime> ParseTime(std::string_view s) {
   return Clock::WallTime(duration_cast<Clock::WallTime::duration>(t.time_since_epoch()));
 }
 
+Clock::WallTime ParseTimeOrEpoch(std::string_view text) {
+  if (text.empty()) return Clock::WallTime{};
+  Result<Clock::WallTime> t = ParseTime(text);
+  return t.ok() ? *t : Clock::WallTime{};
+}
+
+int64_t UnixSecondsOrZero(std::string_view text) {
+  return std::chrono::duration_cast<std::chrono::seconds>(ParseTimeOrEpoch(text).time_since_epoch())
+      .count();
+}
+
 }  // namespace sluice

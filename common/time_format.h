@@ -4,6 +4,7 @@
 // Thread safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -18,5 +19,10 @@ std::string FormatTime(Clock::WallTime t);
 std::string FormatMicroTime(Clock::WallTime t);
 // Parses RFC 3339 with an optional fraction and a "Z" or "+hh:mm"/"-hh:mm" offset.
 Result<Clock::WallTime> ParseTime(std::string_view text);
+// ParseTime's time, or the epoch (Clock::WallTime{}) when `text` is empty or does not parse: for
+// timestamps read back from objects, where an unreadable one counts as long ago.
+Clock::WallTime ParseTimeOrEpoch(std::string_view text);
+// ParseTimeOrEpoch in Unix seconds (0 for the epoch).
+int64_t UnixSecondsOrZero(std::string_view text);
 
 }  // namespace sluice

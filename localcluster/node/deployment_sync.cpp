@@ -27,10 +27,7 @@ constexpr size_t kRevisionHistoryMaxChars = 2000;
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
 Clock::WallTime TimeAt(const json& object, const char* pointer) {
-  const std::string text = JsonString(object, pointer);
-  if (text.empty()) return Clock::WallTime{};
-  Result<Clock::WallTime> t = ParseTime(text);
-  return t.ok() ? *t : Clock::WallTime{};
+  return ParseTimeOrEpoch(JsonString(object, pointer));
 }
 
 std::optional<int64_t> ParseInt(const std::string& s) {

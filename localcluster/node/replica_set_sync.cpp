@@ -16,10 +16,7 @@ namespace {
 constexpr char kReplicaFailure[] = "ReplicaFailure";
 
 Clock::WallTime TimeAt(const json& object, const char* pointer) {
-  const std::string text = JsonString(object, pointer);
-  if (text.empty()) return Clock::WallTime{};
-  Result<Clock::WallTime> t = ParseTime(text);
-  return t.ok() ? *t : Clock::WallTime{};
+  return ParseTimeOrEpoch(JsonString(object, pointer));
 }
 
 // Pending (and a missing phase, as in kube's lookup) before Unknown before Running.

@@ -114,11 +114,7 @@ bool ExpressionHolds(const json& e, const json& labels) {
   return op == "In" ? in : !in;
 }
 
-Clock::WallTime ParseOrZero(const std::string& text) {
-  if (text.empty()) return Clock::WallTime{};
-  Result<Clock::WallTime> t = ParseTime(text);
-  return t.ok() ? *t : Clock::WallTime{};
-}
+Clock::WallTime ParseOrZero(const std::string& text) { return ParseTimeOrEpoch(text); }
 
 }  // namespace
 

@@ -203,12 +203,8 @@ json DataflowController::CurrentStatus(const json& df, const std::string& pod_st
   json status = df.value("status", json::object());
   status.erase("conditions");
   status["endpoint"] = DataflowEndpoint(df);
-  std::vector<api::Condition> conditions;
-  if (df.contains("/status/conditions"_json_pointer)) {
-    Result<std::vector<api::Condition>> old =
-        api::ConditionsFromJson(df.at("/status/conditions"_json_pointer), "status.conditions");
-    if (old.ok()) conditions = *old;
-  }
+  std::vector<api::Condition> conditions =
+      api::ConditionsOrEmpty(df.value("/status/conditions"_json_pointer, json()));
   const int64_t generation = df.value("/metadata/generation"_json_pointer, int64_t{0});
   const auto now = clock_.WallNow();
   auto set = [&](const char* type, bool ok, const std::string& reason, const std::string& msg) {
@@ -328,12 +324,8 @@ Result<ReconcileResult> DataflowController::Reconcile(const std::string& key) {
     const std::string message =
         defaulting.ok() ? openapi::Describe(report.errors) : defaulting.message();
     json status = df.value("status", json::object());
-    std::vector<api::Condition> conditions;
-    if (status.contains("conditions")) {
-      Result<std::vector<api::Condition>> old =
-          api::ConditionsFromJson(status["conditions"], "status.conditions");
-      if (old.ok()) conditions = *old;
-    }
+    std::vector<api::Condition> conditions =
+        api::ConditionsOrEmpty(status.value("conditions", json()));
     const int64_t generation = df.value("/metadata/generation"_json_pointer, int64_t{0});
     const bool changed = api::SetCondition(
         conditions, {"Ready", "False", "InvalidSpec", message, generation, ""}, clock_.WallNow());

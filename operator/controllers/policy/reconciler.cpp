@@ -40,12 +40,8 @@ json PolicyStatus(const json& policy, const std::vector<const json*>& jobs,
   const std::string name = Str(policy, "/metadata/name");
   const int64_t generation = policy.value("/metadata/generation"_json_pointer, int64_t{0});
   json status = policy.value("status", json::object());
-  std::vector<api::Condition> conditions;
-  if (status.contains("conditions")) {
-    Result<std::vector<api::Condition>> old =
-        api::ConditionsFromJson(status["conditions"], "status.conditions");
-    if (old.ok()) conditions = *old;
-  }
+  std::vector<api::Condition> conditions =
+      api::ConditionsOrEmpty(status.value("conditions", json()));
   auto set = [&](const char* type, bool ok, const std::string& reason, const std::string& msg) {
     api::SetCondition(conditions, {type, ok ? "True" : "False", reason, msg, generation, ""}, now);
   };
@@ -156,12 +152,8 @@ Result<ReconcileResult> PolicyController::Reconcile(const std::string& key) {
   if (defaulting.ok()) report = api::ValidateObject(defaulted);
   if (!defaulting.ok() || !report.ok()) {
     status = policy.value("status", json::object());
-    std::vector<api::Condition> conditions;
-    if (status.contains("conditions")) {
-      Result<std::vector<api::Condition>> old =
-          api::ConditionsFromJson(status["conditions"], "status.conditions");
-      if (old.ok()) conditions = *old;
-    }
+    std::vector<api::Condition> conditions =
+        api::ConditionsOrEmpty(status.value("conditions", json()));
     const std::string message =
         defaulting.ok() ? openapi::Describe(report.errors) : defaulting.message();
     const int64_t generation = policy.value("/metadata/generation"_json_pointer, int64_t{0});

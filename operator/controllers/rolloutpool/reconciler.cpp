@@ -159,12 +159,8 @@ std::vector<Replica> RolloutPoolController::Observe(const std::vector<json>& pod
 }
 
 Status RolloutPoolController::WriteBlocked(const json& pool, const Blocked& blocked) {
-  std::vector<api::Condition> conditions;
-  if (pool.contains("/status/conditions"_json_pointer)) {
-    Result<std::vector<api::Condition>> old =
-        api::ConditionsFromJson(pool.at("/status/conditions"_json_pointer), "status.conditions");
-    if (old.ok()) conditions = *old;
-  }
+  std::vector<api::Condition> conditions =
+      api::ConditionsOrEmpty(pool.value("/status/conditions"_json_pointer, json()));
   const int64_t generation = pool.value("/metadata/generation"_json_pointer, int64_t{0});
   const bool changed = api::SetCondition(
       conditions, {"Available", "False", blocked.reason, blocked.message, generation, ""},
@@ -613,12 +609,8 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
 Status RolloutPoolController::WriteStatus(const json& pool, PoolState& state,
                                           const std::vector<Replica>& replicas,
                                           const Placed& placed) {
-  std::vector<api::Condition> conditions;
-  if (pool.contains("/status/conditions"_json_pointer)) {
-    Result<std::vector<api::Condition>> old =
-        api::ConditionsFromJson(pool.at("/status/conditions"_json_pointer), "status.conditions");
-    if (old.ok()) conditions = *old;
-  }
+  std::vector<api::Condition> conditions =
+      api::ConditionsOrEmpty(pool.value("/status/conditions"_json_pointer, json()));
   for (const api::Condition& c : state.scaling_conditions) {
     api::SetCondition(conditions, c, clock_.WallNow());
   }

@@ -26,13 +26,6 @@ bool HasCondition(const json& pod, const std::string& type, const std::string& s
   return false;
 }
 
-// Unix seconds of an RFC 3339 time; 0 when it does not parse.
-int64_t UnixSeconds(const std::string& rfc3339) {
-  Result<Clock::WallTime> t = ParseTime(rfc3339);
-  if (!t.ok()) return 0;
-  return std::chrono::duration_cast<std::chrono::seconds>(t->time_since_epoch()).count();
-}
-
 }  // namespace
 
 Replica ReplicaFromPod(const json& pod, const std::string& template_hash, int64_t now_seconds,
@@ -53,11 +46,12 @@ Replica ReplicaFromPod(const json& pod, const std::string& template_hash, int64_
     }
   }
   if (r.phase == "Pending") {
-    f.pending_since_seconds = UnixSeconds(Str(pod, "/metadata/creationTimestamp"));
+    f.pending_since_seconds = UnixSecondsOrZero(Str(pod, "/metadata/creationTimestamp"));
   }
   r.terminating = pod.contains("/metadata/deletionTimestamp"_json_pointer);
   if (pod.contains("/metadata/annotations/sluice.dev~1draining-since"_json_pointer)) {
-    r.draining_since = UnixSeconds(Str(pod, "/metadata/annotations/sluice.dev~1draining-since"));
+    r.draining_since =
+        UnixSecondsOrZero(Str(pod, "/metadata/annotations/sluice.dev~1draining-since"));
   }
   f.draining = r.draining_since.has_value() || r.terminating;
   r.uid = Str(pod, "/metadata/uid");

@@ -12,13 +12,6 @@ using nlohmann::json;
 
 namespace {
 
-// Unix seconds of an RFC 3339 time; 0 when it does not parse.
-int64_t UnixSeconds(const std::string& rfc3339) {
-  Result<Clock::WallTime> t = ParseTime(rfc3339);
-  if (!t.ok()) return 0;
-  return std::chrono::duration_cast<std::chrono::seconds>(t->time_since_epoch()).count();
-}
-
 int64_t IntAt(const json& object, const char* pointer, int64_t fallback) {
   const json::json_pointer ptr(pointer);
   return object.contains(ptr) && object.at(ptr).is_number_integer() ? object.at(ptr).get<int64_t>()
@@ -47,7 +40,7 @@ RankPod RankPodFrom(const json& pod, int attempt, const std::string& template_ha
       p.unschedulable = true;
     }
   }
-  p.created_seconds = UnixSeconds(Str(pod, "/metadata/creationTimestamp"));
+  p.created_seconds = UnixSecondsOrZero(Str(pod, "/metadata/creationTimestamp"));
   return p;
 }
 
@@ -64,8 +57,9 @@ JobFacts JobFactsOf(const json& job, const std::vector<json>& pods,
   f.suspend = suspend.is_boolean() && suspend.get<bool>();
   f.ttl_seconds = OptionalIntAt(job, "/spec/runPolicy/ttlSecondsAfterFinished");
   f.active_deadline_seconds = OptionalIntAt(job, "/spec/runPolicy/activeDeadlineSeconds");
-  f.completion_seconds = UnixSeconds(Str(job, "/status/completionTime"));
-  if (status.contains("startTime")) f.start_seconds = UnixSeconds(Str(job, "/status/startTime"));
+  f.completion_seconds = UnixSecondsOrZero(Str(job, "/status/completionTime"));
+  if (status.contains("startTime"))
+    f.start_seconds = UnixSecondsOrZero(Str(job, "/status/startTime"));
   f.final_version = IntAt(job, "/status/version", 0);
   const int attempt = static_cast<int>(f.restarts);
   for (const json& pod : pods) f.ranks.push_back(RankPodFrom(pod, attempt, template_hash));

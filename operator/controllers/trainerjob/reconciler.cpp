@@ -62,14 +62,9 @@ class TrainerJobController::StatusEditor {
   StatusEditor(const json& job, Clock::WallTime now)
       : job_(job),
         status_(job.value("status", json::object())),
+        conditions_(api::ConditionsOrEmpty(status_.value("conditions", json()))),
         generation_(job.value("/metadata/generation"_json_pointer, int64_t{0})),
-        now_(now) {
-    if (status_.contains("conditions")) {
-      Result<std::vector<api::Condition>> old =
-          api::ConditionsFromJson(status_["conditions"], "status.conditions");
-      if (old.ok()) conditions_ = *old;
-    }
-  }
+        now_(now) {}
 
   json& status() { return status_; }
   Clock::WallTime now() const { return now_; }

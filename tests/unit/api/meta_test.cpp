@@ -65,6 +65,17 @@ TEST(ApiMetaTest, SetConditionMovesTransitionTimeOnlyOnStatusChange) {
   EXPECT_EQ(FindCondition(conditions, "Degraded"), nullptr);
 }
 
+TEST(ApiMetaTest, ConditionsOrEmptyReadsBackWhatItCan) {
+  EXPECT_TRUE(ConditionsOrEmpty(nlohmann::json()).empty());
+  EXPECT_TRUE(ConditionsOrEmpty(nlohmann::json("not a list")).empty());
+  const std::vector<Condition> read = ConditionsOrEmpty(nlohmann::json::parse(
+      R"([{"type": "Ready", "status": "True", "reason": "Up", "message": "",
+           "lastTransitionTime": "2026-01-01T00:00:00Z"}])"));
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_EQ(read[0].type, "Ready");
+  EXPECT_EQ(read[0].status, "True");
+}
+
 TEST(ApiMetaTest, ConditionsRoundTrip) {
   const json j = json::parse(R"([{"type": "Ready", "status": "True", "reason": "AllReady",
       "message": "3/3", "observedGeneration": 4, "lastTransitionTime": "2026-11-22T10:00:00Z"}])");

@@ -6,6 +6,14 @@
 namespace sluice {
 namespace {
 
+TEST(TimeFormatTest, UnreadableTimesReadAsTheEpoch) {
+  EXPECT_EQ(ParseTimeOrEpoch(""), Clock::WallTime{});
+  EXPECT_EQ(ParseTimeOrEpoch("yesterday"), Clock::WallTime{});
+  EXPECT_EQ(UnixSecondsOrZero("not a time"), 0);
+  EXPECT_EQ(UnixSecondsOrZero("2026-01-01T00:00:00Z"), 1767225600);
+  EXPECT_EQ(UnixSecondsOrZero("2026-01-01T01:00:00+01:00"), 1767225600);
+}
+
 TEST(TimeFormatTest, FormatsAndParsesRfc3339) {
   Result<Clock::WallTime> t = ParseTime("2026-11-22T10:00:00.5+01:00");
   ASSERT_TRUE(t.ok());
