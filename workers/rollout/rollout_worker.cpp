@@ -16,8 +16,9 @@ struct RolloutWorker::Episode {
   CancellationSource cancel;
   std::thread thread;
   std::atomic<bool> done{false};
-  std::chrono::steady_clock::time_point last_renew = std::chrono::steady_clock::now();
-  explicit Episode(const CancellationToken& parent) : cancel(parent) {}
+  Clock::MonoTime last_renew;  // Of the worker's clock; set when the episode starts.
+  Episode(const CancellationToken& parent, Clock::MonoTime started)
+      : cancel(parent), last_renew(started) {}
 };
 
 RolloutWorker::RolloutWorker(RolloutWorkerOptions options, dataflow::DataflowClient* dataflow,
@@ -170,7 +171,7 @@ void RolloutWorker::Run(const CancellationToken& stop) {
 }
 
 void RolloutWorker::Join(const CancellationToken& stop) {
-  Clock& clock = options_.clock != nullptr ? *options_.clock : SystemClock::Instance();
+  Clock& clock = Time();
   const Clock::MonoTime t0 = clock.Now();
   http::BackoffPolicy backoff;
   backoff.base_delay = options_.retry_delay;
@@ -335,7 +336,7 @@ void RolloutWorker::StartEpisode(json task_json) {
     return;
   }
   samples_per_task_.store(std::max<int64_t>(1, task->samples));
-  auto episode = std::make_unique<Episode>(cancel_all_.Token());
+  auto episode = std::make_unique<Episode>(cancel_all_.Token(), Time().Now());
   episode->task = std::move(*task);
   Episode* e = episode.get();
   std::lock_guard<std::mutex> lock(mu_);
@@ -346,7 +347,7 @@ void RolloutWorker::StartEpisode(json task_json) {
 }
 
 void RolloutWorker::RunEpisode(Episode& e) {
-  const auto t0 = std::chrono::steady_clock::now();
+  const Clock::MonoTime t0 = Time().Now();
   const LeasedTask& task = e.task;
   std::string outcome;
   Result<const Workflow*> workflow = WorkflowFor(task.workflow);
@@ -404,8 +405,7 @@ void RolloutWorker::RunEpisode(Episode& e) {
       logger_.Warn("release failed", {{"lease", task.lease_id}, {"error", released.ToString()}});
     }
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds = std::chrono::duration<double>(Time().Now() - t0).count();
   if (episodes_total_) {
     episodes_total_->WithLabels({outcome}).Inc();
     episode_seconds_->WithLabels({}).Observe(seconds);
@@ -454,7 +454,7 @@ void RolloutWorker::ReapFinished() {
 
 void RolloutWorker::RenewLeases() {
   const auto period = std::chrono::seconds(std::max<int64_t>(1, lease_seconds_.load() / 3));
-  const auto now = std::chrono::steady_clock::now();
+  const Clock::MonoTime now = Time().Now();
   std::vector<Episode*> due;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -491,7 +491,7 @@ bool RolloutWorker::BehindWithoutUpdate(const std::vector<dataflow::AnnouncedVer
 
 void RolloutWorker::MaybeUpdateWeights(const std::vector<dataflow::AnnouncedVersion>& versions) {
   if (updater_ == nullptr) return;
-  Clock& clock = options_.clock != nullptr ? *options_.clock : SystemClock::Instance();
+  Clock& clock = Time();
   const std::map<std::string, int64_t> held = updater_->Versions();
   const Clock::MonoTime now = clock.Now();
   // Only the newest announcement of each policy is worth loading.

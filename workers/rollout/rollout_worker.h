@@ -71,7 +71,8 @@ struct RolloutWorkerOptions {
   // Longest wait between two join attempts, or two attempts to load one announced version.
   std::chrono::milliseconds join_retry_max{30000};
   std::string environment_token;  // For HTTP environments (may be empty).
-  // Times the join and the update backoff; null: SystemClock::Instance(). Borrowed, must
+  // Times the join, the update backoff, lease renewals and episode durations; null:
+  // SystemClock::Instance(). Borrowed, must
   // outlive the worker.
   Clock* clock = nullptr;
 };
@@ -115,6 +116,10 @@ class RolloutWorker {
   nlohmann::json StatusJson() const;
 
  private:
+  // options_.clock, or the system clock.
+  Clock& Time() const {
+    return options_.clock != nullptr ? *options_.clock : SystemClock::Instance();
+  }
   struct Episode;
   void Join(const CancellationToken& stop);
   Status JoinOnce(const CancellationToken& stop);
