@@ -72,8 +72,7 @@ struct RolloutWorkerOptions {
   std::chrono::milliseconds join_retry_max{30000};
   std::string environment_token;  // For HTTP environments (may be empty).
   // Times the join, the update backoff, lease renewals and episode durations; null:
-  // SystemClock::Instance(). Borrowed, must
-  // outlive the worker.
+  // SystemClock::Instance(). Borrowed, must outlive the worker.
   Clock* clock = nullptr;
 };
 
