@@ -48,8 +48,7 @@ TEST_F(RolloutPoolReconcileTest, CreatesTheReplicasWithTheFinalizerAndReportsThe
   const std::string p0 = controllers::ReplicaPodName("rollout", "", 0);
   const std::string p1 = controllers::ReplicaPodName("rollout", "", 1);
   EXPECT_EQ(PodNames(), (std::vector<std::string>{p0, p1}));
-  EXPECT_EQ(Get(kPoolsGvr, "rollout")["metadata"]["finalizers"],
-            json::array({"sluice.dev/drain"}));
+  EXPECT_EQ(Get(kPoolsGvr, "rollout")["metadata"]["finalizers"], json::array({"sluice.dev/drain"}));
 
   // The next reconcile sees the Pods it created and reports them.
   Reconcile();
