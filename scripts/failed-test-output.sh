@@ -14,8 +14,10 @@ awk -v max="$max" '
   /^<end of output>$/ { inout = 0; next }
   inout { body[n++] = $0; next }
   /^Test [A-Za-z ]+\.$/ { status = $0 }
+  # A skipped test passes with a reason and no "Test Passed." line: it is no failure.
+  /^Test Pass Reason:$/ { status = "Skipped" }
   / end time: / {
-    if (status !~ /Passed|Skipped|Not Run/ && n > 0) {
+    if (status != "" && status !~ /Passed|Skipped|Not Run/ && n > 0) {
       printf "--- %s (%s)\n", name, status
       shown = 0; keep = 0
       for (i = 0; i < n && shown < max; i++) {
