@@ -68,6 +68,10 @@ class Informer {
   void Resync();
 
   const Indexer& store() const { return store_; }
+  // The store itself, as client-go's GetStore gives it: a controller's tests put an object in
+  // it (say, an older version, as a lagging watch leaves it) without events being delivered.
+  // The reflector overwrites whatever the next watch event or relist brings.
+  Indexer& mutable_store() { return store_; }
   std::string last_sync_resource_version() const;
   // The first namespace's reflector (the only one unless several namespaces are watched).
   const Reflector& reflector() const { return *scopes_.front()->reflector; }

@@ -79,9 +79,12 @@ class TrainerJobController::StatusEditor {
     status_["conditions"] = api::ToJson(conditions_);
     status_["observedGeneration"] = generation_;
     if (status_ == job_.value("status", json::object())) return Status::Ok();
+    // The resourceVersion makes the patch conditional: status written from a stale read (say,
+    // an older restart count) is refused with 409 instead of undoing a newer write.
+    const json patch = {{"metadata", {{"resourceVersion", Str(job_, "/metadata/resourceVersion")}}},
+                        {"status", status_}};
     Result<json> r = client.Resource(kJobs, Namespace(job_))
-                         .Patch(Name(job_), kube::PatchType::kMerge,
-                                json{{"status", status_}}.dump(), {}, "status");
+                         .Patch(Name(job_), kube::PatchType::kMerge, patch.dump(), {}, "status");
     return r.ok() || r.status().code() == StatusCode::kNotFound ? Status::Ok() : r.status();
   }
 
@@ -188,11 +191,42 @@ Status TrainerJobController::EnsureChildren(const json& job, const json& policy,
                 "data");
 }
 
+bool TrainerJobController::CacheLagsRestart(const std::string& key, const json& job) {
+  std::lock_guard<std::mutex> lock(restarts_mu_);
+  const auto it = restarts_written_.find(key);
+  if (it == restarts_written_.end()) return false;
+  if (it->second.first == Str(job, "/metadata/uid") &&
+      job.value("/status/restarts"_json_pointer, int64_t{0}) < it->second.second) {
+    return true;
+  }
+  restarts_written_.erase(it);
+  return false;
+}
+
+void TrainerJobController::RememberRestart(const std::string& key, const json& job,
+                                           int64_t restarts) {
+  std::lock_guard<std::mutex> lock(restarts_mu_);
+  restarts_written_[key] = {Str(job, "/metadata/uid"), restarts};
+}
+
 Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) {
+  Result<ReconcileResult> r = Sync(key);
+  // A write from a stale read was refused: the watch brings the newer job, read it then.
+  if (!r.ok() && r.status().code() == StatusCode::kConflict) {
+    return ReconcileResult{std::chrono::milliseconds(100)};
+  }
+  return r;
+}
+
+Result<ReconcileResult> TrainerJobController::Sync(const std::string& key) {
   kube::ObjectPtr cached = informers_.jobs->store().Get(key);
   if (!cached || cached->contains("/metadata/deletionTimestamp"_json_pointer)) {
+    std::lock_guard<std::mutex> lock(restarts_mu_);
+    restarts_written_.erase(key);
     return ReconcileResult{};
   }
+  // The watch has not delivered this controller's gang restart yet: wait for it.
+  if (CacheLagsRestart(key, *cached)) return ReconcileResult{std::chrono::milliseconds(100)};
   // Another controller (e.g. Kueue's MultiKueue) owns this job: hands off.
   if (Str(*cached, "/spec/managedBy", kOperatorManagedBy) != kOperatorManagedBy) {
     return ReconcileResult{};
@@ -358,6 +392,7 @@ Result<ReconcileResult> TrainerJobController::Apply(const json& job,
                            plan.failure + "; restarting the gang (attempt " +
                                std::to_string(restarts + 1) + " of " + std::to_string(limit) + ")");
       SLUICE_RETURN_IF_ERROR(status.Write(client_));
+      RememberRestart(Namespace(job) + "/" + Name(job), job, restarts + 1);
       SLUICE_RETURN_IF_ERROR(DeleteRanks(job, plan.delete_pods, plan.message));
       return requeue(options_.status_period);
     }

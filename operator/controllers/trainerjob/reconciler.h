@@ -15,11 +15,19 @@
 //
 // Ownership: borrows the client, informers and recorder. Thread safety: Reconcile may run
 // concurrently for different keys.
+//
+// A cache that lags the controller's own writes is not acted on: status patches carry the job's
+// resourceVersion (a stale read gets 409 and is retried, so a restart count is never written
+// back), and after a gang restart the job is not reconciled until the cache shows the new
+// attempt (a lagging cache would otherwise start the old attempt's ranks again).
 #pragma once
 
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -72,6 +80,8 @@ class TrainerJobController {
 
  private:
   class StatusEditor;
+  // One reconcile; Reconcile retries its conflicts.
+  Result<ReconcileResult> Sync(const std::string& key);
   // The job's rank Pods, from the owner-uid index.
   Result<std::vector<nlohmann::json>> OwnedPods(const nlohmann::json& job) const;
   // Rank 0's GET /v1/status reply; null when rank 0 does not run or did not answer.
@@ -94,8 +104,16 @@ class TrainerJobController {
   kube::DynamicClient& client_;
   TrainerJobInformers informers_;
   kube::EventRecorder& events_;
+  // True when the cached job predates a gang restart this controller wrote (same uid, fewer
+  // restarts); forgets the job once the cache shows it.
+  bool CacheLagsRestart(const std::string& key, const nlohmann::json& job);
+  void RememberRestart(const std::string& key, const nlohmann::json& job, int64_t restarts);
+
   TrainerJobControllerOptions options_;
   Clock& clock_;
+  std::mutex restarts_mu_;
+  // Key -> (uid, restarts written) of gang restarts the job cache does not show yet.
+  std::map<std::string, std::pair<std::string, int64_t>> restarts_written_;
 };
 
 }  // namespace sluice::controllers

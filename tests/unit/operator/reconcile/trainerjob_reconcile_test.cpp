@@ -80,5 +80,69 @@ TEST_F(TrainerJobReconcileTest, AGangStuckUnschedulableIsNotAdmittedOnceTheClock
   EXPECT_EQ(admitted.value("reason", ""), "GangPending");
 }
 
+// A lagging job watch: the cache still holds the job before the gang restart this controller
+// wrote. Acting on it would start attempt 0's ranks again and write restarts 0 back.
+TEST_F(TrainerJobReconcileTest, ACacheLaggingItsOwnGangRestartIsNotActedOn) {
+  Reconcile();
+  const kube::ObjectPtr before =
+      manager_->trainer_job_cache().store().Get(std::string(kNs) + "/train");
+  ASSERT_TRUE(before);
+  PatchPodStatus("train-1", {{"phase", "Failed"}});
+  Reconcile();  // The gang restart: restarts 1, the ranks deleted.
+  ASSERT_TRUE(WaitPodsCached());
+  ASSERT_TRUE(Ranks().empty());
+
+  manager_->trainer_job_cache().mutable_store().Upsert(before);
+  Result<controllers::ReconcileResult> r =
+      manager_->trainer_jobs().Reconcile(std::string(kNs) + "/train");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->requeue_after.has_value());
+  EXPECT_TRUE(Ranks().empty());
+  EXPECT_EQ(Get(kJobsGvr, "train").value("/status/restarts"_json_pointer, -1), 1);
+
+  // Once the cache shows the restart, the next attempt's gang starts.
+  manager_->trainer_job_cache().mutable_store().Upsert(
+      std::make_shared<const json>(Get(kJobsGvr, "train")));
+  Reconcile();
+  EXPECT_EQ(Ranks(), (std::map<std::string, std::string>{{"train-0", "1"}, {"train-1", "1"}}));
+}
+
+// A stale read this controller cannot know about (a restart an earlier operator wrote): the
+// status patch carries the read's resourceVersion, so the API server refuses it instead of the
+// newer restart count being overwritten.
+TEST_F(TrainerJobReconcileTest, StatusFromAStaleReadDoesNotOverwriteANewerWrite) {
+  Reconcile();
+  const kube::ObjectPtr before =
+      manager_->trainer_job_cache().store().Get(std::string(kNs) + "/train");
+  ASSERT_TRUE(before);
+  PatchPodStatus("train-0", {{"phase", "Running"}});
+  PatchPodStatus("train-1", {{"phase", "Running"}});
+  Result<json> restarted = Client(kJobsGvr).Patch(
+      "train", kube::PatchType::kMerge, json{{"status", {{"restarts", 1}}}}.dump(), {}, "status");
+  ASSERT_TRUE(restarted.ok()) << restarted.status().message();
+  ASSERT_TRUE(WaitCached(manager_->trainer_job_cache(), kJobsGvr, "train"));
+  ASSERT_TRUE(WaitPodsCached());
+
+  // From the stale read the gang runs (a status change to write): the write is refused.
+  manager_->trainer_job_cache().mutable_store().Upsert(before);
+  Result<controllers::ReconcileResult> r =
+      manager_->trainer_jobs().Reconcile(std::string(kNs) + "/train");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->requeue_after.has_value());
+  const json job = Get(kJobsGvr, "train");
+  EXPECT_EQ(job.value("/status/restarts"_json_pointer, -1), 1) << job.dump();
+  EXPECT_NE(job.value("/status/phase"_json_pointer, ""), "Running") << job.dump();
+
+  // From the fresh read, attempt 0's ranks are stale and go.
+  manager_->trainer_job_cache().mutable_store().Upsert(std::make_shared<const json>(job));
+  Reconcile();
+  ASSERT_TRUE(WaitPodsCached());
+  for (const json& p : List(kPodsGvr)) {
+    EXPECT_TRUE(p.contains("/metadata/deletionTimestamp"_json_pointer) ||
+                p.value("/metadata/labels/sluice.dev~1attempt"_json_pointer, "") == "1")
+        << p.dump();
+  }
+}
+
 }  // namespace trainerjob_reconcile_test
 }  // namespace sluice::op::reconcile_testing
