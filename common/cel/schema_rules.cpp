@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "common/cel/program.h"
+#include "common/json/fields.h"
 
 namespace sluice::cel {
 namespace {
@@ -28,15 +29,9 @@ Result<std::shared_ptr<const Program>> CompiledRule(const std::string& rule) {
   return it->second;
 }
 
-// object[key] when it is a string, else "" (a malformed rule or schema never throws here).
-std::string Str(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 // "spec.autoscaling" + ".minReplicas" -> "spec.autoscaling.minReplicas".
 std::string RulePath(const std::string& path, const json& rule) {
-  std::string field_path = Str(rule, "fieldPath");
+  std::string field_path = StringField(rule, "fieldPath");
   if (field_path.empty()) return path;
   if (field_path.front() == '.') field_path.erase(0, 1);
   return openapi::JoinPath(path, field_path);
@@ -55,18 +50,19 @@ std::string Trim(const std::string& s) {
 
 // kube's ruleErrorString: the rule's message if it has one, else the rule.
 std::string RuleErrorString(const json& rule) {
-  const std::string message = Trim(Str(rule, "message"));
-  return message.empty() ? Trim(Str(rule, "rule")) : message;
+  const std::string message = Trim(StringField(rule, "message"));
+  return message.empty() ? Trim(StringField(rule, "rule")) : message;
 }
 
 // kube-apiserver's field error for a rule that evaluated to false: by the rule's reason,
 // "Invalid value: \"object\": <message>" (the default), "Forbidden: <message>", "Required
 // value: <message>" or "Duplicate value: \"object\"", where "object" is the node's type.
 std::string KubeFailureMessage(const json& schema, const json& rule) {
-  const std::string message = Trim(Str(rule, "message"));
-  const std::string detail = message.empty() ? "failed rule: " + Trim(Str(rule, "rule")) : message;
-  const std::string type = "\"" + Str(schema, "type") + "\"";
-  const std::string reason = Str(rule, "reason");
+  const std::string message = Trim(StringField(rule, "message"));
+  const std::string detail =
+      message.empty() ? "failed rule: " + Trim(StringField(rule, "rule")) : message;
+  const std::string type = "\"" + StringField(schema, "type") + "\"";
+  const std::string reason = StringField(rule, "reason");
   if (reason == "FieldValueForbidden") return "Forbidden: " + detail;
   if (reason == "FieldValueRequired") return "Required value: " + detail;
   if (reason == "FieldValueDuplicate") return "Duplicate value: " + type;
@@ -75,7 +71,7 @@ std::string KubeFailureMessage(const json& schema, const json& rule) {
 
 // kube-apiserver's field error for a rule whose evaluation failed ("no such key: x").
 std::string KubeEvaluationError(const json& schema, const json& rule, const std::string& error) {
-  const std::string type = "\"" + Str(schema, "type") + "\"";
+  const std::string type = "\"" + StringField(schema, "type") + "\"";
   if (error.rfind("no such overload", 0) == 0) {
     return "Invalid value: " + type + ": '" + error +
            "': call arguments did not match a supported operator, function or macro signature "
@@ -96,7 +92,7 @@ void RunRules(const json& schema, const json& value, const json* old_value, cons
       rules != schema.end() && rules->is_array()) {
     for (const json& rule : *rules) {
       if (!rule.is_object()) continue;
-      const std::string text = Str(rule, "rule");
+      const std::string text = StringField(rule, "rule");
       Result<std::shared_ptr<const Program>> program = CompiledRule(text);
       if (!program.ok()) {
         skip(text, program.status());
@@ -118,7 +114,7 @@ void RunRules(const json& schema, const json& value, const json* old_value, cons
         if (wording == Wording::kDefault) {
           report.errors.push_back({RulePath(path, rule), KubeFailureMessage(schema, rule)});
         } else {
-          const std::string message = Str(rule, "message");
+          const std::string message = StringField(rule, "message");
           report.errors.push_back(
               {RulePath(path, rule), message.empty() ? "failed rule: " + text : message});
         }

@@ -2,7 +2,7 @@
 
 #include <optional>
 
-#include "common/json_depth.h"
+#include "common/json/json_depth.h"
 
 namespace sluice::http {
 

@@ -7,15 +7,12 @@
 #include <regex>
 #include <set>
 
+#include "common/json/fields.h"
+
 namespace sluice::openapi {
 namespace {
 
 using nlohmann::json;
-
-bool Flag(const json& schema, const char* key) {
-  auto it = schema.find(key);
-  return it != schema.end() && it->is_boolean() && it->get<bool>();
-}
 
 const json* Child(const json& schema, const char* key) {
   auto it = schema.find(key);
@@ -111,12 +108,12 @@ class Validator {
 
   void Check(const json& schema, const json& v, const std::string& path, bool root) {
     if (v.is_null()) {
-      if (!Flag(schema, "nullable") && schema.contains("type")) {
+      if (!BoolField(schema, "nullable") && schema.contains("type")) {
         Add(path, "Invalid value: \"null\": must be of type " + schema["type"].get<std::string>());
       }
       return;
     }
-    const bool int_or_string = Flag(schema, "x-kubernetes-int-or-string");
+    const bool int_or_string = BoolField(schema, "x-kubernetes-int-or-string");
     if (int_or_string) {
       if (!IsIntegral(v) && !v.is_string()) {
         Add(path, "Invalid value: \"" + TypeOf(v) + "\": must be of type integer or string");
@@ -152,14 +149,14 @@ class Validator {
   void CheckNumber(const json& schema, const json& v, const std::string& path) {
     const double d = v.get<double>();
     if (const json* min = Child(schema, "minimum"); min && min->is_number()) {
-      const bool exclusive = Flag(schema, "exclusiveMinimum");
+      const bool exclusive = BoolField(schema, "exclusiveMinimum");
       if (exclusive ? !(d > min->get<double>()) : !(d >= min->get<double>())) {
         Add(path, std::string("Invalid value: ") + ShowNumber(v) + ": should be greater than " +
                       (exclusive ? "" : "or equal to ") + ShowNumber(*min));
       }
     }
     if (const json* max = Child(schema, "maximum"); max && max->is_number()) {
-      const bool exclusive = Flag(schema, "exclusiveMaximum");
+      const bool exclusive = BoolField(schema, "exclusiveMaximum");
       if (exclusive ? !(d < max->get<double>()) : !(d <= max->get<double>())) {
         Add(path, std::string("Invalid value: ") + ShowNumber(v) + ": should be less than " +
                       (exclusive ? "" : "or equal to ") + ShowNumber(*max));
@@ -265,8 +262,8 @@ class Validator {
       }
     }
     const json* additional = Child(schema, "additionalProperties");
-    const bool preserve = Flag(schema, "x-kubernetes-preserve-unknown-fields");
-    const bool embedded = Flag(schema, "x-kubernetes-embedded-resource");
+    const bool preserve = BoolField(schema, "x-kubernetes-preserve-unknown-fields");
+    const bool embedded = BoolField(schema, "x-kubernetes-embedded-resource");
     for (auto it = v.begin(); it != v.end(); ++it) {
       const std::string& key = it.key();
       const std::string child = JoinPath(path, key);
@@ -341,7 +338,7 @@ void CheckResourceMeta(const json& node, const std::string& path, Level level,
                        FieldErrors& errors) {
   const json* props = Child(node, "properties");
   if (!props || !props->is_object()) return;
-  const bool resource = level == Level::kRoot || Flag(node, "x-kubernetes-embedded-resource");
+  const bool resource = level == Level::kRoot || BoolField(node, "x-kubernetes-embedded-resource");
   const std::string props_path = JoinPath(path, "properties");
   for (const char* key : {"apiVersion", "kind"}) {
     auto it = props->find(key);
@@ -372,8 +369,8 @@ void CheckNode(const json& node, const std::string& path, Level level,
     errors.push_back({path, "must be a schema object"});
     return;
   }
-  const bool int_or_string = Flag(node, "x-kubernetes-int-or-string");
-  const bool preserve = Flag(node, "x-kubernetes-preserve-unknown-fields");
+  const bool int_or_string = BoolField(node, "x-kubernetes-int-or-string");
+  const bool preserve = BoolField(node, "x-kubernetes-preserve-unknown-fields");
   const json* type = Child(node, "type");
   if (!int_or_string && !preserve &&
       (!type || !type->is_string() || type->get<std::string>().empty())) {
@@ -484,7 +481,7 @@ void DefaultNode(const json& schema, json& v) {
         const json& child = *it;
         auto found = v.find(it.key());
         const bool missing = found == v.end();
-        const bool null_not_allowed = !missing && found->is_null() && !Flag(child, "nullable");
+        const bool null_not_allowed = !missing && found->is_null() && !BoolField(child, "nullable");
         if ((missing || null_not_allowed) && child.contains("default")) {
           v[it.key()] = child["default"];
         }
@@ -506,14 +503,14 @@ void DefaultNode(const json& schema, json& v) {
 
 void PruneNode(const json& schema, json& v, const std::string& path, bool root,
                std::vector<std::string>& removed) {
-  if (Flag(schema, "x-kubernetes-preserve-unknown-fields") && !schema.contains("properties")) {
+  if (BoolField(schema, "x-kubernetes-preserve-unknown-fields") && !schema.contains("properties")) {
     return;
   }
   if (v.is_object()) {
     const json* props = Child(schema, "properties");
     const json* additional = Child(schema, "additionalProperties");
-    const bool preserve = Flag(schema, "x-kubernetes-preserve-unknown-fields");
-    const bool embedded = Flag(schema, "x-kubernetes-embedded-resource");
+    const bool preserve = BoolField(schema, "x-kubernetes-preserve-unknown-fields");
+    const bool embedded = BoolField(schema, "x-kubernetes-embedded-resource");
     for (auto it = v.begin(); it != v.end();) {
       const std::string key = it.key();
       const std::string child = JoinPath(path, key);

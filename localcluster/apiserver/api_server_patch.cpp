@@ -3,7 +3,7 @@
 #include <optional>
 #include <string>
 
-#include "common/json_depth.h"
+#include "common/json/json_depth.h"
 #include "localcluster/apiserver/api_errors.h"
 #include "localcluster/apiserver/api_server.h"
 #include "localcluster/apiserver/api_server_request.h"

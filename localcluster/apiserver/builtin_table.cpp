@@ -4,12 +4,12 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 
+#include "common/json/fields.h"
 #include "localcluster/apiserver/workload_table.h"
 
 namespace sluice::apiserver {
@@ -19,30 +19,12 @@ using nlohmann::json;
 
 // ---- JSON access: absent or mistyped fields read as empty, as Go's zero values do. ----
 
-const json& Null() {
-  static const json kNull;
-  return kNull;
-}
-
 const json& EmptyArray() {
   static const json kEmpty = json::array();
   return kEmpty;
 }
 
-// The value at obj.k1.k2...; null when any step is missing or not an object.
-const json& Get(const json& obj, std::initializer_list<const char*> keys) {
-  const json* cur = &obj;
-  for (const char* key : keys) {
-    if (!cur->is_object()) return Null();
-    auto it = cur->find(key);
-    if (it == cur->end()) return Null();
-    cur = &*it;
-  }
-  return *cur;
-}
-
-std::string Str(const json& v) { return v.is_string() ? v.get<std::string>() : std::string(); }
-
+// A number as kubectl prints it: an integer, or a fraction cut to one.
 int64_t Int(const json& v) {
   if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_number_float()) return static_cast<int64_t>(v.get<double>());
@@ -130,7 +112,7 @@ std::string Since(const json& timestamp, Clock::WallTime now) {
 }
 
 std::string Age(const json& obj, Clock::WallTime now) {
-  return Since(Get(obj, {"metadata", "creationTimestamp"}), now);
+  return Since(AnyAt(obj, "/metadata/creationTimestamp"), now);
 }
 
 // Go's time.Time.UTC().Format(time.RFC3339); the zero time for an unset timestamp.
@@ -154,11 +136,11 @@ void KeepLatest(std::optional<Clock::WallTime>& latest, const json& timestamp) {
 
 // ---- Printers. ----
 
-std::string Name(const json& obj) { return Str(Get(obj, {"metadata", "name"})); }
+std::string Name(const json& obj) { return StringAt(obj, "/metadata/name"); }
 
 bool ConditionTrue(const json& conditions, std::string_view type) {
   for (const json& c : Items(conditions)) {
-    if (Str(Get(c, {"type"})) == type) return Str(Get(c, {"status"})) == "True";
+    if (StringAt(c, "/type") == type) return StringAt(c, "/status") == "True";
   }
   return false;
 }
@@ -167,7 +149,7 @@ bool ConditionTrue(const json& conditions, std::string_view type) {
 std::string FormatLabels(const json& labels) {
   std::vector<std::string> parts;
   if (labels.is_object()) {
-    for (const auto& [key, value] : labels.items()) parts.push_back(key + "=" + Str(value));
+    for (const auto& [key, value] : labels.items()) parts.push_back(key + "=" + StringValue(value));
   }
   return parts.empty() ? "<none>" : Join(parts, ",");
 }
@@ -179,25 +161,25 @@ std::string Quantity(const json& v) {
 }
 
 json PodRow(const json& pod, Clock::WallTime now) {
-  const json& spec = Get(pod, {"spec"});
-  const json& status = Get(pod, {"status"});
-  const std::string phase = Str(Get(status, {"phase"}));
+  const json& spec = AnyAt(pod, "/spec");
+  const json& status = AnyAt(pod, "/status");
+  const std::string phase = StringAt(status, "/phase");
   std::string reason = phase;
-  if (!Str(Get(status, {"reason"})).empty()) reason = Str(Get(status, {"reason"}));
-  for (const json& c : Items(Get(status, {"conditions"}))) {
-    if (Str(Get(c, {"type"})) == "PodScheduled" && Str(Get(c, {"reason"})) == "SchedulingGated") {
+  if (!StringAt(status, "/reason").empty()) reason = StringAt(status, "/reason");
+  for (const json& c : Items(AnyAt(status, "/conditions"))) {
+    if (StringAt(c, "/type") == "PodScheduled" && StringAt(c, "/reason") == "SchedulingGated") {
       reason = "SchedulingGated";
     }
   }
 
-  int64_t total = static_cast<int64_t>(Items(Get(spec, {"containers"})).size());
+  int64_t total = static_cast<int64_t>(Items(AnyAt(spec, "/containers")).size());
   int64_t ready = 0;
   // Init containers with restartPolicy Always are sidecars: they count as pod containers.
   std::set<std::string> sidecars;
-  const json& init_specs = Items(Get(spec, {"initContainers"}));
+  const json& init_specs = Items(AnyAt(spec, "/initContainers"));
   for (const json& c : init_specs) {
-    if (Str(Get(c, {"restartPolicy"})) == "Always") {
-      sidecars.insert(Str(Get(c, {"name"})));
+    if (StringAt(c, "/restartPolicy") == "Always") {
+      sidecars.insert(StringAt(c, "/name"));
       ++total;
     }
   }
@@ -207,36 +189,36 @@ json PodRow(const json& pod, Clock::WallTime now) {
   std::optional<Clock::WallTime> last_restart;
   std::optional<Clock::WallTime> last_sidecar_restart;
   bool initializing = false;
-  const json& init_statuses = Items(Get(status, {"initContainerStatuses"}));
+  const json& init_statuses = Items(AnyAt(status, "/initContainerStatuses"));
   for (size_t i = 0; i < init_statuses.size(); ++i) {
     const json& c = init_statuses[i];
-    const bool sidecar = sidecars.count(Str(Get(c, {"name"}))) > 0;
-    const json& finished = Get(c, {"lastState", "terminated", "finishedAt"});
-    restarts += Int(Get(c, {"restartCount"}));
+    const bool sidecar = sidecars.count(StringAt(c, "/name")) > 0;
+    const json& finished = AnyAt(c, "/lastState/terminated/finishedAt");
+    restarts += Int(AnyAt(c, "/restartCount"));
     KeepLatest(last_restart, finished);
     if (sidecar) {
-      sidecar_restarts += Int(Get(c, {"restartCount"}));
+      sidecar_restarts += Int(AnyAt(c, "/restartCount"));
       KeepLatest(last_sidecar_restart, finished);
     }
-    const json& terminated = Get(c, {"state", "terminated"});
-    const json& waiting = Get(c, {"state", "waiting"});
-    if (Has(terminated) && Int(Get(terminated, {"exitCode"})) == 0) continue;
-    if (sidecar && Get(c, {"started"}) == true) {
-      if (Get(c, {"ready"}) == true) ++ready;
+    const json& terminated = AnyAt(c, "/state/terminated");
+    const json& waiting = AnyAt(c, "/state/waiting");
+    if (Has(terminated) && Int(AnyAt(terminated, "/exitCode")) == 0) continue;
+    if (sidecar && AnyAt(c, "/started") == true) {
+      if (AnyAt(c, "/ready") == true) ++ready;
       continue;
     }
     if (Has(terminated)) {
-      const std::string why = Str(Get(terminated, {"reason"}));
+      const std::string why = StringAt(terminated, "/reason");
       if (!why.empty()) {
         reason = "Init:" + why;
-      } else if (Int(Get(terminated, {"signal"})) != 0) {
-        reason = "Init:Signal:" + std::to_string(Int(Get(terminated, {"signal"})));
+      } else if (Int(AnyAt(terminated, "/signal")) != 0) {
+        reason = "Init:Signal:" + std::to_string(Int(AnyAt(terminated, "/signal")));
       } else {
-        reason = "Init:ExitCode:" + std::to_string(Int(Get(terminated, {"exitCode"})));
+        reason = "Init:ExitCode:" + std::to_string(Int(AnyAt(terminated, "/exitCode")));
       }
-    } else if (Has(waiting) && !Str(Get(waiting, {"reason"})).empty() &&
-               Str(Get(waiting, {"reason"})) != "PodInitializing") {
-      reason = "Init:" + Str(Get(waiting, {"reason"}));
+    } else if (Has(waiting) && !StringAt(waiting, "/reason").empty() &&
+               StringAt(waiting, "/reason") != "PodInitializing") {
+      reason = "Init:" + StringAt(waiting, "/reason");
     } else {
       reason = "Init:" + std::to_string(i) + "/" + std::to_string(init_specs.size());
     }
@@ -244,38 +226,38 @@ json PodRow(const json& pod, Clock::WallTime now) {
     break;
   }
 
-  if (!initializing || ConditionTrue(Get(status, {"conditions"}), "Initialized")) {
+  if (!initializing || ConditionTrue(AnyAt(status, "/conditions"), "Initialized")) {
     restarts = sidecar_restarts;
     last_restart = last_sidecar_restart;
     bool has_running = false;
-    const json& statuses = Items(Get(status, {"containerStatuses"}));
+    const json& statuses = Items(AnyAt(status, "/containerStatuses"));
     for (size_t i = statuses.size(); i-- > 0;) {
       const json& c = statuses[i];
-      restarts += Int(Get(c, {"restartCount"}));
-      KeepLatest(last_restart, Get(c, {"lastState", "terminated", "finishedAt"}));
-      const json& waiting = Get(c, {"state", "waiting"});
-      const json& terminated = Get(c, {"state", "terminated"});
-      if (Has(waiting) && !Str(Get(waiting, {"reason"})).empty()) {
-        reason = Str(Get(waiting, {"reason"}));
-      } else if (Has(terminated) && !Str(Get(terminated, {"reason"})).empty()) {
-        reason = Str(Get(terminated, {"reason"}));
+      restarts += Int(AnyAt(c, "/restartCount"));
+      KeepLatest(last_restart, AnyAt(c, "/lastState/terminated/finishedAt"));
+      const json& waiting = AnyAt(c, "/state/waiting");
+      const json& terminated = AnyAt(c, "/state/terminated");
+      if (Has(waiting) && !StringAt(waiting, "/reason").empty()) {
+        reason = StringAt(waiting, "/reason");
+      } else if (Has(terminated) && !StringAt(terminated, "/reason").empty()) {
+        reason = StringAt(terminated, "/reason");
       } else if (Has(terminated)) {
-        const int64_t signal = Int(Get(terminated, {"signal"}));
+        const int64_t signal = Int(AnyAt(terminated, "/signal"));
         reason = signal != 0 ? "Signal:" + std::to_string(signal)
-                             : "ExitCode:" + std::to_string(Int(Get(terminated, {"exitCode"})));
-      } else if (Get(c, {"ready"}) == true && Has(Get(c, {"state", "running"}))) {
+                             : "ExitCode:" + std::to_string(Int(AnyAt(terminated, "/exitCode")));
+      } else if (AnyAt(c, "/ready") == true && Has(AnyAt(c, "/state/running"))) {
         has_running = true;
         ++ready;
       }
     }
     // A pod whose last container completed but another still runs is not "Completed".
     if (reason == "Completed" && has_running) {
-      reason = ConditionTrue(Get(status, {"conditions"}), "Ready") ? "Running" : "NotReady";
+      reason = ConditionTrue(AnyAt(status, "/conditions"), "Ready") ? "Running" : "NotReady";
     }
   }
 
-  if (Has(Get(pod, {"metadata", "deletionTimestamp"}))) {
-    if (Str(Get(status, {"reason"})) == "NodeLost") {
+  if (Has(AnyAt(pod, "/metadata/deletionTimestamp"))) {
+    if (StringAt(status, "/reason") == "NodeLost") {
       reason = "Unknown";
     } else if (phase != "Succeeded" && phase != "Failed") {
       reason = "Terminating";
@@ -291,23 +273,23 @@ json PodRow(const json& pod, Clock::WallTime now) {
   }
 
   std::string ip;
-  const json& ips = Items(Get(status, {"podIPs"}));
+  const json& ips = Items(AnyAt(status, "/podIPs"));
   if (!ips.empty()) {
-    ip = Str(Get(ips[0], {"ip"}));
+    ip = StringAt(ips[0], "/ip");
   } else {
-    ip = Str(Get(status, {"podIP"}));  // v1 objects written before podIPs existed.
+    ip = StringAt(status, "/podIP");  // v1 objects written before podIPs existed.
   }
-  std::string node = Str(Get(spec, {"nodeName"}));
-  std::string nominated = Str(Get(status, {"nominatedNodeName"}));
+  std::string node = StringAt(spec, "/nodeName");
+  std::string nominated = StringAt(status, "/nominatedNodeName");
   std::string gates = "<none>";
-  const json& gate_specs = Items(Get(spec, {"readinessGates"}));
+  const json& gate_specs = Items(AnyAt(spec, "/readinessGates"));
   if (!gate_specs.empty()) {
     int64_t passing = 0;
     for (const json& gate : gate_specs) {
-      const std::string type = Str(Get(gate, {"conditionType"}));
-      for (const json& c : Items(Get(status, {"conditions"}))) {
-        if (Str(Get(c, {"type"})) == type) {
-          if (Str(Get(c, {"status"})) == "True") ++passing;
+      const std::string type = StringAt(gate, "/conditionType");
+      for (const json& c : Items(AnyAt(status, "/conditions"))) {
+        if (StringAt(c, "/type") == type) {
+          if (StringAt(c, "/status") == "True") ++passing;
           break;
         }
       }
@@ -331,69 +313,69 @@ json PodRow(const json& pod, Clock::WallTime now) {
 }
 
 json NamespaceRow(const json& ns, Clock::WallTime now) {
-  std::string phase = Str(Get(ns, {"status", "phase"}));
+  std::string phase = StringAt(ns, "/status/phase");
   // A real server sets the phase on create; objects written without one read as it would.
   if (phase.empty()) {
-    phase = Has(Get(ns, {"metadata", "deletionTimestamp"})) ? "Terminating" : "Active";
+    phase = Has(AnyAt(ns, "/metadata/deletionTimestamp")) ? "Terminating" : "Active";
   }
   return {{"cells", {Name(ns), phase, Age(ns, now)}}};
 }
 
 std::string NodeAddress(const json& node, std::string_view type) {
-  for (const json& a : Items(Get(node, {"status", "addresses"}))) {
-    if (Str(Get(a, {"type"})) == type) return Str(Get(a, {"address"}));
+  for (const json& a : Items(AnyAt(node, "/status/addresses"))) {
+    if (StringAt(a, "/type") == type) return StringAt(a, "/address");
   }
   return "<none>";
 }
 
 json NodeRow(const json& node, Clock::WallTime now) {
   std::string status = "Unknown";
-  for (const json& c : Items(Get(node, {"status", "conditions"}))) {
-    if (Str(Get(c, {"type"})) == "Ready") {
-      status = Str(Get(c, {"status"})) == "True" ? "Ready" : "NotReady";
+  for (const json& c : Items(AnyAt(node, "/status/conditions"))) {
+    if (StringAt(c, "/type") == "Ready") {
+      status = StringAt(c, "/status") == "True" ? "Ready" : "NotReady";
     }
   }
-  if (Get(node, {"spec", "unschedulable"}) == true) status += ",SchedulingDisabled";
+  if (AnyAt(node, "/spec/unschedulable") == true) status += ",SchedulingDisabled";
 
   std::set<std::string> roles;
-  const json& labels = Get(node, {"metadata", "labels"});
+  const json& labels = AnyAt(node, "/metadata/labels");
   if (labels.is_object()) {
     static constexpr std::string_view kRolePrefix = "node-role.kubernetes.io/";
     for (const auto& [key, value] : labels.items()) {
       if (key.size() > kRolePrefix.size() && key.compare(0, kRolePrefix.size(), kRolePrefix) == 0) {
         roles.insert(key.substr(kRolePrefix.size()));
-      } else if (key == "kubernetes.io/role" && !Str(value).empty()) {
-        roles.insert(Str(value));
+      } else if (key == "kubernetes.io/role" && !StringValue(value).empty()) {
+        roles.insert(StringValue(value));
       }
     }
   }
   const std::string role_text = Join(std::vector<std::string>(roles.begin(), roles.end()), ",");
 
-  const json& info = Get(node, {"status", "nodeInfo"});
+  const json& info = AnyAt(node, "/status/nodeInfo");
   auto known = [&](const char* field) {
-    std::string v = Str(Get(info, {field}));
+    std::string v = StringValue(AnyField(info, field));
     return v.empty() ? std::string("<unknown>") : v;
   };
   return {{"cells",
            {Name(node), status, role_text.empty() ? "<none>" : role_text, Age(node, now),
-            Str(Get(info, {"kubeletVersion"})), NodeAddress(node, "InternalIP"),
+            StringAt(info, "/kubeletVersion"), NodeAddress(node, "InternalIP"),
             NodeAddress(node, "ExternalIP"), known("osImage"), known("kernelVersion"),
             known("containerRuntimeVersion")}}};
 }
 
 std::string ServiceExternalIp(const json& spec, const json& status, const std::string& type) {
   std::vector<std::string> external;
-  for (const json& ip : Items(Get(spec, {"externalIPs"}))) external.push_back(Str(ip));
+  for (const json& ip : Items(AnyAt(spec, "/externalIPs"))) external.push_back(StringValue(ip));
   if (type == "ClusterIP" || type == "NodePort") {
     return external.empty() ? "<none>" : Join(external, ",");
   }
   if (type == "LoadBalancer") {
     std::set<std::string> ingress;  // Sorted and de-duplicated, as kube's string set.
-    for (const json& in : Items(Get(status, {"loadBalancer", "ingress"}))) {
-      if (!Str(Get(in, {"ip"})).empty()) {
-        ingress.insert(Str(Get(in, {"ip"})));
-      } else if (!Str(Get(in, {"hostname"})).empty()) {
-        ingress.insert(Str(Get(in, {"hostname"})));
+    for (const json& in : Items(AnyAt(status, "/loadBalancer/ingress"))) {
+      if (!StringAt(in, "/ip").empty()) {
+        ingress.insert(StringAt(in, "/ip"));
+      } else if (!StringAt(in, "/hostname").empty()) {
+        ingress.insert(StringAt(in, "/hostname"));
       }
     }
     std::vector<std::string> all(ingress.begin(), ingress.end());
@@ -403,36 +385,36 @@ std::string ServiceExternalIp(const json& spec, const json& status, const std::s
     }
     return all.empty() ? "<pending>" : Join(all, ",");
   }
-  if (type == "ExternalName") return Str(Get(spec, {"externalName"}));
+  if (type == "ExternalName") return StringAt(spec, "/externalName");
   return "<unknown>";
 }
 
 json ServiceRow(const json& svc, Clock::WallTime now) {
-  const json& spec = Get(svc, {"spec"});
+  const json& spec = AnyAt(svc, "/spec");
   // A real server defaults the type to ClusterIP and port protocols to TCP.
-  std::string type = Str(Get(spec, {"type"}));
+  std::string type = StringAt(spec, "/type");
   if (type.empty()) type = "ClusterIP";
   std::string cluster_ip;
-  const json& cluster_ips = Items(Get(spec, {"clusterIPs"}));
-  cluster_ip = cluster_ips.empty() ? Str(Get(spec, {"clusterIP"})) : Str(cluster_ips[0]);
+  const json& cluster_ips = Items(AnyAt(spec, "/clusterIPs"));
+  cluster_ip = cluster_ips.empty() ? StringAt(spec, "/clusterIP") : StringValue(cluster_ips[0]);
   std::vector<std::string> ports;
-  for (const json& p : Items(Get(spec, {"ports"}))) {
-    std::string protocol = Str(Get(p, {"protocol"}));
+  for (const json& p : Items(AnyAt(spec, "/ports"))) {
+    std::string protocol = StringAt(p, "/protocol");
     if (protocol.empty()) protocol = "TCP";
-    std::string text = std::to_string(Int(Get(p, {"port"})));
-    if (Int(Get(p, {"nodePort"})) > 0) text += ":" + std::to_string(Int(Get(p, {"nodePort"})));
+    std::string text = std::to_string(Int(AnyAt(p, "/port")));
+    if (Int(AnyAt(p, "/nodePort")) > 0) text += ":" + std::to_string(Int(AnyAt(p, "/nodePort")));
     ports.push_back(text + "/" + protocol);
   }
   return {{"cells",
            {Name(svc), type, cluster_ip.empty() ? "<none>" : cluster_ip,
-            ServiceExternalIp(spec, Get(svc, {"status"}), type),
+            ServiceExternalIp(spec, AnyAt(svc, "/status"), type),
             ports.empty() ? "<none>" : Join(ports, ","), Age(svc, now),
-            FormatLabels(Get(spec, {"selector"}))}}};
+            FormatLabels(AnyAt(spec, "/selector"))}}};
 }
 
 // "10.0.0.1:80,10.0.0.2:80,10.0.0.3:80 + 2 more...": at most three addresses.
 std::string FormatEndpoints(const json& endpoints) {
-  const json& subsets = Items(Get(endpoints, {"subsets"}));
+  const json& subsets = Items(AnyAt(endpoints, "/subsets"));
   if (subsets.empty()) return "<none>";
   constexpr size_t kMax = 3;
   std::vector<std::string> shown;
@@ -442,16 +424,16 @@ std::string FormatEndpoints(const json& endpoints) {
     if (shown.size() < kMax) shown.push_back(std::move(text));
   };
   for (const json& subset : subsets) {
-    const json& addresses = Items(Get(subset, {"addresses"}));
-    const json& ports = Items(Get(subset, {"ports"}));
+    const json& addresses = Items(AnyAt(subset, "/addresses"));
+    const json& ports = Items(AnyAt(subset, "/ports"));
     if (ports.empty()) {  // Headless services may have no ports.
-      for (const json& a : addresses) add(Str(Get(a, {"ip"})));
+      for (const json& a : addresses) add(StringAt(a, "/ip"));
       continue;
     }
     for (const json& port : ports) {
-      const std::string number = std::to_string(Int(Get(port, {"port"})));
+      const std::string number = std::to_string(Int(AnyAt(port, "/port")));
       for (const json& a : addresses) {
-        const std::string ip = Str(Get(a, {"ip"}));
+        const std::string ip = StringAt(a, "/ip");
         add(ip.find(':') == std::string::npos ? ip + ":" + number : "[" + ip + "]:" + number);
       }
     }
@@ -469,17 +451,17 @@ size_t Size(const json& v) { return v.is_object() ? v.size() : 0; }
 
 json ConfigMapRow(const json& cm, Clock::WallTime now) {
   const int64_t data =
-      static_cast<int64_t>(Size(Get(cm, {"data"})) + Size(Get(cm, {"binaryData"})));
+      static_cast<int64_t>(Size(AnyAt(cm, "/data")) + Size(AnyAt(cm, "/binaryData")));
   return {{"cells", {Name(cm), data, Age(cm, now)}}};
 }
 
 json SecretRow(const json& secret, Clock::WallTime now) {
-  std::string type = Str(Get(secret, {"type"}));
+  std::string type = StringAt(secret, "/type");
   if (type.empty()) type = "Opaque";  // The server's default.
   // stringData is write-only in a real server (merged into data); count its keys the same way.
   std::set<std::string> keys;
   for (const char* field : {"data", "stringData"}) {
-    const json& m = Get(secret, {field});
+    const json& m = AnyField(secret, field);
     if (m.is_object()) {
       for (const auto& [key, value] : m.items()) keys.insert(key);
     }
@@ -488,7 +470,7 @@ json SecretRow(const json& secret, Clock::WallTime now) {
 }
 
 json ServiceAccountRow(const json& account, Clock::WallTime now) {
-  const json& secrets = Get(account, {"secrets"});
+  const json& secrets = AnyAt(account, "/secrets");
   const int64_t count = secrets.is_array() ? static_cast<int64_t>(secrets.size()) : 0;
   return {{"cells", {Name(account), count, Age(account, now)}}};
 }
@@ -496,7 +478,7 @@ json ServiceAccountRow(const json& account, Clock::WallTime now) {
 // GetAccessModesAsString: "RWO,ROX,RWX,RWOP" in that order, each once.
 std::string AccessModes(const json& modes) {
   std::set<std::string> present;
-  for (const json& m : Items(modes)) present.insert(Str(m));
+  for (const json& m : Items(modes)) present.insert(StringValue(m));
   std::vector<std::string> out;
   const std::pair<const char*, const char*> kShort[] = {{"ReadWriteOnce", "RWO"},
                                                         {"ReadOnlyMany", "ROX"},
@@ -509,29 +491,29 @@ std::string AccessModes(const json& modes) {
 }
 
 json PvcRow(const json& pvc, Clock::WallTime now) {
-  const json& spec = Get(pvc, {"spec"});
-  const json& status = Get(pvc, {"status"});
-  std::string phase = Str(Get(status, {"phase"}));
-  if (Has(Get(pvc, {"metadata", "deletionTimestamp"}))) phase = "Terminating";
-  const std::string volume = Str(Get(spec, {"volumeName"}));
+  const json& spec = AnyAt(pvc, "/spec");
+  const json& status = AnyAt(pvc, "/status");
+  std::string phase = StringAt(status, "/phase");
+  if (Has(AnyAt(pvc, "/metadata/deletionTimestamp"))) phase = "Terminating";
+  const std::string volume = StringAt(spec, "/volumeName");
   std::string capacity;
   std::string modes;
   if (!volume.empty()) {
-    capacity = Quantity(Get(status, {"capacity", "storage"}));
-    modes = AccessModes(Get(status, {"accessModes"}));
+    capacity = Quantity(AnyAt(status, "/capacity/storage"));
+    modes = AccessModes(AnyAt(status, "/accessModes"));
   }
   // The beta annotation wins over spec.storageClassName, as in kube.
-  std::string storage_class = Str(Get(spec, {"storageClassName"}));
-  const json& annotations = Get(pvc, {"metadata", "annotations"});
+  std::string storage_class = StringAt(spec, "/storageClassName");
+  const json& annotations = AnyAt(pvc, "/metadata/annotations");
   if (annotations.is_object() && annotations.contains("volume.beta.kubernetes.io/storage-class")) {
-    storage_class = Str(annotations.at("volume.beta.kubernetes.io/storage-class"));
+    storage_class = StringValue(annotations.at("volume.beta.kubernetes.io/storage-class"));
   }
-  const json& attributes_class = Get(spec, {"volumeAttributesClassName"});
-  const json& volume_mode = Get(spec, {"volumeMode"});
+  const json& attributes_class = AnyAt(spec, "/volumeAttributesClassName");
+  const json& volume_mode = AnyAt(spec, "/volumeMode");
   return {{"cells",
            {Name(pvc), phase, volume, capacity, modes, storage_class,
-            attributes_class.is_string() ? Str(attributes_class) : "<unset>", Age(pvc, now),
-            volume_mode.is_string() ? Str(volume_mode) : "<unset>"}}};
+            attributes_class.is_string() ? StringValue(attributes_class) : "<unset>", Age(pvc, now),
+            volume_mode.is_string() ? StringValue(volume_mode) : "<unset>"}}};
 }
 
 // The fields kube's event printer reads, from either event schema.
@@ -555,79 +537,79 @@ json EventRowFrom(const json& event, const EventFields& f, Clock::WallTime now) 
   if (!ParseTime(f.last_timestamp)) last_seen = first_seen;
   int64_t count = f.count;
   if (f.series.is_object()) {
-    last_seen = Since(Get(f.series, {"lastObservedTime"}), now);
-    count = Int(Get(f.series, {"count"}));
+    last_seen = Since(AnyAt(f.series, "/lastObservedTime"), now);
+    count = Int(AnyAt(f.series, "/count"));
   } else if (count == 0) {
     count = 1;  // Singleton events carry no count in the new API.
   }
 
-  const std::string kind = Lower(Str(Get(f.regarding, {"kind"})));
-  const std::string name = Str(Get(f.regarding, {"name"}));
+  const std::string kind = Lower(StringAt(f.regarding, "/kind"));
+  const std::string name = StringAt(f.regarding, "/name");
   const std::string target = name.empty() ? kind : kind + "/" + name;
 
-  std::string component = Str(Get(f.source, {"component"}));
+  std::string component = StringAt(f.source, "/component");
   if (component.empty()) component = f.reporting_controller;
-  std::string instance = Str(Get(f.source, {"host"}));
+  std::string instance = StringAt(f.source, "/host");
   if (instance.empty()) instance = f.reporting_instance;
   const std::string source = instance.empty() ? component : component + ", " + instance;
 
   return {{"cells",
-           {last_seen, Str(Get(event, {"type"})), Str(Get(event, {"reason"})), target,
-            Str(Get(f.regarding, {"fieldPath"})), source, TrimSpace(f.message), first_seen, count,
+           {last_seen, StringAt(event, "/type"), StringAt(event, "/reason"), target,
+            StringAt(f.regarding, "/fieldPath"), source, TrimSpace(f.message), first_seen, count,
             Name(event)}}};
 }
 
 json CoreEventRow(const json& event, Clock::WallTime now) {
   EventFields f;
-  f.first_timestamp = Get(event, {"firstTimestamp"});
-  f.last_timestamp = Get(event, {"lastTimestamp"});
-  f.event_time = Get(event, {"eventTime"});
-  f.series = Get(event, {"series"});
-  f.count = Int(Get(event, {"count"}));
-  f.regarding = Get(event, {"involvedObject"});
-  f.source = Get(event, {"source"});
-  f.reporting_controller = Str(Get(event, {"reportingComponent"}));
-  f.reporting_instance = Str(Get(event, {"reportingInstance"}));
-  f.message = Str(Get(event, {"message"}));
+  f.first_timestamp = AnyAt(event, "/firstTimestamp");
+  f.last_timestamp = AnyAt(event, "/lastTimestamp");
+  f.event_time = AnyAt(event, "/eventTime");
+  f.series = AnyAt(event, "/series");
+  f.count = Int(AnyAt(event, "/count"));
+  f.regarding = AnyAt(event, "/involvedObject");
+  f.source = AnyAt(event, "/source");
+  f.reporting_controller = StringAt(event, "/reportingComponent");
+  f.reporting_instance = StringAt(event, "/reportingInstance");
+  f.message = StringAt(event, "/message");
   return EventRowFrom(event, f, now);
 }
 
 json EventsV1EventRow(const json& event, Clock::WallTime now) {
   EventFields f;
-  f.first_timestamp = Get(event, {"deprecatedFirstTimestamp"});
-  f.last_timestamp = Get(event, {"deprecatedLastTimestamp"});
-  f.event_time = Get(event, {"eventTime"});
-  f.series = Get(event, {"series"});
-  f.count = Int(Get(event, {"deprecatedCount"}));
-  f.regarding = Get(event, {"regarding"});
-  f.source = Get(event, {"deprecatedSource"});
-  f.reporting_controller = Str(Get(event, {"reportingController"}));
-  f.reporting_instance = Str(Get(event, {"reportingInstance"}));
-  f.message = Str(Get(event, {"note"}));
+  f.first_timestamp = AnyAt(event, "/deprecatedFirstTimestamp");
+  f.last_timestamp = AnyAt(event, "/deprecatedLastTimestamp");
+  f.event_time = AnyAt(event, "/eventTime");
+  f.series = AnyAt(event, "/series");
+  f.count = Int(AnyAt(event, "/deprecatedCount"));
+  f.regarding = AnyAt(event, "/regarding");
+  f.source = AnyAt(event, "/deprecatedSource");
+  f.reporting_controller = StringAt(event, "/reportingController");
+  f.reporting_instance = StringAt(event, "/reportingInstance");
+  f.message = StringAt(event, "/note");
   return EventRowFrom(event, f, now);
 }
 
 json LeaseRow(const json& lease, Clock::WallTime now) {
-  return {{"cells", {Name(lease), Str(Get(lease, {"spec", "holderIdentity"})), Age(lease, now)}}};
+  return {{"cells", {Name(lease), StringAt(lease, "/spec/holderIdentity"), Age(lease, now)}}};
 }
 
 json CrdRow(const json& crd, Clock::WallTime /*now*/) {
-  return {{"cells", {Name(crd), Rfc3339(Get(crd, {"metadata", "creationTimestamp"}))}}};
+  return {{"cells", {Name(crd), Rfc3339(AnyAt(crd, "/metadata/creationTimestamp"))}}};
 }
 
 // Role, Age, then (wide) the users, groups and ServiceAccounts ("ns/name") it is granted to.
 json BindingRow(const json& binding, Clock::WallTime now) {
   std::string kinds[3];  // User, Group, ServiceAccount.
   for (const json& subject : binding.value("subjects", json::array())) {
-    const std::string kind = Str(Get(subject, {"kind"}));
-    std::string name = Str(Get(subject, {"name"}));
+    const std::string kind = StringAt(subject, "/kind");
+    std::string name = StringAt(subject, "/name");
     const int i = kind == "User" ? 0 : kind == "Group" ? 1 : kind == "ServiceAccount" ? 2 : -1;
     if (i < 0) continue;
-    if (i == 2) name = Str(Get(subject, {"namespace"})) + "/" + name;
+    if (i == 2) name = StringAt(subject, "/namespace") + "/" + name;
     kinds[i] += (kinds[i].empty() ? "" : ", ") + name;
   }
   const std::string role =
-      Str(Get(binding, {"roleRef", "kind"})) + "/" + Str(Get(binding, {"roleRef", "name"}));
+      StringAt(binding, "/roleRef/kind") + "/" + StringAt(binding, "/roleRef/name");
   return {{"cells", {Name(binding), role, Age(binding, now), kinds[0], kinds[1], kinds[2]}}};
 }
 

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/json/fields.h"
 #include "localcluster/apiserver/json_fields.h"
 
 namespace sluice::apiserver {
@@ -18,38 +19,6 @@ constexpr int64_t kDefaultPodGraceSeconds = 30;  // corev1.DefaultTerminationGra
 
 bool IsCore(const ResourceInfo& info, std::string_view plural) {
   return info.group.empty() && info.plural == plural;
-}
-
-// The metadata of `object`, or null when it has none.
-const json* Metadata(const json& object) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find("metadata");
-  return it != object.end() && it->is_object() ? &*it : nullptr;
-}
-
-// metadata[field] when it is a string, else "".
-std::string MetaString(const json& object, const char* field) {
-  const json* meta = Metadata(object);
-  if (meta == nullptr) return "";
-  auto it = meta->find(field);
-  return it != meta->end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-std::optional<int64_t> IntAt(const json& object, const char* outer, const char* field) {
-  if (!object.is_object()) return std::nullopt;
-  auto o = object.find(outer);
-  if (o == object.end() || !o->is_object()) return std::nullopt;
-  auto it = o->find(field);
-  if (it == o->end() || !it->is_number_integer()) return std::nullopt;
-  return it->get<int64_t>();
-}
-
-std::string StringAt(const json& object, const char* outer, const char* field) {
-  if (!object.is_object()) return "";
-  auto o = object.find(outer);
-  if (o == object.end() || !o->is_object()) return "";
-  auto it = o->find(field);
-  return it != o->end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 // The object's metadata, created when missing (callers have checked that object is an object).
@@ -121,10 +90,10 @@ Status PreconditionFailed(const ResourceInfo& info, const ObjectKey& key, std::s
 
 Status CheckPreconditions(const ResourceInfo& info, const ObjectKey& key, const json& current,
                           const std::string& uid, const DeleteOptions& options) {
-  const std::string have_uid = MetaString(current, "uid");
+  const std::string have_uid = StringAt(current, "/metadata/uid");
   if (uid != have_uid) return PreconditionFailed(info, key, "UID", uid, have_uid);
   if (options.precondition_resource_version) {
-    const std::string have_rv = MetaString(current, "resourceVersion");
+    const std::string have_rv = StringAt(current, "/metadata/resourceVersion");
     if (*options.precondition_resource_version != have_rv) {
       return PreconditionFailed(info, key, "ResourceVersion",
                                 *options.precondition_resource_version, have_rv);
@@ -147,7 +116,7 @@ struct Decision {
 // kube's markAsDeleting: deletion with a zero grace period for an object kept by finalizers.
 void MarkAsDeleting(json& object, Clock::WallTime now) {
   json& meta = MutableMetadata(object);
-  const std::string existing = MetaString(object, "deletionTimestamp");
+  const std::string existing = StringAt(object, "/metadata/deletionTimestamp");
   if (existing.empty()) BumpGeneration(object);
   const std::optional<Clock::WallTime> at = ParseMetaTime(existing);
   if (existing.empty() || !at || *at > now) meta["deletionTimestamp"] = FormatMetaTime(now);
@@ -163,9 +132,10 @@ Decision DecideGeneric(const ResourceInfo& info, const json& current, const Dele
 
   bool graceful = false;
   int64_t grace = 0;
-  const std::string timestamp = MetaString(object, "deletionTimestamp");
+  const std::string timestamp = StringAt(object, "/metadata/deletionTimestamp");
   if (!timestamp.empty()) {
-    const std::optional<int64_t> running = IntAt(object, "metadata", "deletionGracePeriodSeconds");
+    const std::optional<int64_t> running =
+        OptionalIntAt(object, "/metadata/deletionGracePeriodSeconds");
     if (running && *running != 0) {
       // A graceful deletion is running: a request may only shorten it.
       if (!requested || *requested >= *running) return {Action::kPending, {}};
@@ -182,11 +152,11 @@ Decision DecideGeneric(const ResourceInfo& info, const json& current, const Dele
     if (requested) {
       period = *requested;
     } else if (std::optional<int64_t> spec =
-                   IntAt(object, "spec", "terminationGracePeriodSeconds")) {
+                   OptionalIntAt(object, "/spec/terminationGracePeriodSeconds")) {
       period = *spec;
     }
-    const std::string phase = StringAt(object, "status", "phase");
-    if (StringAt(object, "spec", "nodeName").empty() || phase == "Failed" || phase == "Succeeded") {
+    const std::string phase = StringAt(object, "/status/phase");
+    if (StringAt(object, "/spec/nodeName").empty() || phase == "Failed" || phase == "Succeeded") {
       period = 0;
     }
     if (period < 0) period = 1;
@@ -217,7 +187,7 @@ Decision DecideGeneric(const ResourceInfo& info, const json& current, const Dele
 // ones change nothing until spec.finalizers is empty, then act as the generic store.
 Decision DecideNamespace(const ResourceInfo& info, const json& current,
                          const DeleteOptions& options, Clock::WallTime now) {
-  if (MetaString(current, "deletionTimestamp").empty()) {
+  if (StringAt(current, "/metadata/deletionTimestamp").empty()) {
     json object = current;
     MutableMetadata(object)["deletionTimestamp"] = FormatMetaTime(now);
     json& status = object["status"];
@@ -248,8 +218,9 @@ bool IsNamespaceObject(const ObjectKey& key, const json& object) {
 }
 
 bool ReadyToRemove(const ObjectKey& key, const json& object) {
-  if (MetaString(object, "deletionTimestamp").empty()) return false;
-  const std::optional<int64_t> grace = IntAt(object, "metadata", "deletionGracePeriodSeconds");
+  if (StringAt(object, "/metadata/deletionTimestamp").empty()) return false;
+  const std::optional<int64_t> grace =
+      OptionalIntAt(object, "/metadata/deletionGracePeriodSeconds");
   if (!grace || *grace != 0) return false;
   if (!StringsAt(object, "metadata", "finalizers").empty()) return false;
   if (IsNamespaceObject(key, object) && !StringsAt(object, "spec", "finalizers").empty()) {
@@ -441,7 +412,7 @@ Result<DeleteOutcome> DeleteObject(Storage& storage, const ResourceInfo& info, c
   for (int attempt = 0; attempt < Storage::kGuaranteedUpdateAttempts; ++attempt) {
     SLUICE_ASSIGN_OR_RETURN(Stored current, storage.Get(key));
     if (!current.object.is_object()) return Status::Internal(key.ToString() + " is not an object");
-    if (!uid) uid = MetaString(current.object, "uid");
+    if (!uid) uid = StringAt(current.object, "/metadata/uid");
     SLUICE_RETURN_IF_ERROR(CheckPreconditions(info, key, current.object, *uid, options));
 
     Decision decision = is_namespace ? DecideNamespace(info, current.object, options, now)

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/json/fields.h"
 #include "localcluster/apiserver/deletion.h"
 #include "localcluster/apiserver/json_fields.h"
 
@@ -19,13 +20,6 @@ const json* Metadata(const json& object) {
   if (!object.is_object()) return nullptr;
   auto it = object.find("metadata");
   return it != object.end() && it->is_object() ? &*it : nullptr;
-}
-
-std::string MetaString(const json& object, const char* field) {
-  const json* meta = Metadata(object);
-  if (meta == nullptr) return "";
-  auto it = meta->find(field);
-  return it != meta->end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 // metadata.ownerReferences when it is an array, else an empty array.
@@ -133,11 +127,11 @@ class Pass {
     item.resource = r;
     const json* meta = Metadata(stored.object);
     if (meta == nullptr) return;
-    item.key = ObjectKey{resource, MetaString(stored.object, "namespace"),
-                         MetaString(stored.object, "name")};
+    item.key = ObjectKey{resource, StringAt(stored.object, "/metadata/namespace"),
+                         StringAt(stored.object, "/metadata/name")};
     if (!resources_[r].namespaced) item.key.ns.clear();
-    item.uid = MetaString(stored.object, "uid");
-    item.deleting = !MetaString(stored.object, "deletionTimestamp").empty();
+    item.uid = StringAt(stored.object, "/metadata/uid");
+    item.deleting = !StringAt(stored.object, "/metadata/deletionTimestamp").empty();
     item.finalizers = StringsAt(stored.object, "metadata", "finalizers");
     item.stored = std::move(stored);
     const size_t index = items_.size();
@@ -259,7 +253,8 @@ class Pass {
     const std::string uid = ns.uid;
     Result<Stored> finalized =
         storage_.GuaranteedUpdate(ns.key, [&uid](const json& current) -> Result<json> {
-          if (MetaString(current, "uid") != uid) return Status::NotFound("namespace replaced");
+          if (StringAt(current, "/metadata/uid") != uid)
+            return Status::NotFound("namespace replaced");
           std::vector<std::string> finalizers = StringsAt(current, "spec", "finalizers");
           auto it = std::find(finalizers.begin(), finalizers.end(), kNamespaceFinalizer);
           if (it == finalizers.end()) return current;
@@ -279,7 +274,7 @@ class Pass {
   void ExpirePod(const Item& pod) {
     if (!pod.finalizers.empty()) return;
     const std::optional<Clock::WallTime> at =
-        ParseMetaTime(MetaString(pod.stored.object, "deletionTimestamp"));
+        ParseMetaTime(StringAt(pod.stored.object, "/metadata/deletionTimestamp"));
     if (!at || now_ < *at) return;
     DeleteOptions options;
     options.grace_period_seconds = 0;
@@ -308,7 +303,7 @@ class Pass {
     const std::string uid = item.uid;
     Result<Stored> result =
         storage_.GuaranteedUpdate(item.key, [&](const json& current) -> Result<json> {
-          if (MetaString(current, "uid") != uid) return Status::NotFound("object replaced");
+          if (StringAt(current, "/metadata/uid") != uid) return Status::NotFound("object replaced");
           const json refs = OwnerReferences(current);
           if (expected != nullptr && refs != *expected) {
             return Status::Conflict("ownerReferences changed");
@@ -333,7 +328,7 @@ class Pass {
     const std::string uid = item.uid;
     Result<Stored> updated =
         storage_.GuaranteedUpdate(item.key, [&](const json& current) -> Result<json> {
-          if (MetaString(current, "uid") != uid) return Status::NotFound("object replaced");
+          if (StringAt(current, "/metadata/uid") != uid) return Status::NotFound("object replaced");
           std::vector<std::string> finalizers = StringsAt(current, "metadata", "finalizers");
           auto it = std::find(finalizers.begin(), finalizers.end(), finalizer);
           if (it == finalizers.end()) return current;

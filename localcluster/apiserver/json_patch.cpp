@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "common/json_depth.h"
+#include "common/json/json_depth.h"
 
 namespace sluice::apiserver {
 namespace {

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
-#include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
 #include <unordered_set>
 
 #include "common/go_quote.h"
+#include "common/json/fields.h"
 #include "localcluster/apiserver/pod_security_checks.h"
 
 namespace sluice::apiserver {
@@ -18,23 +18,6 @@ using nlohmann::json;
 using Strings = std::vector<std::string>;
 
 // Missing, null and ill-typed fields all read as unset.
-const json& Field(const json& object, const char* key) {
-  static const json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
-
-const json& Field(const json& object, std::initializer_list<const char*> path) {
-  const json* at = &object;
-  for (const char* key : path) at = &Field(*at, key);
-  return *at;
-}
-
-std::string Str(const json& value) {
-  return value.is_string() ? value.get<std::string>() : std::string();
-}
-
 const json& Items(const json& list) {
   static const json kEmpty = json::array();
   return list.is_array() ? list : kEmpty;
@@ -49,7 +32,7 @@ std::string Join(const Strings& items, const std::string& separator) {
   return out;
 }
 
-std::string NameOf(const json& object) { return Str(Field(object, "name")); }
+std::string NameOf(const json& object) { return StringField(object, "name"); }
 
 std::string LevelVersion(PodSecurityLevel level, const std::string& version) {
   return PodSecurityLevelName(level) + ":" + version;
@@ -85,7 +68,7 @@ openapi::FieldError InvalidLabel(const char* label, const std::string& value,
 
 // A label's value; nullopt when absent or not a string.
 std::optional<std::string> Label(const json& labels, const char* key) {
-  const json& value = Field(labels, key);
+  const json& value = AnyField(labels, key);
   if (!value.is_string()) return std::nullopt;
   return value.get<std::string>();
 }
@@ -133,9 +116,9 @@ std::string Aggregate(const openapi::FieldErrors& errors) {
 }
 
 bool HasController(const json& pod, std::string& uid) {
-  for (const json& owner : Items(Field(pod, {"metadata", "ownerReferences"}))) {
-    if (Field(owner, "controller") == true) {
-      uid = Str(Field(owner, "uid"));
+  for (const json& owner : Items(AnyAt(pod, "/metadata/ownerReferences"))) {
+    if (AnyField(owner, "controller") == true) {
+      uid = StringField(owner, "uid");
       return true;
     }
   }
@@ -159,7 +142,7 @@ std::string PodSecurityLevelName(PodSecurityLevel level) {
 NamespacePodSecurityLabels ReadNamespacePodSecurity(const json& namespace_object) {
   NamespacePodSecurityLabels out;
   NamespacePodSecurity& p = out.policy;
-  const json& labels = Field(namespace_object, {"metadata", "labels"});
+  const json& labels = AnyAt(namespace_object, "/metadata/labels");
   // Kube fails closed for enforce and open for audit and warn.
   const std::optional<bool> enforce = ReadLevel(
       labels, kPodSecurityEnforceLabel, PodSecurityLevel::kRestricted, p.enforce, out.errors);
@@ -181,7 +164,7 @@ NamespacePodSecurityLabels ReadNamespacePodSecurity(const json& namespace_object
 Result<NamespacePodSecurity> PodSecurityOfNamespace(const json& namespace_object) {
   NamespacePodSecurityLabels read = ReadNamespacePodSecurity(namespace_object);
   if (read.errors.empty()) return std::move(read.policy);
-  const std::string name = Str(Field(namespace_object, {"metadata", "name"}));
+  const std::string name = StringAt(namespace_object, "/metadata/name");
   return Status::Unprocessable(
       "Namespace " + GoQuote(name) + " is invalid: " + Aggregate(read.errors),
       read.errors.front().field);
@@ -220,12 +203,12 @@ std::string PodSecurityWarning(PodSecurityLevel level, const std::string& versio
 
 PodSecurityDecision AdmitPodSecurity(const NamespacePodSecurity& policy, const json& pod) {
   PodSecurityDecision decision;
-  const json& metadata = Field(pod, "metadata");
-  const json& spec = Field(pod, "spec");
+  const json& metadata = AnyField(pod, "metadata");
+  const json& spec = AnyField(pod, "spec");
   const Strings enforce = PodSecurityViolations(metadata, spec, policy.enforce);
   if (!enforce.empty()) {
     decision.status = Status::PermissionDenied(PodSecurityForbiddenMessage(
-        Str(Field(metadata, "name")), policy.enforce, policy.enforce_version, enforce));
+        StringField(metadata, "name"), policy.enforce, policy.enforce_version, enforce));
     return decision;
   }
   const Strings warn = PodSecurityViolations(metadata, spec, policy.warn);
@@ -243,18 +226,18 @@ bool PodSecurityIgnoresSubresource(const std::string& subresource) {
 
 bool PodSecurityUpdateMatters(const json& pod, const json& old_pod) {
   for (const char* list : {"containers", "initContainers"}) {
-    const json& now = Items(Field(pod, {"spec", list}));
-    const json& before = Items(Field(old_pod, {"spec", list}));
+    const json& now = Items(AnyField(AnyField(pod, "spec"), list));
+    const json& before = Items(AnyField(AnyField(old_pod, "spec"), list));
     if (now.size() != before.size()) return true;
     for (size_t i = 0; i < now.size(); ++i) {
-      if (Field(now[i], "image") != Field(before[i], "image")) return true;
+      if (AnyField(now[i], "image") != AnyField(before[i], "image")) return true;
     }
   }
-  const json& old_ephemeral = Items(Field(old_pod, {"spec", "ephemeralContainers"}));
-  for (const json& c : Items(Field(pod, {"spec", "ephemeralContainers"}))) {
+  const json& old_ephemeral = Items(AnyAt(old_pod, "/spec/ephemeralContainers"));
+  for (const json& c : Items(AnyAt(pod, "/spec/ephemeralContainers"))) {
     auto old = std::find_if(old_ephemeral.begin(), old_ephemeral.end(),
                             [&](const json& o) { return NameOf(o) == NameOf(c); });
-    if (old == old_ephemeral.end() || Field(c, "image") != Field(*old, "image")) return true;
+    if (old == old_ephemeral.end() || AnyField(c, "image") != AnyField(*old, "image")) return true;
   }
   return false;
 }
@@ -266,11 +249,11 @@ const json* PodTemplateSpecOf(const std::string& group, const std::string& resou
                            resource == "statefulsets" || resource == "daemonsets")) ||
       (group == "batch" && resource == "jobs") ||
       (group.empty() && resource == "replicationcontrollers")) {
-    template_spec = &Field(object, {"spec", "template"});
+    template_spec = &AnyAt(object, "/spec/template");
   } else if (group == "batch" && resource == "cronjobs") {
-    template_spec = &Field(object, {"spec", "jobTemplate", "spec", "template"});
+    template_spec = &AnyAt(object, "/spec/jobTemplate/spec/template");
   } else if (group.empty() && resource == "podtemplates") {
-    template_spec = &Field(object, "template");
+    template_spec = &AnyField(object, "template");
   }
   return template_spec != nullptr && template_spec->is_object() ? template_spec : nullptr;
 }
@@ -281,8 +264,8 @@ std::vector<std::string> WorkloadPodSecurityWarnings(const NamespacePodSecurity&
                                                      const json& object) {
   const json* template_spec = PodTemplateSpecOf(group, resource, object);
   if (template_spec == nullptr) return {};
-  const Strings warn = PodSecurityViolations(Field(*template_spec, "metadata"),
-                                             Field(*template_spec, "spec"), policy.warn);
+  const Strings warn = PodSecurityViolations(AnyField(*template_spec, "metadata"),
+                                             AnyField(*template_spec, "spec"), policy.warn);
   if (warn.empty()) return {};
   return {PodSecurityWarning(policy.warn, policy.warn_version, warn)};
 }
@@ -323,11 +306,11 @@ std::vector<std::string> NamespaceEnforceWarnings(const std::string& namespace_n
   for (const json* pod : ordered) {
     Strings reasons;
     for (const PodSecurityFailure& f :
-         EvaluatePodSecurity(Field(*pod, "metadata"), Field(*pod, "spec"), level)) {
+         EvaluatePodSecurity(AnyField(*pod, "metadata"), AnyField(*pod, "spec"), level)) {
       reasons.push_back(f.reason);
     }
     if (reasons.empty()) continue;
-    const std::string name = Str(Field(*pod, {"metadata", "name"}));
+    const std::string name = StringAt(*pod, "/metadata/name");
     auto [it, added] = by_reasons.try_emplace(Join(reasons, ", "), Seen{name, 0});
     if (!added && name < it->second.pod) it->second.pod = name;
     ++it->second.count;

@@ -1,13 +1,13 @@
 #include "localcluster/apiserver/pod_security_checks.h"
 
 #include <algorithm>
-#include <initializer_list>
 #include <optional>
 #include <set>
 #include <unordered_set>
 #include <utility>
 
 #include "common/go_quote.h"
+#include "common/json/fields.h"
 
 namespace sluice::apiserver {
 namespace {
@@ -17,23 +17,6 @@ using Strings = std::vector<std::string>;
 using SortedSet = std::set<std::string>;  // Byte order, as Go's sets.String.List.
 
 // ---- JSON access: missing, null and ill-typed fields all read as unset ----
-
-const json& Field(const json& object, const char* key) {
-  static const json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
-
-const json& Field(const json& object, std::initializer_list<const char*> path) {
-  const json* at = &object;
-  for (const char* key : path) at = &Field(*at, key);
-  return *at;
-}
-
-std::string Str(const json& value) {
-  return value.is_string() ? value.get<std::string>() : std::string();
-}
 
 bool IsTrue(const json& value) { return value.is_boolean() && value.get<bool>(); }
 bool IsFalse(const json& value) { return value.is_boolean() && !value.get<bool>(); }
@@ -87,17 +70,19 @@ struct PodView {
 
   PodView(const json& m, const json& s) : metadata(m), spec(s) {
     for (const char* list : {"initContainers", "containers", "ephemeralContainers"}) {
-      for (const json& c : Items(Field(spec, list))) containers.push_back(&c);
+      for (const json& c : Items(AnyField(spec, list))) containers.push_back(&c);
     }
   }
-  const json& PodContext(const char* key) const { return Field(spec, {"securityContext", key}); }
-  bool Windows() const { return Str(Field(spec, {"os", "name"})) == "windows"; }
+  const json& PodContext(const char* key) const {
+    return AnyField(AnyField(spec, "securityContext"), key);
+  }
+  bool Windows() const { return StringAt(spec, "/os/name") == "windows"; }
 };
 
-std::string NameOf(const json& container) { return Str(Field(container, "name")); }
+std::string NameOf(const json& container) { return StringField(container, "name"); }
 
 const json& ContainerContext(const json& container, const char* key) {
-  return Field(container, {"securityContext", key});
+  return AnyField(AnyField(container, "securityContext"), key);
 }
 
 using Failure = PodSecurityFailure;
@@ -124,18 +109,18 @@ bool AllowedAppArmorAnnotation(const std::string& value) {
 CheckResult AppArmorProfile(const PodView& pod) {
   SortedSet bad_values;
   const json& pod_profile = pod.PodContext("appArmorProfile");
-  const std::string pod_type = Str(Field(pod_profile, "type"));
+  const std::string pod_type = StringField(pod_profile, "type");
   const bool bad_pod = !pod_profile.is_null() && !AllowedAppArmorType(pod_type);
   if (bad_pod) bad_values.insert(pod_type);
   Strings bad_containers;
   for (const json* c : pod.containers) {
     const json& profile = ContainerContext(*c, "appArmorProfile");
-    if (profile.is_null() || AllowedAppArmorType(Str(Field(profile, "type")))) continue;
+    if (profile.is_null() || AllowedAppArmorType(StringField(profile, "type"))) continue;
     bad_containers.push_back(NameOf(*c));
-    bad_values.insert(Str(Field(profile, "type")));
+    bad_values.insert(StringField(profile, "type"));
   }
   Strings bad_annotations;  // The deprecated per-container annotations.
-  const json& annotations = Field(pod.metadata, "annotations");
+  const json& annotations = AnyField(pod.metadata, "annotations");
   if (annotations.is_object()) {
     for (const auto& [key, value] : annotations.items()) {
       if (!key.starts_with("container.apparmor.security.beta.kubernetes.io/")) continue;
@@ -169,7 +154,8 @@ CheckResult CapabilitiesBaseline(const PodView& pod) {
   SortedSet added;
   for (const json* c : pod.containers) {
     bool bad = false;
-    for (const std::string& cap : StringItems(Field(ContainerContext(*c, "capabilities"), "add"))) {
+    for (const std::string& cap :
+         StringItems(AnyField(ContainerContext(*c, "capabilities"), "add"))) {
       if (BaselineCapabilities().contains(cap)) continue;
       bad = true;
       added.insert(cap);
@@ -185,7 +171,7 @@ CheckResult CapabilitiesBaseline(const PodView& pod) {
 CheckResult HostNamespaces(const PodView& pod) {
   Strings shared;
   for (const char* field : {"hostNetwork", "hostPID", "hostIPC"}) {
-    if (IsTrue(Field(pod.spec, field))) shared.push_back(std::string(field) + "=true");
+    if (IsTrue(AnyField(pod.spec, field))) shared.push_back(std::string(field) + "=true");
   }
   if (shared.empty()) return std::nullopt;
   return Failure{"host namespaces", Join(shared, ", ")};
@@ -193,8 +179,8 @@ CheckResult HostNamespaces(const PodView& pod) {
 
 CheckResult HostPathVolumes(const PodView& pod) {
   Strings volumes;
-  for (const json& v : Items(Field(pod.spec, "volumes"))) {
-    if (!Field(v, "hostPath").is_null()) volumes.push_back(Str(Field(v, "name")));
+  for (const json& v : Items(AnyField(pod.spec, "volumes"))) {
+    if (!AnyField(v, "hostPath").is_null()) volumes.push_back(StringField(v, "name"));
   }
   if (volumes.empty()) return std::nullopt;
   return Failure{"hostPath volumes", std::string(Pluralize("volume", "volumes", volumes.size())) +
@@ -206,8 +192,8 @@ CheckResult HostPorts(const PodView& pod) {
   SortedSet ports;  // Sorted as strings, as kube's are.
   for (const json* c : pod.containers) {
     bool bad = false;
-    for (const json& port : Items(Field(*c, "ports"))) {
-      const json& host_port = Field(port, "hostPort");
+    for (const json& port : Items(AnyField(*c, "ports"))) {
+      const json& host_port = AnyField(port, "hostPort");
       if (!host_port.is_number_integer() || host_port.get<int64_t>() == 0) continue;
       bad = true;
       ports.insert(std::to_string(host_port.get<int64_t>()));
@@ -236,9 +222,9 @@ CheckResult ProcMount(const PodView& pod) {
   SortedSet types;
   for (const json* c : pod.containers) {
     const json& proc_mount = ContainerContext(*c, "procMount");
-    if (proc_mount.is_null() || Str(proc_mount) == "Default") continue;
+    if (proc_mount.is_null() || StringValue(proc_mount) == "Default") continue;
     bad_containers.push_back(NameOf(*c));
-    types.insert(Str(proc_mount));
+    types.insert(StringValue(proc_mount));
   }
   if (bad_containers.empty()) return std::nullopt;
   return Failure{"procMount", Containers(bad_containers) +
@@ -254,16 +240,16 @@ CheckResult SeLinuxOptions(const PodView& pod) {
   bool set_role = false;
   auto valid = [&](const json& options) {
     bool ok = true;
-    const std::string type = Str(Field(options, "type"));
+    const std::string type = StringField(options, "type");
     if (!kAllowedTypes.contains(type)) {
       ok = false;
       bad_types.insert(type);
     }
-    if (!Str(Field(options, "user")).empty()) {
+    if (!StringField(options, "user").empty()) {
       ok = false;
       set_user = true;
     }
-    if (!Str(Field(options, "role")).empty()) {
+    if (!StringField(options, "role").empty()) {
       ok = false;
       set_role = true;
     }
@@ -298,7 +284,7 @@ bool ValidSeccompType(const std::string& type) {
 CheckResult SeccompProfile(const PodView& pod, bool require) {
   SortedSet bad_values;
   const json& pod_profile = pod.PodContext("seccompProfile");
-  const std::string pod_type = Str(Field(pod_profile, "type"));
+  const std::string pod_type = StringField(pod_profile, "type");
   const bool bad_pod = !pod_profile.is_null() && !ValidSeccompType(pod_type);
   if (bad_pod) bad_values.insert(pod_type);
   const bool pod_set = !pod_profile.is_null() && !bad_pod;
@@ -308,9 +294,9 @@ CheckResult SeccompProfile(const PodView& pod, bool require) {
     const json& profile = ContainerContext(*c, "seccompProfile");
     if (profile.is_null()) {
       if (!pod_set) implicitly_bad.push_back(NameOf(*c));
-    } else if (!ValidSeccompType(Str(Field(profile, "type")))) {
+    } else if (!ValidSeccompType(StringField(profile, "type"))) {
       explicitly_bad.push_back(NameOf(*c));
-      bad_values.insert(Str(Field(profile, "type")));
+      bad_values.insert(StringField(profile, "type"));
     }
   }
   if (bad_pod || !explicitly_bad.empty()) {
@@ -344,7 +330,7 @@ CheckResult Sysctls(const PodView& pod) {
                                                            "net.ipv4.tcp_wmem"};
   Strings forbidden;  // In pod order, repeats kept, as kube lists them.
   for (const json& sysctl : Items(pod.PodContext("sysctls"))) {
-    const std::string name = Str(Field(sysctl, "name"));
+    const std::string name = StringField(sysctl, "name");
     if (!kAllowed.contains(name)) forbidden.push_back(name);
   }
   if (forbidden.empty()) return std::nullopt;
@@ -354,11 +340,11 @@ CheckResult Sysctls(const PodView& pod) {
 CheckResult WindowsHostProcess(const PodView& pod) {
   Strings bad_containers;
   for (const json* c : pod.containers) {
-    if (IsTrue(Field(ContainerContext(*c, "windowsOptions"), "hostProcess"))) {
+    if (IsTrue(AnyField(ContainerContext(*c, "windowsOptions"), "hostProcess"))) {
       bad_containers.push_back(NameOf(*c));
     }
   }
-  const bool bad_pod = IsTrue(Field(pod.PodContext("windowsOptions"), "hostProcess"));
+  const bool bad_pod = IsTrue(AnyField(pod.PodContext("windowsOptions"), "hostProcess"));
   if (!bad_pod && bad_containers.empty()) return std::nullopt;
   return Failure{"hostProcess",
                  Setters(bad_pod, bad_containers) +
@@ -393,12 +379,12 @@ CheckResult CapabilitiesRestricted(const PodView& pod) {
       missing_drop_all.push_back(NameOf(*c));
       continue;
     }
-    const Strings drop = StringItems(Field(capabilities, "drop"));
+    const Strings drop = StringItems(AnyField(capabilities, "drop"));
     if (std::find(drop.begin(), drop.end(), "ALL") == drop.end()) {
       missing_drop_all.push_back(NameOf(*c));
     }
     bool bad = false;
-    for (const std::string& cap : StringItems(Field(capabilities, "add"))) {
+    for (const std::string& cap : StringItems(AnyField(capabilities, "add"))) {
       if (cap == "NET_BIND_SERVICE") continue;
       bad = true;
       forbidden.insert(cap);
@@ -447,14 +433,14 @@ CheckResult RestrictedVolumes(const PodView& pod) {
                                             "storageos"};
   Strings bad_volumes;
   SortedSet types;
-  for (const json& v : Items(Field(pod.spec, "volumes"))) {
+  for (const json& v : Items(AnyField(pod.spec, "volumes"))) {
     const bool allowed = std::any_of(std::begin(kAllowed), std::end(kAllowed),
-                                     [&](const char* key) { return !Field(v, key).is_null(); });
+                                     [&](const char* key) { return !AnyField(v, key).is_null(); });
     if (allowed) continue;
-    bad_volumes.push_back(Str(Field(v, "name")));
+    bad_volumes.push_back(StringField(v, "name"));
     const char* const* type =
         std::find_if(std::begin(kRestricted), std::end(kRestricted),
-                     [&](const char* key) { return !Field(v, key).is_null(); });
+                     [&](const char* key) { return !AnyField(v, key).is_null(); });
     types.insert(type == std::end(kRestricted) ? "unknown" : *type);
   }
   if (bad_volumes.empty()) return std::nullopt;

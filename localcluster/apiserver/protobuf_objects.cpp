@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "common/base64.h"
-#include "common/json_depth.h"
+#include "common/json/json_depth.h"
 #include "localcluster/apiserver/protobuf_schema.h"
 
 namespace sluice::apiserver {

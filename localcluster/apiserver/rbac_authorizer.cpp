@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "common/go_quote.h"
+#include "common/json/fields.h"
 
 namespace sluice::apiserver {
 namespace {
@@ -14,13 +15,6 @@ using Strings = std::vector<std::string>;
 constexpr char kRbacGroup[] = "rbac.authorization.k8s.io";
 constexpr char kRbacApiVersion[] = "rbac.authorization.k8s.io/v1";
 constexpr char kUnauthenticatedGroup[] = "system:unauthenticated";
-
-// Stored objects are checked on write, so a missing or ill-typed field reads as empty.
-std::string StringField(const json& object, const char* key) {
-  if (!object.is_object()) return "";
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 Strings StringList(const json& object, const char* key) {
   Strings out;
@@ -33,15 +27,8 @@ Strings StringList(const json& object, const char* key) {
   return out;
 }
 
-const json& Field(const json& object, const char* key) {
-  static const json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
-
 std::string Metadata(const json& object, const char* key) {
-  return StringField(Field(object, "metadata"), key);
+  return StringField(AnyField(object, "metadata"), key);
 }
 
 bool MatchesOrStar(const Strings& list, const std::string& value) {
@@ -88,7 +75,7 @@ bool RuleAllows(const json& rule, const AuthorizationAttributes& a) {
 
 bool RoleAllows(const json* role, const AuthorizationAttributes& a) {
   if (role == nullptr) return false;  // A binding to a missing role grants nothing.
-  const json& rules = Field(*role, "rules");
+  const json& rules = AnyField(*role, "rules");
   if (!rules.is_array()) return false;
   return std::any_of(rules.begin(), rules.end(),
                      [&](const json& rule) { return RuleAllows(rule, a); });
@@ -107,7 +94,7 @@ const json* FindRole(const std::vector<json>& roles, const std::string& name,
 // (`User "u"`, `ServiceAccount "name/namespace"`); nullopt when none is.
 std::optional<std::string> MatchingSubject(const json& binding, const UserInfo& user,
                                            const std::string& binding_namespace) {
-  const json& subjects = Field(binding, "subjects");
+  const json& subjects = AnyField(binding, "subjects");
   if (!subjects.is_array()) return std::nullopt;
   for (const json& subject : subjects) {
     const std::string kind = StringField(subject, "kind");
@@ -259,7 +246,7 @@ AuthorizationDecision Authorize(const UserInfo& user, const AuthorizationAttribu
   if (user.InGroup(kMastersGroup)) return {true, kMastersGroup};
 
   for (const json& binding : policy.cluster_role_bindings) {
-    const json& role_ref = Field(binding, "roleRef");
+    const json& role_ref = AnyField(binding, "roleRef");
     if (StringField(role_ref, "kind") != "ClusterRole") continue;
     std::optional<std::string> subject = MatchingSubject(binding, user, "");
     if (!subject) continue;
@@ -275,7 +262,7 @@ AuthorizationDecision Authorize(const UserInfo& user, const AuthorizationAttribu
   for (const json& binding : policy.role_bindings) {
     const std::string ns = Metadata(binding, "namespace");
     if (ns != attributes.namespace_) continue;
-    const json& role_ref = Field(binding, "roleRef");
+    const json& role_ref = AnyField(binding, "roleRef");
     const std::string kind = StringField(role_ref, "kind");
     const std::string role = StringField(role_ref, "name");
     const json* role_object = nullptr;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/go_quote.h"
+#include "common/json/fields.h"
 
 namespace sluice::apiserver {
 namespace {
@@ -16,21 +17,9 @@ using Strings = std::vector<std::string>;
 constexpr char kRbacApiGroup[] = "rbac.authorization.k8s.io";
 
 // Stored and written objects may miss fields or hold ill-typed ones: those read as empty.
-const json& Field(const json& object, const char* key) {
-  static const json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
-
-std::string StringField(const json& object, const char* key) {
-  const json& value = Field(object, key);
-  return value.is_string() ? value.get<std::string>() : std::string();
-}
-
 Strings StringList(const json& object, const char* key) {
   Strings out;
-  const json& list = Field(object, key);
+  const json& list = AnyField(object, key);
   if (!list.is_array()) return out;
   for (const json& item : list) {
     if (item.is_string()) out.push_back(item.get<std::string>());
@@ -39,7 +28,7 @@ Strings StringList(const json& object, const char* key) {
 }
 
 std::string Metadata(const json& object, const char* key) {
-  return StringField(Field(object, "metadata"), key);
+  return StringField(AnyField(object, "metadata"), key);
 }
 
 bool Has(const Strings& list, const std::string& value) {
@@ -88,14 +77,14 @@ Result<json> RoleReferenceRules(const json& role_ref, const std::string& binding
   } else {
     return Status::Internal("unsupported role reference kind: " + GoQuote(kind));
   }
-  const json& rules = Field(*role, "rules");
+  const json& rules = AnyField(*role, "rules");
   return rules.is_array() ? rules : json::array();
 }
 
 // Whether one of the binding's subjects is `user` (kube's appliesTo); a ServiceAccount subject
 // without a namespace is in the binding's, and names nobody in a ClusterRoleBinding.
 bool AppliesTo(const json& binding, const UserInfo& user, const std::string& binding_namespace) {
-  const json& subjects = Field(binding, "subjects");
+  const json& subjects = AnyField(binding, "subjects");
   if (!subjects.is_array()) return false;
   for (const json& subject : subjects) {
     const std::string kind = StringField(subject, "kind");
@@ -237,7 +226,8 @@ std::string AggregateMessage(const std::vector<std::string>& errors) {
 }
 
 bool HasAggregationRule(const json& cluster_role) {
-  const json& selectors = Field(Field(cluster_role, "aggregationRule"), "clusterRoleSelectors");
+  const json& selectors =
+      AnyField(AnyField(cluster_role, "aggregationRule"), "clusterRoleSelectors");
   return selectors.is_array() && !selectors.empty();
 }
 
@@ -302,7 +292,8 @@ std::vector<json> RulesHeldBy(const UserInfo& user, const std::string& namespace
   std::vector<json> held;
   auto add = [&](const json& binding, const std::string& binding_namespace) {
     if (!AppliesTo(binding, user, binding_namespace)) return;
-    Result<json> rules = RoleReferenceRules(Field(binding, "roleRef"), binding_namespace, policy);
+    Result<json> rules =
+        RoleReferenceRules(AnyField(binding, "roleRef"), binding_namespace, policy);
     if (!rules.ok()) {
       if (resolution_errors != nullptr) resolution_errors->push_back(rules.status().message());
       return;
@@ -424,10 +415,10 @@ Status ConfirmNoEscalation(const UserInfo& user, const RbacWrite& write, const j
     escalate.name = write.name;
     escalate.namespace_ = write.namespace_;
     if (Authorize(user, escalate, policy).allowed) return Status::Ok();
-    const json& own = Field(object, "rules");
+    const json& own = AnyField(object, "rules");
     if (own.is_array()) rules = own;
   } else {
-    const json& role_ref = Field(object, "roleRef");
+    const json& role_ref = AnyField(object, "roleRef");
     if (BindAuthorized(user, role_ref, write.namespace_, policy)) return Status::Ok();
     Result<json> referenced = RoleReferenceRules(role_ref, write.namespace_, policy);
     if (!referenced.ok()) return referenced.status();

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <optional>
 
+#include "common/json/fields.h"
 #include "localcluster/apiserver/api_errors.h"
 
 namespace sluice::apiserver {
@@ -40,11 +41,6 @@ std::optional<std::pair<std::string, std::string>> ServiceAccountOf(const std::s
   return std::make_pair(rest.substr(0, colon), rest.substr(colon + 1));
 }
 
-std::string Str(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 // The attributes a (Self|Local)SubjectAccessReview spec asks about.
 Result<AuthorizationAttributes> ReviewedAttributes(const json& spec) {
   const json* resource =
@@ -63,16 +59,16 @@ Result<AuthorizationAttributes> ReviewedAttributes(const json& spec) {
   }
   AuthorizationAttributes a;
   if (resource != nullptr) {
-    a.verb = Str(*resource, "verb");
-    a.group = Str(*resource, "group");
-    a.resource = Str(*resource, "resource");
-    a.subresource = Str(*resource, "subresource");
-    a.name = Str(*resource, "name");
-    a.namespace_ = Str(*resource, "namespace");
+    a.verb = StringField(*resource, "verb");
+    a.group = StringField(*resource, "group");
+    a.resource = StringField(*resource, "resource");
+    a.subresource = StringField(*resource, "subresource");
+    a.name = StringField(*resource, "name");
+    a.namespace_ = StringField(*resource, "namespace");
   } else {
     a.resource_request = false;
-    a.verb = Str(*non_resource, "verb");
-    a.path = Str(*non_resource, "path");
+    a.verb = StringField(*non_resource, "verb");
+    a.path = StringField(*non_resource, "path");
   }
   return a;
 }
@@ -224,8 +220,8 @@ Result<json> AnswerReview(std::string_view plural, json body, const UserInfo& us
   UserInfo subject = user;
   if (plural != "selfsubjectaccessreviews") {
     subject = UserInfo{};
-    subject.name = Str(spec, "user");
-    subject.uid = Str(spec, "uid");
+    subject.name = StringField(spec, "user");
+    subject.uid = StringField(spec, "uid");
     for (const json& g : spec.value("groups", json::array())) {
       if (g.is_string()) subject.groups.push_back(g.get<std::string>());
     }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/json/fields.h"
 #include "localcluster/apiserver/deletion.h"
 #include "localcluster/apiserver/jwt.h"
 #include "localcluster/apiserver/object_rules.h"
@@ -19,13 +20,6 @@ constexpr char kExtraPrefix[] = "authentication.kubernetes.io/";
 
 int64_t EpochSeconds(Clock::WallTime t) {
   return std::chrono::floor<std::chrono::seconds>(t.time_since_epoch()).count();
-}
-
-std::string MetaString(const json& object, const char* key) {
-  const json::json_pointer pointer("/metadata/" + std::string(key));
-  return object.contains(pointer) && object.at(pointer).is_string()
-             ? object.at(pointer).get<std::string>()
-             : std::string();
 }
 
 Status Malformed(const std::string& what) {
@@ -95,7 +89,7 @@ std::string Quoted(const std::vector<std::string>& values) {
 // deletionTimestamp (for pods the end of their grace period) more than 60 s before `now`. An
 // unreadable deletionTimestamp counts as long past.
 bool DeletedTooLongAgo(const json& object, Clock::WallTime now) {
-  const std::string deleted = MetaString(object, "deletionTimestamp");
+  const std::string deleted = StringAt(object, "/metadata/deletionTimestamp");
   if (deleted.empty()) return false;
   const std::optional<Clock::WallTime> at = ParseMetaTime(deleted);
   return !at || *at < now - std::chrono::seconds(kBoundObjectDeletionGraceSeconds);
@@ -113,7 +107,7 @@ Status CheckBound(const char* kind, const std::string& namespace_, const ObjectR
     return Status::Unauthenticated("service account token has been invalidated: " + what +
                                    " has been deleted");
   }
-  const std::string uid = MetaString(*object, "uid");
+  const std::string uid = StringAt(*object, "/metadata/uid");
   if (uid != ref.uid) {
     // "service account UID (a) does not match claim (b)", "pod UID ...": kube's words.
     const std::string label = std::string(kind) == "serviceaccount" ? "service account" : kind;
@@ -130,7 +124,7 @@ std::vector<std::string> TokenSettings::ApiAudiences() const {
 }
 
 ObjectRef RefOf(const json& object) {
-  return ObjectRef{MetaString(object, "name"), MetaString(object, "uid")};
+  return ObjectRef{StringAt(object, "/metadata/name"), StringAt(object, "/metadata/uid")};
 }
 
 ServiceAccountClaims NewClaims(const json& service_account, std::string issuer,
@@ -143,7 +137,7 @@ ServiceAccountClaims NewClaims(const json& service_account, std::string issuer,
   claims.not_before = claims.issued_at;
   claims.expiry = claims.issued_at + expiration_seconds;
   claims.id = NewUid();
-  claims.namespace_ = MetaString(service_account, "namespace");
+  claims.namespace_ = StringAt(service_account, "/metadata/namespace");
   claims.service_account = RefOf(service_account);
   return claims;
 }

@@ -1,5 +1,6 @@
 #include "localcluster/apiserver/service_accounts.h"
 
+#include "common/json/fields.h"
 #include "localcluster/apiserver/object_rules.h"
 
 namespace sluice::apiserver {
@@ -10,13 +11,6 @@ using nlohmann::json;
 constexpr char kServiceAccountsKey[] = "core/serviceaccounts";
 constexpr size_t kNamespacePage = 500;
 
-std::string SpecString(const json& pod, const char* key) {
-  if (!pod.contains("spec") || !pod["spec"].is_object()) return "";
-  const json& spec = pod["spec"];
-  auto it = spec.find(key);
-  return it != spec.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 }  // namespace
 
 bool IsServiceAccounts(const ResourceInfo& info) {
@@ -24,8 +18,8 @@ bool IsServiceAccounts(const ResourceInfo& info) {
 }
 
 std::string PodServiceAccountName(const json& pod) {
-  std::string name = SpecString(pod, "serviceAccountName");
-  if (name.empty()) name = SpecString(pod, "serviceAccount");
+  std::string name = StringAt(pod, "/spec/serviceAccountName");
+  if (name.empty()) name = StringAt(pod, "/spec/serviceAccount");
   return name.empty() ? kDefaultServiceAccount : name;
 }
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "common/json/fields.h"
 #include "common/time_format.h"
 #include "localcluster/apiserver/api_errors.h"
 #include "localcluster/apiserver/object_rules.h"
@@ -40,18 +41,6 @@ Result<std::optional<BoundObjectReference>> ParseBoundObject(const json& spec) {
   return std::optional<BoundObjectReference>(std::move(ref));
 }
 
-// The string at a JSON pointer; "" when absent or not a string.
-std::string StringAt(const json& object, const std::string& path) {
-  const json::json_pointer pointer(path);
-  return object.contains(pointer) && object.at(pointer).is_string()
-             ? object.at(pointer).get<std::string>()
-             : std::string();
-}
-
-std::string MetaString(const json& object, const char* key) {
-  return StringAt(object, "/metadata/" + std::string(key));
-}
-
 TokenRequestReply Fail(const Status& status, const ErrorSubject& subject) {
   json body = StatusJson(status, subject);
   const int code = CodeOf(body);
@@ -73,7 +62,7 @@ bool IsCoreKind(const BoundObjectReference& ref, const char* kind) {
 
 // The uid precondition of a bound object reference (409 as kube words it).
 Status CheckBoundUid(const BoundObjectReference& ref, const json& object) {
-  const std::string uid = MetaString(object, "uid");
+  const std::string uid = StringAt(object, "/metadata/uid");
   if (ref.uid.empty() || ref.uid == uid) return Status::Ok();
   return Status::Conflict("Operation cannot be fulfilled on " + ref.kind + " \"" + ref.name +
                           "\": the UID in the bound object reference (" + ref.uid +
@@ -98,7 +87,7 @@ Result<TokenRequestSpec> ParseTokenRequestSpec(const json& body,
     return Status::InvalidArgument("the kind in the data (" + kind +
                                    ") does not match the expected kind (" + kKind + ")");
   }
-  const std::string body_namespace = MetaString(body, "namespace");
+  const std::string body_namespace = StringAt(body, "/metadata/namespace");
   if (!body_namespace.empty() && body_namespace != path_namespace) {
     return Status::InvalidArgument(
         "the namespace of the provided object does not match the namespace sent on the request");

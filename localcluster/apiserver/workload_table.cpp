@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "common/json/fields.h"
 #include "localcluster/apiserver/deletion.h"
 #include "localcluster/apiserver/network_policy_table.h"
 
@@ -9,11 +10,6 @@ namespace sluice::apiserver {
 namespace {
 
 using nlohmann::json;
-
-int64_t Int(const json& object, const char* pointer) {
-  const json::json_pointer p(pointer);
-  return object.contains(p) && object.at(p).is_number_integer() ? object.at(p).get<int64_t>() : 0;
-}
 
 std::string Age(const json& object, Clock::WallTime now) {
   const std::string created = object.value("/metadata/creationTimestamp"_json_pointer, "");
@@ -34,20 +30,20 @@ std::pair<std::string, std::string> ContainersAndImages(const json& object) {
 
 json DeploymentRow(const json& d, Clock::WallTime now) {
   const auto [names, images] = ContainersAndImages(d);
-  const int64_t desired = Int(d, "/spec/replicas");
-  return {
-      {"cells",
-       {d.value("/metadata/name"_json_pointer, ""),
-        std::to_string(Int(d, "/status/readyReplicas")) + "/" + std::to_string(desired),
-        Int(d, "/status/updatedReplicas"), Int(d, "/status/availableReplicas"), Age(d, now), names,
-        images, FormatLabelSelector(d.value("/spec/selector"_json_pointer, json::object()))}}};
+  const int64_t desired = IntAt(d, "/spec/replicas");
+  return {{"cells",
+           {d.value("/metadata/name"_json_pointer, ""),
+            std::to_string(IntAt(d, "/status/readyReplicas")) + "/" + std::to_string(desired),
+            IntAt(d, "/status/updatedReplicas"), IntAt(d, "/status/availableReplicas"), Age(d, now),
+            names, images,
+            FormatLabelSelector(d.value("/spec/selector"_json_pointer, json::object()))}}};
 }
 
 json ReplicaSetRow(const json& rs, Clock::WallTime now) {
   const auto [names, images] = ContainersAndImages(rs);
   return {{"cells",
-           {rs.value("/metadata/name"_json_pointer, ""), Int(rs, "/spec/replicas"),
-            Int(rs, "/status/replicas"), Int(rs, "/status/readyReplicas"), Age(rs, now), names,
+           {rs.value("/metadata/name"_json_pointer, ""), IntAt(rs, "/spec/replicas"),
+            IntAt(rs, "/status/replicas"), IntAt(rs, "/status/readyReplicas"), Age(rs, now), names,
             images, FormatLabelSelector(rs.value("/spec/selector"_json_pointer, json::object()))}}};
 }
 

@@ -1,6 +1,6 @@
 #include "localcluster/cli/eval_wait.h"
 
-#include "localcluster/cli/json_lookup.h"
+#include "common/json/fields.h"
 
 namespace sluice::cli {
 namespace {
@@ -16,19 +16,20 @@ std::vector<PendingEvaluation> PendingEvaluations(const std::vector<json>& train
                                                   const std::vector<json>& dataflows) {
   std::vector<PendingEvaluation> pending;
   for (const json& dataflow : dataflows) {
-    const json* evaluation = JsonAt(dataflow, {"spec", "evaluation"});
+    const json* evaluation = ValueAt(dataflow, "/spec/evaluation");
     if (evaluation == nullptr || !evaluation->is_object()) continue;
-    const int64_t every = JsonInt(*evaluation, {"everyVersions"}).value_or(kDefaultEveryVersions);
+    const int64_t every =
+        OptionalIntAt(*evaluation, "/everyVersions").value_or(kDefaultEveryVersions);
     if (every <= 0) continue;
-    const std::string name = JsonString(dataflow, {"metadata", "name"});
+    const std::string name = StringAt(dataflow, "/metadata/name");
     if (name.empty()) continue;
-    const std::optional<int64_t> evaluated = JsonInt(dataflow, {"status", "evaluation", "version"});
+    const std::optional<int64_t> evaluated = OptionalIntAt(dataflow, "/status/evaluation/version");
     for (const json& job : trainerjobs) {
-      if (JsonString(job, {"spec", "dataflowRef", "name"}) != name) continue;
-      const std::optional<int64_t> version = JsonInt(job, {"status", "version"});
+      if (StringAt(job, "/spec/dataflowRef/name") != name) continue;
+      const std::optional<int64_t> version = OptionalIntAt(job, "/status/version");
       if (!version || *version <= 0 || *version % every != 0) continue;
       if (evaluated && *evaluated >= *version) continue;
-      pending.push_back({name, JsonString(job, {"metadata", "name"}), *version, evaluated});
+      pending.push_back({name, StringAt(job, "/metadata/name"), *version, evaluated});
     }
   }
   return pending;

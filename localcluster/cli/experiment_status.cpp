@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "localcluster/cli/json_lookup.h"
+#include "common/json/fields.h"
 
 namespace sluice::cli {
 namespace {
@@ -18,39 +18,39 @@ void Add(std::optional<T>& sum, const std::optional<T>& value) {
 
 TrainerView TrainerViewOf(const json& trainerjob) {
   TrainerView v;
-  v.name = JsonString(trainerjob, {"metadata", "name"});
-  v.dataflow = JsonString(trainerjob, {"spec", "dataflowRef", "name"});
-  v.phase = JsonString(trainerjob, {"status", "phase"});
-  v.step = JsonInt(trainerjob, {"status", "step"});
-  v.steps = JsonInt(trainerjob, {"spec", "steps"});
-  v.version = JsonInt(trainerjob, {"status", "version"});
-  v.reward_mean = JsonNumber(trainerjob, {"status", "lastMetrics", "rewardMean"});
-  v.loss = JsonNumber(trainerjob, {"status", "lastMetrics", "loss"});
-  v.staleness_mean = JsonNumber(trainerjob, {"status", "lastMetrics", "stalenessMean"});
-  v.tokens_per_second = JsonNumber(trainerjob, {"status", "lastMetrics", "tokensPerSecond"});
-  v.data_wait_fraction = JsonNumber(trainerjob, {"status", "lastMetrics", "dataWaitFraction"});
+  v.name = StringAt(trainerjob, "/metadata/name");
+  v.dataflow = StringAt(trainerjob, "/spec/dataflowRef/name");
+  v.phase = StringAt(trainerjob, "/status/phase");
+  v.step = OptionalIntAt(trainerjob, "/status/step");
+  v.steps = OptionalIntAt(trainerjob, "/spec/steps");
+  v.version = OptionalIntAt(trainerjob, "/status/version");
+  v.reward_mean = OptionalNumberAt(trainerjob, "/status/lastMetrics/rewardMean");
+  v.loss = OptionalNumberAt(trainerjob, "/status/lastMetrics/loss");
+  v.staleness_mean = OptionalNumberAt(trainerjob, "/status/lastMetrics/stalenessMean");
+  v.tokens_per_second = OptionalNumberAt(trainerjob, "/status/lastMetrics/tokensPerSecond");
+  v.data_wait_fraction = OptionalNumberAt(trainerjob, "/status/lastMetrics/dataWaitFraction");
   return v;
 }
 
 DataflowView DataflowViewOf(const json& dataflow) {
   DataflowView v;
-  v.name = JsonString(dataflow, {"metadata", "name"});
-  v.workflow = JsonString(dataflow, {"spec", "workflow", "type"});
-  v.buffered = JsonInt(dataflow, {"status", "buffered"});
-  v.trajectories_per_second = JsonNumber(dataflow, {"status", "trajectoriesPerSecond"});
-  v.eval_version = JsonInt(dataflow, {"status", "evaluation", "version"});
-  v.eval_accuracy = JsonNumber(dataflow, {"status", "evaluation", "accuracy"});
-  v.eval_tool_call_share = JsonNumber(dataflow, {"status", "evaluation", "toolCallShare"});
-  if (const json* policies = JsonAt(dataflow, {"status", "evaluation", "policies"});
+  v.name = StringAt(dataflow, "/metadata/name");
+  v.workflow = StringAt(dataflow, "/spec/workflow/type");
+  v.buffered = OptionalIntAt(dataflow, "/status/buffered");
+  v.trajectories_per_second = OptionalNumberAt(dataflow, "/status/trajectoriesPerSecond");
+  v.eval_version = OptionalIntAt(dataflow, "/status/evaluation/version");
+  v.eval_accuracy = OptionalNumberAt(dataflow, "/status/evaluation/accuracy");
+  v.eval_tool_call_share = OptionalNumberAt(dataflow, "/status/evaluation/toolCallShare");
+  if (const json* policies = ValueAt(dataflow, "/status/evaluation/policies");
       policies != nullptr && policies->is_array()) {
     for (const json& p : *policies) {
       EvalPolicyView policy;
-      policy.name = JsonString(p, {"name"});
-      const std::optional<double> mean = JsonNumber(p, {"meanReward"});
+      policy.name = StringAt(p, "/name");
+      const std::optional<double> mean = OptionalNumberAt(p, "/meanReward");
       if (policy.name.empty() || !mean) continue;
       policy.mean_reward = *mean;
-      policy.mean_reward_when_correct = JsonNumber(p, {"meanRewardWhenCorrect"});
-      policy.mean_reward_when_wrong = JsonNumber(p, {"meanRewardWhenWrong"});
+      policy.mean_reward_when_correct = OptionalNumberAt(p, "/meanRewardWhenCorrect");
+      policy.mean_reward_when_wrong = OptionalNumberAt(p, "/meanRewardWhenWrong");
       v.eval_policies.push_back(std::move(policy));
     }
   }
@@ -59,19 +59,19 @@ DataflowView DataflowViewOf(const json& dataflow) {
 
 PoolView PoolViewOf(const json& rolloutpool) {
   PoolView v;
-  v.name = JsonString(rolloutpool, {"metadata", "name"});
-  v.dataflow = JsonString(rolloutpool, {"spec", "dataflowRef", "name"});
-  v.replicas = JsonInt(rolloutpool, {"status", "replicas"});
-  v.ready = JsonInt(rolloutpool, {"status", "readyReplicas"});
-  v.tokens_per_second = JsonNumber(rolloutpool, {"status", "tokensPerSecond"});
-  if (const json* regions = JsonAt(rolloutpool, {"status", "regions"});
+  v.name = StringAt(rolloutpool, "/metadata/name");
+  v.dataflow = StringAt(rolloutpool, "/spec/dataflowRef/name");
+  v.replicas = OptionalIntAt(rolloutpool, "/status/replicas");
+  v.ready = OptionalIntAt(rolloutpool, "/status/readyReplicas");
+  v.tokens_per_second = OptionalNumberAt(rolloutpool, "/status/tokensPerSecond");
+  if (const json* regions = ValueAt(rolloutpool, "/status/regions");
       regions != nullptr && regions->is_array()) {
     for (const json& r : *regions) {
       RegionView region;
-      region.name = JsonString(r, {"name"});
+      region.name = StringAt(r, "/name");
       if (region.name.empty()) continue;
-      region.replicas = JsonInt(r, {"replicas"});
-      region.ready = JsonInt(r, {"ready"});
+      region.replicas = OptionalIntAt(r, "/replicas");
+      region.ready = OptionalIntAt(r, "/ready");
       v.regions.push_back(std::move(region));
     }
   }

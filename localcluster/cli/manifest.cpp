@@ -1,5 +1,6 @@
 #include "localcluster/cli/manifest.h"
 
+#include "common/json/fields.h"
 #include "common/yaml/yaml_json.h"
 
 namespace sluice::cli {
@@ -7,20 +8,14 @@ namespace {
 
 using nlohmann::json;
 
-std::string StringAt(const json& j, const char* key) {
-  if (!j.is_object()) return "";
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 }  // namespace
 
-std::string ManifestDocument::kind() const { return StringAt(object, "kind"); }
+std::string ManifestDocument::kind() const { return StringField(object, "kind"); }
 
 std::string ManifestDocument::name() const {
   if (!object.is_object()) return "";
   auto metadata = object.find("metadata");
-  return metadata == object.end() ? "" : StringAt(*metadata, "name");
+  return metadata == object.end() ? "" : StringField(*metadata, "name");
 }
 
 std::string ManifestDocument::Where() const {
@@ -44,7 +39,7 @@ Result<std::vector<ManifestDocument>> ParseManifest(const std::string& file,
       return Status::InvalidArgument(doc.Where() + ": not a mapping");
     }
     std::vector<std::string> missing;
-    if (StringAt(doc.object, "apiVersion").empty()) missing.push_back("apiVersion");
+    if (StringField(doc.object, "apiVersion").empty()) missing.push_back("apiVersion");
     if (doc.kind().empty()) missing.push_back("kind");
     if (doc.name().empty()) missing.push_back("metadata.name");
     if (!missing.empty()) {

@@ -1,5 +1,6 @@
 #include "localcluster/cli/run_outcome.h"
 
+#include "common/json/fields.h"
 #include "localcluster/cli/progress_render.h"
 
 namespace sluice::cli {
@@ -7,15 +8,10 @@ namespace {
 
 using nlohmann::json;
 
-std::string Field(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 std::string Phase(const json& trainerjob) {
   auto status = trainerjob.find("status");
   if (status == trainerjob.end() || !status->is_object()) return "";
-  return Field(*status, "phase");
+  return StringField(*status, "phase");
 }
 
 const json* Conditions(const json& trainerjob) {
@@ -42,7 +38,7 @@ ExperimentOutcome DecideOutcome(const std::vector<json>& trainerjobs) {
     if (phase == "Failed") {
       outcome.state = ExperimentState::kFailed;
       auto name = job.find("metadata");
-      outcome.failed = name != job.end() && name->is_object() ? Field(*name, "name") : "";
+      outcome.failed = name != job.end() && name->is_object() ? StringField(*name, "name") : "";
       outcome.reason = FailureReason(job);
       return outcome;
     }
@@ -57,14 +53,15 @@ std::string FailureReason(const json& trainerjob) {
   if (conditions == nullptr) return "no condition says why";
   for (const json& c : *conditions) {
     if (!c.is_object()) continue;
-    if (Field(c, "type") == "Failed" && Field(c, "status") == "True") {
-      return Join(Field(c, "reason"), Field(c, "message"));
+    if (StringField(c, "type") == "Failed" && StringField(c, "status") == "True") {
+      return Join(StringField(c, "reason"), StringField(c, "message"));
     }
   }
   for (const json& c : *conditions) {
     if (!c.is_object()) continue;
-    if (Field(c, "status") == "False" && !Field(c, "message").empty()) {
-      return Join(Field(c, "type") + " " + Field(c, "reason"), Field(c, "message"));
+    if (StringField(c, "status") == "False" && !StringField(c, "message").empty()) {
+      return Join(StringField(c, "type") + " " + StringField(c, "reason"),
+                  StringField(c, "message"));
     }
   }
   return "no condition says why";

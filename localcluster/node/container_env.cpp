@@ -13,6 +13,7 @@
 
 #include "common/base64.h"
 #include "common/go_quote.h"
+#include "common/json/fields.h"
 #include "localcluster/node/resource_quantity.h"
 
 namespace sluice::node {
@@ -20,30 +21,7 @@ namespace {
 
 using nlohmann::json;
 
-// `obj[key]` when obj is an object holding a string there, else "".
-std::string Str(const json& obj, const char* key) {
-  if (!obj.is_object()) return {};
-  auto it = obj.find(key);
-  if (it == obj.end() || !it->is_string()) return {};
-  return it->get<std::string>();
-}
-
-// `obj[key]` when it is an object, else null.
-const json& Obj(const json& obj, const char* key) {
-  static const json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(key);
-  if (it == obj.end() || !it->is_object()) return kNull;
-  return *it;
-}
-
-bool Bool(const json& obj, const char* key) {
-  if (!obj.is_object()) return false;
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_boolean() && it->get<bool>();
-}
-
-std::string ContainerName(const json& container) { return Str(container, "name"); }
+std::string ContainerName(const json& container) { return StringField(container, "name"); }
 
 // Ordered variable list with in-place overrides.
 class EnvBuilder {
@@ -98,7 +76,7 @@ std::string JoinIps(const json& list) {
   std::string out;
   if (!list.is_array()) return out;
   for (const auto& e : list) {
-    std::string ip = Str(e, "ip");
+    std::string ip = StringField(e, "ip");
     if (ip.empty()) continue;
     if (!out.empty()) out += ',';
     out += ip;
@@ -157,13 +135,13 @@ bool EnvNameChar(char c, bool first) {
 // Data of a ConfigMap key (data, then binaryData decoded); nullopt when absent.
 Result<std::optional<std::string>> ConfigMapKey(const json& cm, const std::string& key,
                                                 bool binary_too) {
-  const json& data = Obj(cm, "data");
+  const json& data = ObjectField(cm, "data");
   if (data.is_object()) {
     auto it = data.find(key);
     if (it != data.end() && it->is_string()) return std::optional(it->get<std::string>());
   }
   if (binary_too) {
-    const json& bin = Obj(cm, "binaryData");
+    const json& bin = ObjectField(cm, "binaryData");
     if (bin.is_object()) {
       auto it = bin.find(key);
       if (it != bin.end() && it->is_string()) {
@@ -176,20 +154,21 @@ Result<std::optional<std::string>> ConfigMapKey(const json& cm, const std::strin
 }
 
 Result<std::optional<std::string>> SecretKey(const json& secret, const std::string& key) {
-  const json& data = Obj(secret, "data");
+  const json& data = ObjectField(secret, "data");
   if (data.is_object()) {
     auto it = data.find(key);
     if (it != data.end() && it->is_string()) {
       auto decoded = DecodeBase64(it->get<std::string>());
       if (!decoded.ok()) {
-        return Status::InvalidArgument("secret \"" + Str(Obj(secret, "metadata"), "name") +
+        return Status::InvalidArgument("secret \"" +
+                                       StringField(ObjectField(secret, "metadata"), "name") +
                                        "\" key " + key + ": " + decoded.status().message());
       }
       return std::optional(std::move(decoded).value());
     }
   }
   // stringData is write-only in kube; accept it in case an unstored object is passed.
-  const json& sd = Obj(secret, "stringData");
+  const json& sd = ObjectField(secret, "stringData");
   if (sd.is_object()) {
     auto it = sd.find(key);
     if (it != sd.end() && it->is_string()) return std::optional(it->get<std::string>());
@@ -205,17 +184,17 @@ Status AddEnvFrom(const json& pod, const json& container, const ObjectLookup& lo
   size_t i = 0;
   for (const json& source : *it) {
     std::string field = "envFrom[" + std::to_string(i++) + "]";
-    std::string prefix = Str(source, "prefix");
-    const json& cm_ref = Obj(source, "configMapRef");
-    const json& secret_ref = Obj(source, "secretRef");
+    std::string prefix = StringField(source, "prefix");
+    const json& cm_ref = ObjectField(source, "configMapRef");
+    const json& secret_ref = ObjectField(source, "secretRef");
     if (cm_ref.is_object()) {
-      std::string name = Str(cm_ref, "name");
+      std::string name = StringField(cm_ref, "name");
       auto cm = Lookup(lookup.config_map, name);
       if (!cm) {
-        if (Bool(cm_ref, "optional")) continue;
+        if (BoolField(cm_ref, "optional")) continue;
         return Status::NotFound("configmap \"" + name + "\" not found");
       }
-      const json& data = Obj(*cm, "data");
+      const json& data = ObjectField(*cm, "data");
       if (!data.is_object()) continue;
       for (auto d = data.begin(); d != data.end(); ++d) {
         std::string key = prefix + d.key();
@@ -223,13 +202,13 @@ Status AddEnvFrom(const json& pod, const json& container, const ObjectLookup& lo
         env.Set(key, d->get<std::string>());
       }
     } else if (secret_ref.is_object()) {
-      std::string name = Str(secret_ref, "name");
+      std::string name = StringField(secret_ref, "name");
       auto secret = Lookup(lookup.secret, name);
       if (!secret) {
-        if (Bool(secret_ref, "optional")) continue;
+        if (BoolField(secret_ref, "optional")) continue;
         return Status::NotFound("secret \"" + name + "\" not found");
       }
-      const json& data = Obj(*secret, "data");
+      const json& data = ObjectField(*secret, "data");
       if (!data.is_object()) continue;
       for (auto d = data.begin(); d != data.end(); ++d) {
         std::string key = prefix + d.key();
@@ -241,7 +220,7 @@ Status AddEnvFrom(const json& pod, const json& container, const ObjectLookup& lo
       return Status::InvalidArgument(
           field + ": must specify one of configMapRef or secretRef (container \"" +
               ContainerName(container) + "\" of pod " + PodNamespace(pod) + "/" +
-              Str(Obj(pod, "metadata"), "name") + ")",
+              StringField(ObjectField(pod, "metadata"), "name") + ")",
           field);
     }
   }
@@ -261,55 +240,55 @@ bool IsEnvVarName(std::string_view name) {
 Result<std::string> DecodeBase64(std::string_view text) { return Base64Decode(text); }
 
 std::string PodNamespace(const json& pod) {
-  std::string ns = Str(Obj(pod, "metadata"), "namespace");
+  std::string ns = StringField(ObjectField(pod, "metadata"), "namespace");
   return ns.empty() ? "default" : ns;
 }
 
 Result<std::string> PodFieldValue(const json& pod, std::string_view field_path,
                                   const PodFacts& facts) {
-  const json& meta = Obj(pod, "metadata");
-  const json& spec = Obj(pod, "spec");
-  const json& status = Obj(pod, "status");
+  const json& meta = ObjectField(pod, "metadata");
+  const json& spec = ObjectField(pod, "spec");
+  const json& status = ObjectField(pod, "status");
   if (auto sub = SplitSubscript(field_path)) {
     const auto& [base, key] = *sub;
     if (base == "metadata.labels" || base == "metadata.annotations") {
-      const json& map = Obj(meta, base == "metadata.labels" ? "labels" : "annotations");
-      return Str(map, key.c_str());
+      const json& map = ObjectField(meta, base == "metadata.labels" ? "labels" : "annotations");
+      return StringField(map, key.c_str());
     }
   } else if (field_path == "metadata.name") {
-    return Str(meta, "name");
+    return StringField(meta, "name");
   } else if (field_path == "metadata.namespace") {
     return PodNamespace(pod);
   } else if (field_path == "metadata.uid") {
-    return Str(meta, "uid");
+    return StringField(meta, "uid");
   } else if (field_path == "metadata.labels") {
-    return FormatMap(Obj(meta, "labels"));
+    return FormatMap(ObjectField(meta, "labels"));
   } else if (field_path == "metadata.annotations") {
-    return FormatMap(Obj(meta, "annotations"));
+    return FormatMap(ObjectField(meta, "annotations"));
   } else if (field_path == "spec.nodeName") {
-    return facts.node_name.empty() ? Str(spec, "nodeName") : facts.node_name;
+    return facts.node_name.empty() ? StringField(spec, "nodeName") : facts.node_name;
   } else if (field_path == "spec.serviceAccountName") {
-    std::string sa = Str(spec, "serviceAccountName");
-    if (sa.empty()) sa = Str(spec, "serviceAccount");
+    std::string sa = StringField(spec, "serviceAccountName");
+    if (sa.empty()) sa = StringField(spec, "serviceAccount");
     return sa.empty() ? std::string("default") : sa;
   } else if (field_path == "status.podIP") {
-    return facts.pod_ip.empty() ? Str(status, "podIP") : facts.pod_ip;
+    return facts.pod_ip.empty() ? StringField(status, "podIP") : facts.pod_ip;
   } else if (field_path == "status.podIPs") {
     if (!facts.pod_ip.empty()) return facts.pod_ip;
     std::string ips = JoinIps(status.is_object() ? status.value("podIPs", json()) : json());
-    return ips.empty() ? Str(status, "podIP") : ips;
+    return ips.empty() ? StringField(status, "podIP") : ips;
   } else if (field_path == "status.hostIP") {
-    return facts.host_ip.empty() ? Str(status, "hostIP") : facts.host_ip;
+    return facts.host_ip.empty() ? StringField(status, "hostIP") : facts.host_ip;
   } else if (field_path == "status.hostIPs") {
     if (!facts.host_ip.empty()) return facts.host_ip;
     std::string ips = JoinIps(status.is_object() ? status.value("hostIPs", json()) : json());
-    return ips.empty() ? Str(status, "hostIP") : ips;
+    return ips.empty() ? StringField(status, "hostIP") : ips;
   }
   return Status::InvalidArgument("unsupported fieldPath: " + std::string(field_path));
 }
 
 Result<std::string> ContainerResourceValue(const json& container, const json& ref) {
-  std::string resource = Str(ref, "resource");
+  std::string resource = StringField(ref, "resource");
   std::string kind;
   std::string name;
   if (auto dot = resource.find('.'); dot != std::string::npos) {
@@ -332,9 +311,9 @@ Result<std::string> ContainerResourceValue(const json& container, const json& re
         (ref["divisor"].is_string() ? ref["divisor"].get<std::string>() : ref["divisor"].dump()) +
         "\" must be positive");
   }
-  const json& resources = Obj(container, "resources");
+  const json& resources = ObjectField(container, "resources");
   auto quantity_in = [&](const char* section) -> const json* {
-    const json& m = Obj(resources, section);
+    const json& m = ObjectField(resources, section);
     if (!m.is_object()) return nullptr;
     auto it = m.find(name);
     if (it == m.end() || it->is_null()) return nullptr;
@@ -421,24 +400,24 @@ Result<EnvList> ResolveEnv(const json& pod, const json& container, const PodFact
   size_t i = 0;
   for (const json& var : *it) {
     std::string field = "env[" + std::to_string(i++) + "]";
-    std::string name = Str(var, "name");
+    std::string name = StringField(var, "name");
     if (name.empty()) {
       return Status::InvalidArgument(field + ".name: Required value", field + ".name");
     }
-    const json& from = Obj(var, "valueFrom");
-    std::string value = Str(var, "value");
+    const json& from = ObjectField(var, "valueFrom");
+    std::string value = StringField(var, "value");
     if (!value.empty() || !from.is_object()) {
       env.Set(name, ExpandVariables(value, env.list()));
       continue;
     }
-    if (const json& ref = Obj(from, "fieldRef"); ref.is_object()) {
-      SLUICE_ASSIGN_OR_RETURN(value, PodFieldValue(pod, Str(ref, "fieldPath"), facts));
-    } else if (const json& rref = Obj(from, "resourceFieldRef"); rref.is_object()) {
+    if (const json& ref = ObjectField(from, "fieldRef"); ref.is_object()) {
+      SLUICE_ASSIGN_OR_RETURN(value, PodFieldValue(pod, StringField(ref, "fieldPath"), facts));
+    } else if (const json& rref = ObjectField(from, "resourceFieldRef"); rref.is_object()) {
       SLUICE_ASSIGN_OR_RETURN(value, ContainerResourceValue(container, rref));
-    } else if (const json& cref = Obj(from, "configMapKeyRef"); cref.is_object()) {
-      std::string cm_name = Str(cref, "name");
-      std::string key = Str(cref, "key");
-      bool optional = Bool(cref, "optional");
+    } else if (const json& cref = ObjectField(from, "configMapKeyRef"); cref.is_object()) {
+      std::string cm_name = StringField(cref, "name");
+      std::string key = StringField(cref, "key");
+      bool optional = BoolField(cref, "optional");
       auto cm = Lookup(lookup.config_map, cm_name);
       if (!cm) {
         if (optional) continue;
@@ -450,10 +429,10 @@ Result<EnvList> ResolveEnv(const json& pod, const json& container, const PodFact
         return Status::NotFound("couldn't find key " + key + " in ConfigMap " + ns + "/" + cm_name);
       }
       value = std::move(*v);
-    } else if (const json& sref = Obj(from, "secretKeyRef"); sref.is_object()) {
-      std::string secret_name = Str(sref, "name");
-      std::string key = Str(sref, "key");
-      bool optional = Bool(sref, "optional");
+    } else if (const json& sref = ObjectField(from, "secretKeyRef"); sref.is_object()) {
+      std::string secret_name = StringField(sref, "name");
+      std::string key = StringField(sref, "key");
+      bool optional = BoolField(sref, "optional");
       auto secret = Lookup(lookup.secret, secret_name);
       if (!secret) {
         if (optional) continue;

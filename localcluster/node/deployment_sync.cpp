@@ -27,7 +27,7 @@ constexpr size_t kRevisionHistoryMaxChars = 2000;
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
 Clock::WallTime TimeAt(const json& object, const char* pointer) {
-  return ParseTimeOrEpoch(JsonString(object, pointer));
+  return ParseTimeOrEpoch(StringAt(object, pointer));
 }
 
 std::optional<int64_t> ParseInt(const std::string& s) {
@@ -59,10 +59,10 @@ int64_t Revision(const json& rs) {
 
 // --- Strategy ------------------------------------------------------------------------------
 
-bool IsRolling(const json& d) { return JsonString(d, "/spec/strategy/type") != "Recreate"; }
+bool IsRolling(const json& d) { return StringAt(d, "/spec/strategy/type") != "Recreate"; }
 
 int64_t DesiredReplicas(const json& d) {
-  return std::max<int64_t>(0, JsonInt(d, "/spec/replicas", 1));
+  return std::max<int64_t>(0, IntAt(d, "/spec/replicas", 1));
 }
 
 // (maxSurge, maxUnavailable) before the cap of maxUnavailable at replicas.
@@ -101,13 +101,13 @@ struct Rs {
 Rs FromObject(const json& obj) {
   Rs r;
   r.obj = obj;
-  r.name = JsonString(obj, "/metadata/name");
-  r.uid = JsonString(obj, "/metadata/uid");
+  r.name = StringAt(obj, "/metadata/name");
+  r.uid = StringAt(obj, "/metadata/uid");
   r.created = TimeAt(obj, "/metadata/creationTimestamp");
-  r.replicas = r.original = std::max<int64_t>(0, JsonInt(obj, "/spec/replicas", 1));
-  r.status_replicas = JsonInt(obj, "/status/replicas", 0);
-  r.ready = JsonInt(obj, "/status/readyReplicas", 0);
-  r.available = JsonInt(obj, "/status/availableReplicas", 0);
+  r.replicas = r.original = std::max<int64_t>(0, IntAt(obj, "/spec/replicas", 1));
+  r.status_replicas = IntAt(obj, "/status/replicas", 0);
+  r.ready = IntAt(obj, "/status/readyReplicas", 0);
+  r.available = IntAt(obj, "/status/availableReplicas", 0);
   return r;
 }
 
@@ -115,32 +115,32 @@ class Syncer {
  public:
   Syncer(const json& d, Clock::WallTime now) : d_(d), now_(now) {
     now_text_ = FormatTime(now);
-    name_ = JsonString(d, "/metadata/name");
-    ns_ = JsonString(d, "/metadata/namespace");
-    uid_ = JsonString(d, "/metadata/uid");
+    name_ = StringAt(d, "/metadata/name");
+    ns_ = StringAt(d, "/metadata/namespace");
+    uid_ = StringAt(d, "/metadata/uid");
     replicas_ = DesiredReplicas(d);
     rolling_ = IsRolling(d);
     surge_ = MaxSurge(d);
     unavailable_ = MaxUnavailable(d);
     paused_ = d.value("/spec/paused"_json_pointer, json(false)) == json(true);
-    history_limit_ = JsonInt(d, "/spec/revisionHistoryLimit", 10);
-    const int64_t deadline = JsonInt(d, "/spec/progressDeadlineSeconds", 600);
+    history_limit_ = IntAt(d, "/spec/revisionHistoryLimit", 10);
+    const int64_t deadline = IntAt(d, "/spec/progressDeadlineSeconds", 600);
     if (deadline != kNoDeadline) deadline_ = deadline;
-    min_ready_ = JsonInt(d, "/spec/minReadySeconds", 0);
-    generation_ = JsonInt(d, "/metadata/generation", 0);
+    min_ready_ = IntAt(d, "/spec/minReadySeconds", 0);
+    generation_ = IntAt(d, "/metadata/generation", 0);
     selector_ = d.value("/spec/selector"_json_pointer, json());
     template_ = d.value("/spec/template"_json_pointer, json::object());
     stored_ = d.value("status", json::object());
     if (!stored_.is_object()) stored_ = json::object();
     status_ = stored_;
-    plan_.template_hash = PodTemplateHash(template_, JsonInt(d, "/status/collisionCount", -1));
+    plan_.template_hash = PodTemplateHash(template_, IntAt(d, "/status/collisionCount", -1));
   }
 
   DeploymentPlan Run(const std::vector<json>& replica_sets, const std::vector<json>& pods) {
     if (!LabelSelectorValid(selector_) || LabelSelectorEmpty(selector_)) {
       // kube refuses to act on a selector that would select every pod.
       json status = stored_;
-      if (JsonInt(status, "/observedGeneration", 0) < generation_) {
+      if (IntAt(status, "/observedGeneration", 0) < generation_) {
         status["observedGeneration"] = generation_;
         plan_.events.push_back(
             {"Warning", "SelectingAll",
@@ -166,7 +166,7 @@ class Syncer {
     const bool can_claim = !IsBeingDeleted(d_);
     const json reference = ControllerReference(d_, "apps/v1", "Deployment");
     for (const json& rs : replica_sets) {
-      if (JsonString(rs, "/metadata/namespace") != ns_) continue;
+      if (StringAt(rs, "/metadata/namespace") != ns_) continue;
       const std::string controller = ControllerUid(rs);
       const bool matches = LabelSelectorMatches(
           selector_, rs.value("/metadata/labels"_json_pointer, json::object()));
@@ -206,7 +206,7 @@ class Syncer {
       }
     }
     for (size_t i : ByCreation(true)) {
-      if (JsonString(rs_[i].obj, "/metadata/labels/pod-template-hash") == plan_.template_hash) {
+      if (StringAt(rs_[i].obj, "/metadata/labels/pod-template-hash") == plan_.template_hash) {
         new_ = static_cast<int>(i);
         return;
       }
@@ -286,7 +286,7 @@ class Syncer {
         // A template used again: remember the revisions it had.
         if (old) AppendRevisionHistory(r.obj, old_text);
       }
-      if (JsonInt(r.obj, "/spec/minReadySeconds", 0) != min_ready_) {
+      if (IntAt(r.obj, "/spec/minReadySeconds", 0) != min_ready_) {
         r.obj["spec"]["minReadySeconds"] = min_ready_;
         changed = true;
       }
@@ -424,7 +424,7 @@ class Syncer {
     if (replicas_ == 0) return -r.replicas;
     const int64_t max_now = replicas_ + surge_;
     int64_t before = ParseInt(Annotation(r.obj, kMaxReplicasAnnotation)).value_or(0);
-    if (before == 0) before = JsonInt(stored_, "/replicas", 0);
+    if (before == 0) before = IntAt(stored_, "/replicas", 0);
     if (before == 0) return 0;
     const double size = static_cast<double>(r.replicas * max_now) / static_cast<double>(before);
     return static_cast<int64_t>(std::llround(size)) - r.replicas;
@@ -565,7 +565,7 @@ class Syncer {
       old_uids.insert(rs_[i].uid);
     }
     for (const json& pod : pods) {
-      if (JsonString(pod, "/metadata/namespace") != ns_) continue;
+      if (StringAt(pod, "/metadata/namespace") != ns_) continue;
       if (old_uids.count(ControllerUid(pod)) && !IsTerminalPod(pod)) return true;
     }
     return false;
@@ -592,8 +592,7 @@ class Syncer {
       const Rs& r = rs_[cleanable[k]];
       // Only what has fully drained, and whose status says so for its current spec.
       if (r.status_replicas != 0 || r.original != 0 || r.modified ||
-          JsonInt(r.obj, "/metadata/generation", 0) >
-              JsonInt(r.obj, "/status/observedGeneration", 0)) {
+          IntAt(r.obj, "/metadata/generation", 0) > IntAt(r.obj, "/status/observedGeneration", 0)) {
         continue;
       }
       plan_.delete_replica_sets.push_back(r.obj);
@@ -603,14 +602,14 @@ class Syncer {
   // --- Status ---
 
   bool Complete(const json& status) const {
-    return JsonInt(status, "/updatedReplicas", 0) == replicas_ &&
-           JsonInt(status, "/replicas", 0) == replicas_ &&
-           JsonInt(status, "/availableReplicas", 0) == replicas_ &&
-           JsonInt(status, "/observedGeneration", 0) >= generation_;
+    return IntAt(status, "/updatedReplicas", 0) == replicas_ &&
+           IntAt(status, "/replicas", 0) == replicas_ &&
+           IntAt(status, "/availableReplicas", 0) == replicas_ &&
+           IntAt(status, "/observedGeneration", 0) >= generation_;
   }
 
   bool MadeProgress(const json& status) const {
-    auto at = [](const json& s, const char* p) { return JsonInt(s, p, 0); };
+    auto at = [](const json& s, const char* p) { return IntAt(s, p, 0); };
     const int64_t old_old = at(stored_, "/replicas") - at(stored_, "/updatedReplicas");
     const int64_t new_old = at(status, "/replicas") - at(status, "/updatedReplicas");
     return at(status, "/updatedReplicas") > at(stored_, "/updatedReplicas") || new_old < old_old ||
@@ -664,8 +663,8 @@ class Syncer {
     if (!deadline_) RemoveDeploymentCondition(status, kProgressing);
     const json* cond = FindDeploymentCondition(status, kProgressing);
     const bool already_complete =
-        JsonInt(status, "/replicas", 0) == JsonInt(status, "/updatedReplicas", 0) &&
-        cond != nullptr && cond->value("reason", "") == kNewRsAvailable;
+        IntAt(status, "/replicas", 0) == IntAt(status, "/updatedReplicas", 0) && cond != nullptr &&
+        cond->value("reason", "") == kNewRsAvailable;
     const std::string subject =
         new_ >= 0 ? "ReplicaSet " + Quoted(rs_[new_].name) : "Deployment " + Quoted(name_);
     if (deadline_ && !already_complete) {
@@ -776,7 +775,7 @@ json StatusAfterCreateFailure(const json& deployment, const std::string& replica
                               const std::string& error, Clock::WallTime now) {
   json status = deployment.value("status", json::object());
   if (!status.is_object()) status = json::object();
-  if (JsonInt(deployment, "/spec/progressDeadlineSeconds", 600) != kNoDeadline) {
+  if (IntAt(deployment, "/spec/progressDeadlineSeconds", 600) != kNoDeadline) {
     SetDeploymentCondition(
         status, NewDeploymentCondition(
                     kProgressing, "False", "ReplicaSetCreateError",

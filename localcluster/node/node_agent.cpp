@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "common/file/atomic_file.h"
+#include "common/json/fields.h"
 #include "common/time_format.h"
 #include "localcluster/node/node_liveness.h"
 #include "localcluster/node/resource_quantity.h"
@@ -34,13 +35,8 @@ constexpr char kUnreachableTaint[] = "node.kubernetes.io/unreachable";
 std::string Now() { return FormatTime(std::chrono::system_clock::now()); }
 std::string MicroNow() { return FormatMicroTime(std::chrono::system_clock::now()); }
 
-std::string Str(const json& obj, const char* pointer, const std::string& fallback = "") {
-  const json::json_pointer ptr(pointer);
-  return obj.contains(ptr) && obj.at(ptr).is_string() ? obj.at(ptr).get<std::string>() : fallback;
-}
-
 bool Terminal(const json& pod) {
-  const std::string phase = Str(pod, "/status/phase");
+  const std::string phase = StringAt(pod, "/status/phase");
   return phase == "Succeeded" || phase == "Failed";
 }
 
@@ -54,7 +50,7 @@ bool HasUnreachableTaint(const json& node) {
 }
 
 bool SimulatedFailure(const json& node) {
-  return Str(node, "/metadata/annotations/sluice.dev~1simulated-failure") == "true";
+  return StringAt(node, "/metadata/annotations/sluice.dev~1simulated-failure") == "true";
 }
 
 // Write then rename, so a reader (a pod's resolver, Prometheus) never sees half a file.
@@ -167,16 +163,16 @@ PodWorkerContext NodeAgent::MakeContext() {
   ctx.write_status = [this](const json& pod, const json& status) -> Status {
     const std::string patch = json{{"status", status}}.dump();
     Result<json> r =
-        client_.Resource(kPods, Str(pod, "/metadata/namespace"))
-            .Patch(Str(pod, "/metadata/name"), kube::PatchType::kMerge, patch, {}, "status");
+        client_.Resource(kPods, StringAt(pod, "/metadata/namespace"))
+            .Patch(StringAt(pod, "/metadata/name"), kube::PatchType::kMerge, patch, {}, "status");
     return r.ok() ? Status::Ok() : r.status();
   };
   ctx.remove_pod = [this](const json& pod) -> Status {
     kube::DeleteOptions options;
     options.grace_period_seconds = 0;
-    options.precondition_uid = Str(pod, "/metadata/uid");
-    Result<json> r = client_.Resource(kPods, Str(pod, "/metadata/namespace"))
-                         .Delete(Str(pod, "/metadata/name"), options);
+    options.precondition_uid = StringAt(pod, "/metadata/uid");
+    Result<json> r = client_.Resource(kPods, StringAt(pod, "/metadata/namespace"))
+                         .Delete(StringAt(pod, "/metadata/name"), options);
     return r.ok() ? Status::Ok() : r.status();
   };
   ctx.event = [this](const json& pod, const std::string& type, const std::string& reason,
@@ -267,7 +263,7 @@ Status NodeAgent::Start() {
   Result<kube::ObjectList> listed = client_.Resource(kNodes).List(mine);
   if (listed.ok()) {
     for (const kube::ObjectPtr& n : listed->items) {
-      const std::string name = Str(*n, "/metadata/name");
+      const std::string name = StringAt(*n, "/metadata/name");
       if (!nodes_state_.count(name)) {
         log_.Info("removing a node no longer in the cluster config", {{"node", name}});
         (void)client_.Resource(kNodes).Delete(name);
@@ -427,7 +423,7 @@ void NodeAgent::MonitorNodes() {
                         json{{"status", {{"conditions", conditions}}}}.dump(), {}, "status");
       Event(json{{"apiVersion", "v1"},
                  {"kind", "Node"},
-                 {"metadata", {{"name", spec.name}, {"uid", Str(*node, "/metadata/uid")}}}},
+                 {"metadata", {{"name", spec.name}, {"uid", StringAt(*node, "/metadata/uid")}}}},
             "Normal", "NodeNotReady", "Node " + spec.name + " status is now: NodeNotReady");
     }
     // Level-triggered: a taint write that failed or was lost (a patch refused under load) is
@@ -452,12 +448,12 @@ void NodeAgent::MonitorNodes() {
     }
     if (evict) {
       for (const kube::ObjectPtr& p : pods_->store().List()) {
-        if (Str(*p, "/spec/nodeName") != spec.name || Terminal(*p)) continue;
+        if (StringAt(*p, "/spec/nodeName") != spec.name || Terminal(*p)) continue;
         json status = p->value("status", json::object());
         status["phase"] = "Failed";
         status["reason"] = "NodeLost";
         status["message"] = "Node " + spec.name + " which was running pod " +
-                            Str(*p, "/metadata/name") + " is unresponsive";
+                            StringAt(*p, "/metadata/name") + " is unresponsive";
         json conditions = status.value("conditions", json::array());
         for (json& c : conditions) {
           if (c.value("type", "") == "Ready" || c.value("type", "") == "ContainersReady") {
@@ -479,12 +475,12 @@ void NodeAgent::MonitorNodes() {
           }
         }
         status["containerStatuses"] = statuses;
-        Result<json> r = client_.Resource(kPods, Str(*p, "/metadata/namespace"))
-                             .Patch(Str(*p, "/metadata/name"), kube::PatchType::kMerge,
+        Result<json> r = client_.Resource(kPods, StringAt(*p, "/metadata/namespace"))
+                             .Patch(StringAt(*p, "/metadata/name"), kube::PatchType::kMerge,
                                     json{{"status", status}}.dump(), {}, "status");
         if (r.ok()) {
           log_.Warn("pod marked Failed: its node is unresponsive",
-                    {{"pod", Str(*p, "/metadata/name")}, {"node", spec.name}});
+                    {{"pod", StringAt(*p, "/metadata/name")}, {"node", spec.name}});
           Event(*p, "Warning", "NodeLost", status["message"].get<std::string>());
         }
       }
@@ -497,7 +493,7 @@ void NodeAgent::Schedule() {
   std::vector<const json*> pending;
   std::map<std::string, ResourceList> requested;
   for (const json& pod : pods) {
-    const std::string node = Str(pod, "/spec/nodeName");
+    const std::string node = StringAt(pod, "/spec/nodeName");
     if (!node.empty()) {
       if (Terminal(pod)) continue;
       Result<ResourceList> r = PodRequests(pod);
@@ -505,26 +501,26 @@ void NodeAgent::Schedule() {
       for (const auto& [k, v] : *r) requested[node][k] += v;
       continue;
     }
-    const std::string scheduler = Str(pod, "/spec/schedulerName", "default-scheduler");
+    const std::string scheduler = StringAt(pod, "/spec/schedulerName", "default-scheduler");
     if (scheduler != "default-scheduler" || Terminal(pod) || Deleting(pod)) continue;
     pending.push_back(&pod);
   }
   if (pending.empty()) return;
   std::sort(pending.begin(), pending.end(), [](const json* a, const json* b) {
-    const std::string ta = Str(*a, "/metadata/creationTimestamp");
-    const std::string tb = Str(*b, "/metadata/creationTimestamp");
+    const std::string ta = StringAt(*a, "/metadata/creationTimestamp");
+    const std::string tb = StringAt(*b, "/metadata/creationTimestamp");
     if (ta != tb) return ta < tb;
-    return Str(*a, "/metadata/name") < Str(*b, "/metadata/name");
+    return StringAt(*a, "/metadata/name") < StringAt(*b, "/metadata/name");
   });
   std::vector<json> nodes;
   for (const kube::ObjectPtr& n : nodes_->store().List()) nodes.push_back(*n);
   for (const json* pod : pending) {
     std::vector<NodeState> states;
-    for (const json& n : nodes) states.push_back({&n, requested[Str(n, "/metadata/name")]});
+    for (const json& n : nodes) states.push_back({&n, requested[StringAt(n, "/metadata/name")]});
     ScheduleDecision decision = SchedulePod(*pod, states);
-    const std::string ns = Str(*pod, "/metadata/namespace");
-    const std::string name = Str(*pod, "/metadata/name");
-    const std::string uid = Str(*pod, "/metadata/uid");
+    const std::string ns = StringAt(*pod, "/metadata/namespace");
+    const std::string name = StringAt(*pod, "/metadata/name");
+    const std::string uid = StringAt(*pod, "/metadata/uid");
     if (decision.node_name.empty()) {
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -582,8 +578,8 @@ void NodeAgent::SyncWorkers() {
   std::set<std::string> seen;
   std::vector<std::unique_ptr<PodWorker>> finished;
   for (const json& pod : pods) {
-    const std::string node = Str(pod, "/spec/nodeName");
-    const std::string uid = Str(pod, "/metadata/uid");
+    const std::string node = StringAt(pod, "/spec/nodeName");
+    const std::string uid = StringAt(pod, "/metadata/uid");
     std::unique_lock<std::mutex> lock(mu_);
     auto ns_it = nodes_state_.find(node);
     if (ns_it == nodes_state_.end() || ns_it->second.failed) continue;
@@ -599,8 +595,8 @@ void NodeAgent::SyncWorkers() {
       if (Deleting(pod)) {
         lock.unlock();
         const std::filesystem::path dir =
-            context_.pods_dir /
-            (Str(pod, "/metadata/namespace") + "_" + Str(pod, "/metadata/name") + "_" + uid);
+            context_.pods_dir / (StringAt(pod, "/metadata/namespace") + "_" +
+                                 StringAt(pod, "/metadata/name") + "_" + uid);
         std::error_code ec;
         for (const auto& entry : std::filesystem::directory_iterator(dir / "run", ec)) {
           std::ifstream in(entry.path());
@@ -615,7 +611,7 @@ void NodeAgent::SyncWorkers() {
     // A new pod for this node: an address and its GPUs.
     PodAssignment a;
     a.host_ip = options_.endpoint.address;
-    const std::string previous_ip = Str(pod, "/status/podIP");
+    const std::string previous_ip = StringAt(pod, "/status/podIP");
     if (!previous_ip.empty() && !used_ips_.count(previous_ip)) {
       a.pod_ip = previous_ip;
     } else {
@@ -641,10 +637,10 @@ void NodeAgent::SyncWorkers() {
     }
     PodAssignment assignment = a;
     assignment.gpu_devices = physical;
-    log_.Info("starting pod",
-              {{"pod", Str(pod, "/metadata/namespace") + "/" + Str(pod, "/metadata/name")},
-               {"node", node},
-               {"pod_ip", a.pod_ip}});
+    log_.Info("starting pod", {{"pod", StringAt(pod, "/metadata/namespace") + "/" +
+                                           StringAt(pod, "/metadata/name")},
+                               {"node", node},
+                               {"pod_ip", a.pod_ip}});
     workers_[uid] = std::make_unique<PodWorker>(pod, assignment, context_);
     worker_node_[uid] = node;
     // Remember the simulated indices for release (the worker holds physical ones).
@@ -682,19 +678,20 @@ void NodeAgent::SyncServices() {
   for (const kube::ObjectPtr& s : services_->store().List()) services.push_back(*s);
   std::set<std::string> used;
   for (const json& s : services) {
-    if (const std::string ip = Str(s, "/spec/clusterIP"); !ip.empty() && ip != "None") {
+    if (const std::string ip = StringAt(s, "/spec/clusterIP"); !ip.empty() && ip != "None") {
       used.insert(ip);
     }
   }
   for (json& s : services) {
-    const std::string type = Str(s, "/spec/type", "ClusterIP");
-    if (type == "ExternalName" || !Str(s, "/spec/clusterIP").empty() || Deleting(s)) continue;
+    const std::string type = StringAt(s, "/spec/type", "ClusterIP");
+    if (type == "ExternalName" || !StringAt(s, "/spec/clusterIP").empty() || Deleting(s)) continue;
     const std::string ip = AllocateClusterIp(used);
     if (ip.empty()) continue;
     json updated = s;
     updated["spec"]["clusterIP"] = ip;
     updated["spec"]["clusterIPs"] = json::array({ip});
-    Result<json> r = client_.Resource(kServices, Str(s, "/metadata/namespace")).Update(updated);
+    Result<json> r =
+        client_.Resource(kServices, StringAt(s, "/metadata/namespace")).Update(updated);
     if (r.ok()) {
       used.insert(ip);
       s = *r;
@@ -704,8 +701,8 @@ void NodeAgent::SyncServices() {
     if (Deleting(s)) continue;
     std::optional<json> desired = DesiredEndpoints(s, pods);
     if (!desired) continue;
-    const std::string ns = Str(s, "/metadata/namespace");
-    const std::string name = Str(s, "/metadata/name");
+    const std::string ns = StringAt(s, "/metadata/namespace");
+    const std::string name = StringAt(s, "/metadata/name");
     kube::ObjectPtr current = endpoints_->store().Get(ns + "/" + name);
     kube::ResourceClient endpoints = client_.Resource(kEndpoints, ns);
     if (!current) {
@@ -729,7 +726,7 @@ void NodeAgent::SyncScrapeTargets() {
   if (file.empty()) return;
   std::vector<json> mine;  // Another agent's pods are its to list.
   for (json& pod : Pods()) {
-    const std::string node = Str(pod, "/spec/nodeName");
+    const std::string node = StringAt(pod, "/spec/nodeName");
     for (const NodeSpec& spec : options_.cluster.nodes) {
       if (spec.name == node) {
         mine.push_back(std::move(pod));
@@ -756,8 +753,8 @@ Result<std::filesystem::path> NodeAgent::LogFile(const std::string& ns, const st
   kube::ObjectPtr p = pods_->store().Get(ns + "/" + pod);
   if (!p) return Status::NotFound("pods \"" + pod + "\" not found");
   const std::filesystem::path dir = options_.state_dir / "pods" /
-                                    (ns + "_" + pod + "_" + Str(*p, "/metadata/uid")) / "logs" /
-                                    container;
+                                    (ns + "_" + pod + "_" + StringAt(*p, "/metadata/uid")) /
+                                    "logs" / container;
   std::vector<int> runs;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "common/file/atomic_file.h"
+#include "common/json/fields.h"
 
 namespace sluice::node {
 namespace {
@@ -29,35 +30,6 @@ struct FileProjection {
 };
 // Keyed by the normalised relative path inside the volume directory.
 using Payload = std::map<std::string, FileProjection>;
-
-std::string Str(const json& obj, const char* key) {
-  if (!obj.is_object()) return {};
-  auto it = obj.find(key);
-  if (it == obj.end() || !it->is_string()) return {};
-  return it->get<std::string>();
-}
-
-const json& Obj(const json& obj, const char* key) {
-  static const json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(key);
-  if (it == obj.end() || !it->is_object()) return kNull;
-  return *it;
-}
-
-const json& Arr(const json& obj, const char* key) {
-  static const json kEmpty = json::array();
-  if (!obj.is_object()) return kEmpty;
-  auto it = obj.find(key);
-  if (it == obj.end() || !it->is_array()) return kEmpty;
-  return *it;
-}
-
-bool Bool(const json& obj, const char* key) {
-  if (!obj.is_object()) return false;
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_boolean() && it->get<bool>();
-}
 
 std::string Quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
@@ -119,12 +91,12 @@ Result<mode_t> ModeOf(const json& obj, const char* key, mode_t fallback, const s
 
 // ConfigMap key: data, then binaryData (base64).
 Result<std::optional<std::string>> ConfigMapValue(const json& cm, const std::string& key) {
-  const json& data = Obj(cm, "data");
+  const json& data = ObjectField(cm, "data");
   if (auto it = data.is_object() ? data.find(key) : data.end();
       data.is_object() && it != data.end() && it->is_string()) {
     return std::optional(it->get<std::string>());
   }
-  const json& bin = Obj(cm, "binaryData");
+  const json& bin = ObjectField(cm, "binaryData");
   if (auto it = bin.is_object() ? bin.find(key) : bin.end();
       bin.is_object() && it != bin.end() && it->is_string()) {
     SLUICE_ASSIGN_OR_RETURN(std::string v, DecodeBase64(it->get<std::string>()));
@@ -134,17 +106,18 @@ Result<std::optional<std::string>> ConfigMapValue(const json& cm, const std::str
 }
 
 Result<std::optional<std::string>> SecretValue(const json& secret, const std::string& key) {
-  const json& data = Obj(secret, "data");
+  const json& data = ObjectField(secret, "data");
   if (auto it = data.is_object() ? data.find(key) : data.end();
       data.is_object() && it != data.end() && it->is_string()) {
     auto v = DecodeBase64(it->get<std::string>());
     if (!v.ok()) {
-      return Status::InvalidArgument("secret " + Quoted(Str(Obj(secret, "metadata"), "name")) +
+      return Status::InvalidArgument("secret " +
+                                     Quoted(StringField(ObjectField(secret, "metadata"), "name")) +
                                      " key " + key + ": " + v.status().message());
     }
     return std::optional(std::move(v).value());
   }
-  const json& sd = Obj(secret, "stringData");
+  const json& sd = ObjectField(secret, "stringData");
   if (auto it = sd.is_object() ? sd.find(key) : sd.end();
       sd.is_object() && it != sd.end() && it->is_string()) {
     return std::optional(it->get<std::string>());
@@ -157,7 +130,7 @@ std::vector<std::string> KeysOf(const json& object, bool config_map) {
   std::set<std::string> keys;
   for (const char* section : config_map ? std::vector<const char*>{"data", "binaryData"}
                                         : std::vector<const char*>{"data", "stringData"}) {
-    const json& m = Obj(object, section);
+    const json& m = ObjectField(object, section);
     if (!m.is_object()) continue;
     for (auto it = m.begin(); it != m.end(); ++it) keys.insert(it.key());
   }
@@ -168,8 +141,8 @@ std::vector<std::string> KeysOf(const json& object, bool config_map) {
 Status AddKeyedPayload(const json& source, bool config_map, const char* name_key,
                        const ObjectLookup& lookup, mode_t default_mode, const std::string& field,
                        Payload& payload) {
-  const std::string name = Str(source, name_key);
-  const bool optional = Bool(source, "optional");
+  const std::string name = StringField(source, name_key);
+  const bool optional = BoolField(source, "optional");
   auto object = Lookup(config_map ? lookup.config_map : lookup.secret, name);
   if (!object) {
     if (optional) return Status::Ok();
@@ -178,7 +151,7 @@ Status AddKeyedPayload(const json& source, bool config_map, const char* name_key
   auto value_of = [&](const std::string& key) {
     return config_map ? ConfigMapValue(*object, key) : SecretValue(*object, key);
   };
-  const json& items = Arr(source, "items");
+  const json& items = ArrayField(source, "items");
   if (items.empty()) {
     for (const std::string& key : KeysOf(*object, config_map)) {
       SLUICE_ASSIGN_OR_RETURN(std::string path, CheckRelativePath(key, field + ".name"));
@@ -190,9 +163,9 @@ Status AddKeyedPayload(const json& source, bool config_map, const char* name_key
   for (size_t j = 0; j < items.size(); ++j) {
     const json& item = items[j];
     const std::string item_field = field + ".items[" + std::to_string(j) + "]";
-    const std::string key = Str(item, "key");
+    const std::string key = StringField(item, "key");
     SLUICE_ASSIGN_OR_RETURN(std::string path,
-                            CheckRelativePath(Str(item, "path"), item_field + ".path"));
+                            CheckRelativePath(StringField(item, "path"), item_field + ".path"));
     SLUICE_ASSIGN_OR_RETURN(mode_t mode, ModeOf(item, "mode", default_mode, item_field + ".mode"));
     SLUICE_ASSIGN_OR_RETURN(auto value, value_of(key));
     if (!value) {
@@ -206,10 +179,10 @@ Status AddKeyedPayload(const json& source, bool config_map, const char* name_key
 }
 
 const json* FindContainer(const json& pod, const std::string& name) {
-  const json& spec = Obj(pod, "spec");
+  const json& spec = ObjectField(pod, "spec");
   for (const char* list : {"containers", "initContainers"}) {
-    for (const json& c : Arr(spec, list)) {
-      if (Str(c, "name") == name) return &c;
+    for (const json& c : ArrayField(spec, list)) {
+      if (StringField(c, "name") == name) return &c;
     }
   }
   return nullptr;
@@ -217,17 +190,17 @@ const json* FindContainer(const json& pod, const std::string& name) {
 
 Status AddDownwardPayload(const json& source, const json& pod, mode_t default_mode,
                           const std::string& field, Payload& payload) {
-  const json& items = Arr(source, "items");
+  const json& items = ArrayField(source, "items");
   for (size_t j = 0; j < items.size(); ++j) {
     const json& item = items[j];
     const std::string item_field = field + ".items[" + std::to_string(j) + "]";
     SLUICE_ASSIGN_OR_RETURN(std::string path,
-                            CheckRelativePath(Str(item, "path"), item_field + ".path"));
+                            CheckRelativePath(StringField(item, "path"), item_field + ".path"));
     SLUICE_ASSIGN_OR_RETURN(mode_t mode, ModeOf(item, "mode", default_mode, item_field + ".mode"));
     std::string value;
-    if (const json& ref = Obj(item, "fieldRef"); ref.is_object()) {
+    if (const json& ref = ObjectField(item, "fieldRef"); ref.is_object()) {
       const std::string path_field = item_field + ".fieldRef.fieldPath";
-      const std::string field_path = Str(ref, "fieldPath");
+      const std::string field_path = StringField(ref, "fieldPath");
       // Only metadata is known when volumes are set up (kube validates the same set).
       if (!field_path.starts_with("metadata.")) {
         return Status::InvalidArgument(path_field + ": unsupported fieldPath: " + field_path,
@@ -238,8 +211,8 @@ Status AddDownwardPayload(const json& source, const json& pod, mode_t default_mo
         return Status::InvalidArgument(path_field + ": " + v.status().message(), path_field);
       }
       value = std::move(v).value();
-    } else if (const json& rref = Obj(item, "resourceFieldRef"); rref.is_object()) {
-      const std::string cname = Str(rref, "containerName");
+    } else if (const json& rref = ObjectField(item, "resourceFieldRef"); rref.is_object()) {
+      const std::string cname = StringField(rref, "containerName");
       const std::string name_field = item_field + ".resourceFieldRef.containerName";
       if (cname.empty()) {
         return Status::InvalidArgument(name_field + ": Required value", name_field);
@@ -358,7 +331,7 @@ Result<fs::path> MaterializeOne(const json& pod, const json& volume, size_t inde
                                 const fs::path& pod_dir, const fs::path& claims_dir,
                                 const ObjectLookup& lookup) {
   const std::string field = "spec.volumes[" + std::to_string(index) + "]";
-  const std::string name = Str(volume, "name");
+  const std::string name = StringField(volume, "name");
   SLUICE_RETURN_IF_ERROR(CheckName(name, field + ".name"));
   const fs::path dir = pod_dir / "volumes" / name;
   std::string type;
@@ -387,7 +360,7 @@ Result<fs::path> MaterializeOne(const json& pod, const json& volume, size_t inde
     return dir;
   }
   if (type == "persistentVolumeClaim") {
-    const std::string claim = Str(source, "claimName");
+    const std::string claim = StringField(source, "claimName");
     SLUICE_RETURN_IF_ERROR(CheckName(claim, source_field + ".claimName"));
     const std::string ns = PodNamespace(pod);
     SLUICE_RETURN_IF_ERROR(CheckName(ns, "metadata.namespace"));
@@ -397,14 +370,15 @@ Result<fs::path> MaterializeOne(const json& pod, const json& volume, size_t inde
     return claim_dir;
   }
   if (type == "hostPath") {
-    const std::string path = Str(source, "path");
+    const std::string path = StringField(source, "path");
     if (path.empty() || path.front() != '/') {
       return Status::InvalidArgument(
           source_field + ".path: Invalid value: " + Quoted(path) + ": must be an absolute path",
           source_field + ".path");
     }
     fs::path host = fs::path(path).lexically_normal();
-    SLUICE_RETURN_IF_ERROR(CheckHostPath(host, Str(source, "type"), source_field + ".type"));
+    SLUICE_RETURN_IF_ERROR(
+        CheckHostPath(host, StringField(source, "type"), source_field + ".type"));
     return host;
   }
   SLUICE_ASSIGN_OR_RETURN(mode_t default_mode, ModeOf(source, "defaultMode", kDefaultFileMode,
@@ -419,17 +393,17 @@ Result<fs::path> MaterializeOne(const json& pod, const json& volume, size_t inde
   } else if (type == "downwardAPI") {
     SLUICE_RETURN_IF_ERROR(AddDownwardPayload(source, pod, default_mode, source_field, payload));
   } else {  // projected
-    const json& sources = Arr(source, "sources");
+    const json& sources = ArrayField(source, "sources");
     for (size_t k = 0; k < sources.size(); ++k) {
       const json& s = sources[k];
       const std::string f = source_field + ".sources[" + std::to_string(k) + "]";
-      if (const json& cm = Obj(s, "configMap"); cm.is_object()) {
+      if (const json& cm = ObjectField(s, "configMap"); cm.is_object()) {
         SLUICE_RETURN_IF_ERROR(AddKeyedPayload(cm, /*config_map=*/true, "name", lookup,
                                                default_mode, f + ".configMap", payload));
-      } else if (const json& sec = Obj(s, "secret"); sec.is_object()) {
+      } else if (const json& sec = ObjectField(s, "secret"); sec.is_object()) {
         SLUICE_RETURN_IF_ERROR(AddKeyedPayload(sec, /*config_map=*/false, "name", lookup,
                                                default_mode, f + ".secret", payload));
-      } else if (const json& dw = Obj(s, "downwardAPI"); dw.is_object()) {
+      } else if (const json& dw = ObjectField(s, "downwardAPI"); dw.is_object()) {
         SLUICE_RETURN_IF_ERROR(
             AddDownwardPayload(dw, pod, default_mode, f + ".downwardAPI", payload));
       } else {
@@ -499,7 +473,7 @@ Status UpdateVolumeFile(const fs::path& target, const std::string& data, mode_t 
 Result<VolumeDirs> MaterializeVolumes(const json& pod, const fs::path& pod_dir,
                                       const fs::path& claims_dir, const ObjectLookup& lookup) {
   VolumeDirs dirs;
-  const json& volumes = Arr(Obj(pod, "spec"), "volumes");
+  const json& volumes = ArrayField(ObjectField(pod, "spec"), "volumes");
   for (size_t i = 0; i < volumes.size(); ++i) {
     const json& volume = volumes[i];
     if (!volume.is_object()) {
@@ -508,10 +482,10 @@ Result<VolumeDirs> MaterializeVolumes(const json& pod, const fs::path& pod_dir,
     }
     SLUICE_ASSIGN_OR_RETURN(fs::path dir,
                             MaterializeOne(pod, volume, i, pod_dir, claims_dir, lookup));
-    if (!dirs.by_volume.emplace(Str(volume, "name"), dir).second) {
+    if (!dirs.by_volume.emplace(StringField(volume, "name"), dir).second) {
       const std::string field = "spec.volumes[" + std::to_string(i) + "].name";
-      return Status::InvalidArgument(field + ": Duplicate value: " + Quoted(Str(volume, "name")),
-                                     field);
+      return Status::InvalidArgument(
+          field + ": Duplicate value: " + Quoted(StringField(volume, "name")), field);
     }
   }
   return dirs;
@@ -520,16 +494,16 @@ Result<VolumeDirs> MaterializeVolumes(const json& pod, const fs::path& pod_dir,
 Result<std::vector<PathMapping>> ContainerMounts(const json& container, const VolumeDirs& dirs) {
   std::vector<PathMapping> mounts;
   std::set<std::string> seen;
-  const json& list = Arr(container, "volumeMounts");
+  const json& list = ArrayField(container, "volumeMounts");
   for (size_t i = 0; i < list.size(); ++i) {
     const json& m = list[i];
     const std::string field = "volumeMounts[" + std::to_string(i) + "]";
-    const std::string name = Str(m, "name");
+    const std::string name = StringField(m, "name");
     auto dir = dirs.by_volume.find(name);
     if (dir == dirs.by_volume.end()) {
       return Status::InvalidArgument(field + ".name: Not found: " + Quoted(name), field + ".name");
     }
-    const std::string mount_path = Str(m, "mountPath");
+    const std::string mount_path = StringField(m, "mountPath");
     if (mount_path.empty() || mount_path.front() != '/') {
       return Status::InvalidArgument(
           field + ".mountPath: Invalid value: " + Quoted(mount_path) + ": must be an absolute path",
@@ -548,12 +522,12 @@ Result<std::vector<PathMapping>> ContainerMounts(const json& container, const Vo
           field + ".mountPath: Invalid value: " + Quoted(mount_path) + ": must be unique",
           field + ".mountPath");
     }
-    if (!Str(m, "subPathExpr").empty()) {
+    if (!StringField(m, "subPathExpr").empty()) {
       return Status::InvalidArgument(field + ".subPathExpr: subPathExpr is not supported",
                                      field + ".subPathExpr");
     }
     fs::path host = dir->second;
-    if (const std::string sub = Str(m, "subPath"); !sub.empty()) {
+    if (const std::string sub = StringField(m, "subPath"); !sub.empty()) {
       SLUICE_ASSIGN_OR_RETURN(std::string rel, CheckRelativePath(sub, field + ".subPath"));
       host /= rel;
       std::error_code ec;

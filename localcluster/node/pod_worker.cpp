@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "common/file/atomic_file.h"
+#include "common/json/fields.h"
 #include "common/time_format.h"
 #include "localcluster/node/container_process.h"
 #include "localcluster/node/pod_status.h"
@@ -23,11 +24,6 @@ using State = ContainerStatus::State;
 namespace {
 
 std::string Now() { return FormatTime(std::chrono::system_clock::now()); }
-
-std::string Str(const json& obj, const char* pointer, const std::string& fallback = "") {
-  const json::json_pointer ptr(pointer);
-  return obj.contains(ptr) && obj.at(ptr).is_string() ? obj.at(ptr).get<std::string>() : fallback;
-}
 
 // When one probe (readiness, liveness or startup) of a container runs next, and its state.
 struct ProbeTracker {
@@ -96,10 +92,10 @@ struct PodWorker::Container {
 
 PodWorker::PodWorker(json pod, PodAssignment assignment, const PodWorkerContext& context)
     : ctx_(context), assignment_(std::move(assignment)), log_("node"), pod_(std::move(pod)) {
-  const std::string ns = Str(pod_, "/metadata/namespace", "default");
-  pod_dir_ =
-      ctx_.pods_dir / (ns + "_" + Str(pod_, "/metadata/name") + "_" + Str(pod_, "/metadata/uid"));
-  start_time_ = Str(pod_, "/status/startTime", Now());
+  const std::string ns = StringAt(pod_, "/metadata/namespace", "default");
+  pod_dir_ = ctx_.pods_dir /
+             (ns + "_" + StringAt(pod_, "/metadata/name") + "_" + StringAt(pod_, "/metadata/uid"));
+  start_time_ = StringAt(pod_, "/status/startTime", Now());
   // Restart counts survive an agent restart: they come from the stored status.
   auto restarts = [&](const char* list, const std::string& name) {
     for (const json& s : pod_.value(json::json_pointer(list), json::array())) {
@@ -131,7 +127,7 @@ PodWorker::PodWorker(json pod, PodAssignment assignment, const PodWorkerContext&
     containers_.push_back(make(c, false, "/status/containerStatuses"));
   }
   // A pod whose init containers all completed before an agent restart does not rerun them.
-  if (!init_.empty() && Str(pod_, "/status/phase") == "Running") next_init_ = init_.size();
+  if (!init_.empty() && StringAt(pod_, "/status/phase") == "Running") next_init_ = init_.size();
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -149,7 +145,7 @@ PodWorker::~PodWorker() {
 
 std::string PodWorker::uid() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return Str(pod_, "/metadata/uid");
+  return StringAt(pod_, "/metadata/uid");
 }
 
 void PodWorker::Update(json pod) {
@@ -233,7 +229,7 @@ bool PodWorker::Setup() {
   }
   const json pod = PodSnapshot();
   Result<VolumeDirs> dirs = MaterializeVolumes(pod, pod_dir_, ctx_.claims_dir,
-                                               ctx_.lookups(Str(pod, "/metadata/namespace")));
+                                               ctx_.lookups(StringAt(pod, "/metadata/namespace")));
   const Status mounted = dirs.ok() ? MountServiceAccountToken(pod) : dirs.status();
   if (!mounted.ok()) {
     if (setup_error_ != mounted.message() && ctx_.event) {
@@ -289,7 +285,7 @@ void PodWorker::StartContainer(Container& c) {
       if (ctx_.event)
         ctx_.event(pod, "Warning", reason == "ErrImagePull" ? "Failed" : reason,
                    "Error: " + message);
-      log_.Warn("container cannot start", {{"pod", Str(pod, "/metadata/name")},
+      log_.Warn("container cannot start", {{"pod", StringAt(pod, "/metadata/name")},
                                            {"container", name},
                                            {"reason", reason},
                                            {"message", message}});
@@ -305,8 +301,8 @@ void PodWorker::StartContainer(Container& c) {
     wait_with("ErrImagePull", executable.status().message(), std::chrono::seconds(10));
     return;
   }
-  const std::string ns = Str(pod, "/metadata/namespace");
-  PodFacts facts{assignment_.pod_ip, Str(pod, "/spec/nodeName"), assignment_.host_ip};
+  const std::string ns = StringAt(pod, "/metadata/namespace");
+  PodFacts facts{assignment_.pod_ip, StringAt(pod, "/spec/nodeName"), assignment_.host_ip};
   Result<std::vector<std::pair<std::string, std::string>>> resolved =
       ResolveEnv(pod, c.spec, facts, ctx_.lookups(ns));
   if (!resolved.ok()) {
@@ -330,7 +326,7 @@ void PodWorker::StartContainer(Container& c) {
     }
     env.emplace_back(k, v);
   };
-  set("HOSTNAME", Str(pod, "/spec/hostname", Str(pod, "/metadata/name")));
+  set("HOSTNAME", StringAt(pod, "/spec/hostname", StringAt(pod, "/metadata/name")));
   set("HOME", (pod_dir_ / "home").string());
   set("SLUICE_ROOT", pod_dir_.string());
   set("SLUICE_HOSTS_FILE", ctx_.hosts_file.string());
@@ -424,7 +420,7 @@ void PodWorker::CheckExit(Container& c) {
 }
 
 void PodWorker::ScheduleRestart(Container& c, const json& pod, std::chrono::seconds ran) {
-  const std::string policy = Str(pod, "/spec/restartPolicy", "Always");
+  const std::string policy = StringAt(pod, "/spec/restartPolicy", "Always");
   // Init containers are retried on failure unless the policy is Never; they never rerun after
   // success.
   const std::string effective = c.init ? (policy == "Never" ? "Never" : "OnFailure") : policy;
@@ -441,14 +437,14 @@ void PodWorker::ScheduleRestart(Container& c, const json& pod, std::chrono::seco
   c.status.message = delay.count() > 0
                          ? "back-off " + std::to_string((delay.count() + 999) / 1000) +
                                "s restarting failed container=" + c.status.name +
-                               " pod=" + Str(pod, "/metadata/name") + "_" +
-                               Str(pod, "/metadata/namespace") + "(" + Str(pod, "/metadata/uid") +
-                               ")"
+                               " pod=" + StringAt(pod, "/metadata/name") + "_" +
+                               StringAt(pod, "/metadata/namespace") + "(" +
+                               StringAt(pod, "/metadata/uid") + ")"
                          : "";
   if (delay.count() > 0 && ctx_.event) {
     ctx_.event(pod, "Warning", "BackOff",
                "Back-off restarting failed container " + c.status.name + " in pod " +
-                   Str(pod, "/metadata/name"));
+                   StringAt(pod, "/metadata/name"));
   }
   c.backoff_until = Mono::now() + delay;
 }
@@ -548,7 +544,7 @@ void PodWorker::RefreshServiceAccountToken() {
     // The current token stays in place until it expires; kubelet retries the same way.
     token_retry_at_ = ctx_.clock->Now() + std::chrono::seconds(10);
     log_.Warn("refreshing the service-account token failed; will retry",
-              {{"pod", Str(pod, "/metadata/name")}, {"error", s.ToString()}});
+              {{"pod", StringAt(pod, "/metadata/name")}, {"error", s.ToString()}});
   }
 }
 
@@ -605,7 +601,7 @@ void PodWorker::Terminate() {
     Status s = ctx_.remove_pod(PodSnapshot());
     if (s.ok() || s.code() == StatusCode::kNotFound || s.code() == StatusCode::kConflict) break;
     log_.Warn("removing a terminated pod failed; retrying",
-              {{"pod", Str(pod, "/metadata/name")}, {"error", s.ToString()}});
+              {{"pod", StringAt(pod, "/metadata/name")}, {"error", s.ToString()}});
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   std::error_code ec;
@@ -622,8 +618,8 @@ void PodWorker::ReportStatus(bool force) {
   runtime.host_ip = assignment_.host_ip;
   runtime.start_time = start_time_;
   const json old_status = pod.value("status", json::object());
-  json status = PodStatusJson(runtime, Str(pod, "/spec/restartPolicy", "Always"), old_status, Now(),
-                              QosClass(pod));
+  json status = PodStatusJson(runtime, StringAt(pod, "/spec/restartPolicy", "Always"), old_status,
+                              Now(), QosClass(pod));
   // Condition timestamps only move when a status changes, so equal JSON means nothing new.
   if (!force && status == last_status_) return;
   const Mono::time_point now = Mono::now();
@@ -636,7 +632,7 @@ void PodWorker::ReportStatus(bool force) {
     last_status_ = status;
   } else if (s.code() != StatusCode::kNotFound) {
     log_.Warn("writing pod status failed; will retry",
-              {{"pod", Str(pod, "/metadata/name")}, {"error", s.ToString()}});
+              {{"pod", StringAt(pod, "/metadata/name")}, {"error", s.ToString()}});
   }
 }
 

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/http/client.h"
+#include "common/json/fields.h"
 
 namespace sluice::node {
 
@@ -28,18 +29,10 @@ using nlohmann::json;
 constexpr size_t kMaxExecOutput = 10 * 1024;
 constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-int64_t IntField(const json& j, const char* key, int64_t fallback, int64_t minimum) {
-  if (!j.is_object()) return fallback;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number_integer()) return fallback;
-  const int64_t v = it->get<int64_t>();
+// A probe's integer setting, as the kubelet reads it: below `minimum` means the default.
+int64_t IntAtLeast(const json& j, const char* key, int64_t fallback, int64_t minimum) {
+  const int64_t v = IntField(j, key, fallback);
   return v < minimum ? fallback : v;
-}
-
-std::string StringField(const json& j, const char* key) {
-  if (!j.is_object()) return {};
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 // Go's style for error texts: lower-case first letter ("connection refused").
@@ -74,7 +67,7 @@ std::optional<int> ResolvePort(const json& port, const json& container, std::str
   if (container.is_object() && container.contains("ports") && container["ports"].is_array()) {
     for (const json& cp : container["ports"]) {
       if (StringField(cp, "name") == name) {
-        const int64_t p = IntField(cp, "containerPort", 0, 1);
+        const int64_t p = IntAtLeast(cp, "containerPort", 0, 1);
         if (p > 0 && p < 65536) return static_cast<int>(p);
       }
     }
@@ -345,11 +338,11 @@ ProbeResult RunProbe(const json& probe, const std::string& pod_ip, const json& c
 
 ProbeTiming ProbeTimingOf(const json& probe) {
   ProbeTiming t;
-  t.initial_delay = std::chrono::seconds(IntField(probe, "initialDelaySeconds", 0, 0));
-  t.period = std::chrono::seconds(IntField(probe, "periodSeconds", 10, 1));
-  t.timeout = std::chrono::seconds(IntField(probe, "timeoutSeconds", 1, 1));
-  t.success_threshold = static_cast<int>(IntField(probe, "successThreshold", 1, 1));
-  t.failure_threshold = static_cast<int>(IntField(probe, "failureThreshold", 3, 1));
+  t.initial_delay = std::chrono::seconds(IntAtLeast(probe, "initialDelaySeconds", 0, 0));
+  t.period = std::chrono::seconds(IntAtLeast(probe, "periodSeconds", 10, 1));
+  t.timeout = std::chrono::seconds(IntAtLeast(probe, "timeoutSeconds", 1, 1));
+  t.success_threshold = static_cast<int>(IntAtLeast(probe, "successThreshold", 1, 1));
+  t.failure_threshold = static_cast<int>(IntAtLeast(probe, "failureThreshold", 3, 1));
   return t;
 }
 

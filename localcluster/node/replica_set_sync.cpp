@@ -16,12 +16,12 @@ namespace {
 constexpr char kReplicaFailure[] = "ReplicaFailure";
 
 Clock::WallTime TimeAt(const json& object, const char* pointer) {
-  return ParseTimeOrEpoch(JsonString(object, pointer));
+  return ParseTimeOrEpoch(StringAt(object, pointer));
 }
 
 // Pending (and a missing phase, as in kube's lookup) before Unknown before Running.
 int PhaseOrdinal(const json& pod) {
-  const std::string phase = JsonString(pod, "/status/phase");
+  const std::string phase = StringAt(pod, "/status/phase");
   if (phase == "Unknown") return 1;
   if (phase == "Running") return 2;
   return 0;
@@ -92,16 +92,16 @@ json ConditionsWithout(const json& conditions, const std::string& type) {
 std::vector<json> PodsToDelete(const std::vector<json>& pods, size_t count) {
   std::map<std::string, int64_t> per_node;
   for (const json& p : pods) {
-    const std::string node = JsonString(p, "/spec/nodeName");
+    const std::string node = StringAt(p, "/spec/nodeName");
     if (!node.empty()) ++per_node[node];
   }
   std::vector<Ranked> ranked;
   ranked.reserve(pods.size());
   for (const json& p : pods) {
-    const std::string node = JsonString(p, "/spec/nodeName");
+    const std::string node = StringAt(p, "/spec/nodeName");
     ranked.push_back({&p, node.empty(), PhaseOrdinal(p), PodReadyCondition(p),
                       node.empty() ? 0 : per_node[node], ReadySince(p), MaxRestarts(p),
-                      TimeAt(p, "/metadata/creationTimestamp"), JsonString(p, "/metadata/name")});
+                      TimeAt(p, "/metadata/creationTimestamp"), StringAt(p, "/metadata/name")});
   }
   std::sort(ranked.begin(), ranked.end(), DeleteFirst);
   std::vector<json> out;
@@ -112,8 +112,8 @@ std::vector<json> PodsToDelete(const std::vector<json>& pods, size_t count) {
 json PodFromTemplate(const json& replica_set) {
   const json tmpl = replica_set.value("/spec/template"_json_pointer, json::object());
   const json tmeta = tmpl.value("metadata", json::object());
-  json meta = {{"generateName", JsonString(replica_set, "/metadata/name") + "-"},
-               {"namespace", JsonString(replica_set, "/metadata/namespace")},
+  json meta = {{"generateName", StringAt(replica_set, "/metadata/name") + "-"},
+               {"namespace", StringAt(replica_set, "/metadata/namespace")},
                {"ownerReferences",
                 json::array({ControllerReference(replica_set, "apps/v1", "ReplicaSet")})}};
   for (const char* field : {"labels", "annotations", "finalizers"}) {
@@ -151,10 +151,10 @@ void SetReplicaFailure(json& status, const std::string& reason, const std::strin
 ReplicaSetPlan SyncReplicaSet(const json& rs, const std::vector<json>& pods, Clock::WallTime now,
                               const ReplicaSetSyncOptions& options) {
   ReplicaSetPlan plan;
-  const std::string ns = JsonString(rs, "/metadata/namespace");
-  const std::string uid = JsonString(rs, "/metadata/uid");
-  const int64_t replicas = std::max<int64_t>(0, JsonInt(rs, "/spec/replicas", 1));
-  const int64_t min_ready = JsonInt(rs, "/spec/minReadySeconds", 0);
+  const std::string ns = StringAt(rs, "/metadata/namespace");
+  const std::string uid = StringAt(rs, "/metadata/uid");
+  const int64_t replicas = std::max<int64_t>(0, IntAt(rs, "/spec/replicas", 1));
+  const int64_t min_ready = IntAt(rs, "/spec/minReadySeconds", 0);
   const json selector = rs.value("/spec/selector"_json_pointer, json());
   const json template_labels =
       rs.value("/spec/template/metadata/labels"_json_pointer, json::object());
@@ -166,7 +166,7 @@ ReplicaSetPlan SyncReplicaSet(const json& rs, const std::vector<json>& pods, Clo
   std::vector<json> active;
   std::vector<const json*> terminal;
   for (const json& pod : pods) {
-    if (JsonString(pod, "/metadata/namespace") != ns) continue;
+    if (StringAt(pod, "/metadata/namespace") != ns) continue;
     const std::string controller = ControllerUid(pod);
     const json labels = pod.value("/metadata/labels"_json_pointer, json::object());
     const bool gone = IsTerminalPod(pod) || IsBeingDeleted(pod);
@@ -215,7 +215,7 @@ ReplicaSetPlan SyncReplicaSet(const json& rs, const std::vector<json>& pods, Clo
   status["fullyLabeledReplicas"] = fully_labeled;
   status["readyReplicas"] = ready;
   status["availableReplicas"] = available;
-  status["observedGeneration"] = JsonInt(rs, "/metadata/generation", 0);
+  status["observedGeneration"] = IntAt(rs, "/metadata/generation", 0);
   json conditions = ConditionsWithout(status.value("conditions", json::array()), kReplicaFailure);
   if (conditions.empty()) {
     status.erase("conditions");

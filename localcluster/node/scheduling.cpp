@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/json/fields.h"
+
 namespace sluice::node {
 namespace {
 
@@ -37,12 +39,6 @@ const json* Path(const json& obj, std::initializer_list<std::string_view> keys) 
     if (cur == nullptr) return nullptr;
   }
   return cur;
-}
-
-// The string member `key` of `obj`, or "" when absent or not a string.
-std::string StringField(const json& obj, std::string_view key) {
-  const json* v = Field(obj, key);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
 }
 
 // The array at `v`, or an empty array when null or missing.

@@ -4,15 +4,13 @@
 #include <cctype>
 #include <optional>
 
+#include "common/json/fields.h"
+
 namespace sluice::node {
 
 using nlohmann::json;
 
 namespace {
-
-std::string Str(const json& obj, const json::json_pointer& ptr) {
-  return obj.contains(ptr) && obj.at(ptr).is_string() ? obj.at(ptr).get<std::string>() : "";
-}
 
 // The value of a label or annotation ("" when absent); keys hold '/', so no JSON pointer.
 std::string MapValue(const json& pod, const char* map, const std::string& key) {
@@ -68,15 +66,15 @@ std::vector<int> Ports(const json& pod) {
 json PodScrapeTargets(const std::vector<json>& pods) {
   std::vector<std::pair<std::string, json>> groups;  // ("<ns>/<name>", group), for sorting.
   for (const json& pod : pods) {
-    const std::string ip = Str(pod, json::json_pointer("/status/podIP"));
-    if (ip.empty() || Str(pod, json::json_pointer("/status/phase")) != "Running" ||
+    const std::string ip = StringAt(pod, "/status/podIP");
+    if (ip.empty() || StringAt(pod, "/status/phase") != "Running" ||
         MapValue(pod, "annotations", kScrapeAnnotation) != "true") {
       continue;
     }
     const std::vector<int> ports = Ports(pod);
     if (ports.empty()) continue;
-    const std::string ns = Str(pod, json::json_pointer("/metadata/namespace"));
-    const std::string name = Str(pod, json::json_pointer("/metadata/name"));
+    const std::string ns = StringAt(pod, "/metadata/namespace");
+    const std::string name = StringAt(pod, "/metadata/name");
     json targets = json::array();
     for (int port : ports) targets.push_back(ip + ":" + std::to_string(port));
     const std::string path = MapValue(pod, "annotations", kScrapePathAnnotation);

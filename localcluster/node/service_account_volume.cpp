@@ -4,6 +4,7 @@
 #include <chrono>
 #include <system_error>
 
+#include "common/json/fields.h"
 #include "common/time_format.h"
 
 namespace sluice::node {
@@ -16,13 +17,6 @@ constexpr mode_t kTokenMode = 0600;
 constexpr mode_t kPublicMode = 0644;
 // kubelet refreshes a token older than this whatever its lifetime.
 constexpr std::chrono::hours kMaxTokenAge{24};
-
-// obj[key] when obj is an object and the value a string; "" otherwise.
-std::string StringField(const json& obj, const char* key) {
-  if (!obj.is_object()) return "";
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 const json& Spec(const json& pod) {
   static const json kEmpty = json::object();

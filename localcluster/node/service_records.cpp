@@ -4,6 +4,8 @@
 #include <map>
 #include <utility>
 
+#include "common/json/fields.h"
+
 namespace sluice::node {
 
 using nlohmann::json;
@@ -15,12 +17,7 @@ const json& Field(const json& obj, const json::json_pointer& ptr) {
   return obj.contains(ptr) ? obj.at(ptr) : kNull;
 }
 
-std::string Str(const json& obj, const char* pointer) {
-  const json& v = Field(obj, json::json_pointer(pointer));
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
-
-bool IsHeadless(const json& service) { return Str(service, "/spec/clusterIP") == "None"; }
+bool IsHeadless(const json& service) { return StringAt(service, "/spec/clusterIP") == "None"; }
 
 // A named targetPort resolved against the pod's container ports; 0 when not found.
 int ResolvePort(const json& target, const json* pod) {
@@ -49,7 +46,8 @@ bool SelectorMatches(const json& selector, const json& pod) {
 }
 
 bool PodIsReady(const json& pod) {
-  if (Str(pod, "/status/podIP").empty() || Str(pod, "/status/phase") != "Running") return false;
+  if (StringAt(pod, "/status/podIP").empty() || StringAt(pod, "/status/phase") != "Running")
+    return false;
   if (pod.contains(json::json_pointer("/metadata/deletionTimestamp"))) return false;
   for (const json& c : Field(pod, json::json_pointer("/status/conditions"))) {
     if (c.value("type", "") == "Ready") return c.value("status", "") == "True";
@@ -60,28 +58,28 @@ bool PodIsReady(const json& pod) {
 std::optional<json> DesiredEndpoints(const json& service, const std::vector<json>& pods) {
   const json& selector = Field(service, json::json_pointer("/spec/selector"));
   if (!selector.is_object() || selector.empty()) return std::nullopt;
-  const std::string ns = Str(service, "/metadata/namespace");
+  const std::string ns = StringAt(service, "/metadata/namespace");
   const bool publish_not_ready =
       Field(service, json::json_pointer("/spec/publishNotReadyAddresses")).is_boolean() &&
       Field(service, json::json_pointer("/spec/publishNotReadyAddresses")).get<bool>();
   std::vector<std::pair<std::string, json>> ready, not_ready;
   const json* first_pod = nullptr;
   for (const json& pod : pods) {
-    if (Str(pod, "/metadata/namespace") != ns || !SelectorMatches(selector, pod)) continue;
-    const std::string ip = Str(pod, "/status/podIP");
-    const std::string phase = Str(pod, "/status/phase");
+    if (StringAt(pod, "/metadata/namespace") != ns || !SelectorMatches(selector, pod)) continue;
+    const std::string ip = StringAt(pod, "/status/podIP");
+    const std::string phase = StringAt(pod, "/status/phase");
     if (ip.empty() || phase == "Succeeded" || phase == "Failed") continue;
     if (first_pod == nullptr) first_pod = &pod;
     json address = {{"ip", ip},
                     {"targetRef",
                      {{"kind", "Pod"},
                       {"namespace", ns},
-                      {"name", Str(pod, "/metadata/name")},
-                      {"uid", Str(pod, "/metadata/uid")}}}};
-    if (const std::string node = Str(pod, "/spec/nodeName"); !node.empty()) {
+                      {"name", StringAt(pod, "/metadata/name")},
+                      {"uid", StringAt(pod, "/metadata/uid")}}}};
+    if (const std::string node = StringAt(pod, "/spec/nodeName"); !node.empty()) {
       address["nodeName"] = node;
     }
-    if (const std::string host = Str(pod, "/spec/hostname"); !host.empty()) {
+    if (const std::string host = StringAt(pod, "/spec/hostname"); !host.empty()) {
       address["hostname"] = host;
     }
     (PodIsReady(pod) || publish_not_ready ? ready : not_ready).emplace_back(ip, address);
@@ -92,10 +90,11 @@ std::optional<json> DesiredEndpoints(const json& service, const std::vector<json
     for (auto& [_, a] : v) out.push_back(std::move(a));
     return out;
   };
-  json endpoints = {{"apiVersion", "v1"},
-                    {"kind", "Endpoints"},
-                    {"metadata", {{"name", Str(service, "/metadata/name")}, {"namespace", ns}}},
-                    {"subsets", json::array()}};
+  json endpoints = {
+      {"apiVersion", "v1"},
+      {"kind", "Endpoints"},
+      {"metadata", {{"name", StringAt(service, "/metadata/name")}, {"namespace", ns}}},
+      {"subsets", json::array()}};
   if (!ready.empty() || !not_ready.empty()) {
     json subset = json::object();
     if (!ready.empty()) subset["addresses"] = sorted(ready);
@@ -126,8 +125,8 @@ std::string HostsFileText(const std::vector<json>& services, const std::vector<j
   std::vector<std::pair<std::string, std::string>> lines;        // (name, ip) in name order
   std::map<std::pair<std::string, std::string>, bool> headless;  // (ns, name)
   for (const json& svc : services) {
-    const std::string ns = Str(svc, "/metadata/namespace");
-    const std::string name = Str(svc, "/metadata/name");
+    const std::string ns = StringAt(svc, "/metadata/namespace");
+    const std::string name = StringAt(svc, "/metadata/name");
     if (IsHeadless(svc)) headless[{ns, name}] = true;
     std::optional<json> ep = DesiredEndpoints(svc, pods);
     if (!ep) continue;
@@ -145,12 +144,12 @@ std::string HostsFileText(const std::vector<json>& services, const std::vector<j
     }
   }
   for (const json& pod : pods) {
-    const std::string ns = Str(pod, "/metadata/namespace");
-    const std::string host = Str(pod, "/spec/hostname");
-    const std::string sub = Str(pod, "/spec/subdomain");
-    const std::string ip = Str(pod, "/status/podIP");
+    const std::string ns = StringAt(pod, "/metadata/namespace");
+    const std::string host = StringAt(pod, "/spec/hostname");
+    const std::string sub = StringAt(pod, "/spec/subdomain");
+    const std::string ip = StringAt(pod, "/status/podIP");
     if (host.empty() || sub.empty() || ip.empty() || !headless.count({ns, sub})) continue;
-    const std::string phase = Str(pod, "/status/phase");
+    const std::string phase = StringAt(pod, "/status/phase");
     if (phase == "Succeeded" || phase == "Failed") continue;
     const std::string base = host + "." + sub + "." + ns + ".svc";
     lines.emplace_back(base, ip);

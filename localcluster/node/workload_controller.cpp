@@ -108,7 +108,7 @@ void WorkloadController::SyncDeployment(const json& d, const std::vector<json>& 
         return;
       }
       // Another template hashed to the same name: kube's collisionCount changes the hash.
-      const int64_t collisions = JsonInt(d, "/status/collisionCount", 0) + 1;
+      const int64_t collisions = IntAt(d, "/status/collisionCount", 0) + 1;
       log_.Warn("pod template hash collision",
                 {{"deployment", ns + "/" + name}, {"replica_set", rs_name}});
       Result<json> w =
@@ -129,7 +129,7 @@ void WorkloadController::SyncDeployment(const json& d, const std::vector<json>& 
       return LogWriteError("creating a replica set", rs, r.status());
     }
     Await(Awaited::Kind::kCreated, replica_sets_.get(), *r, {}, owner);
-    const int64_t replicas = JsonInt(rs, "/spec/replicas", 0);
+    const int64_t replicas = IntAt(rs, "/spec/replicas", 0);
     if (replicas > 0) {
       Event(deployment_events_, d, "Deployment", kube::kEventNormal, "ScalingReplicaSet",
             ScalingMessage(rs_name, 0, replicas));

@@ -4,28 +4,15 @@
 #include <cctype>
 #include <chrono>
 
+#include "common/json/fields.h"
 #include "common/time_format.h"
 
 namespace sluice::node {
 
 using nlohmann::json;
 
-std::string JsonString(const json& object, const char* pointer) {
-  const json::json_pointer ptr(pointer);
-  if (!object.is_object() || !object.contains(ptr)) return {};
-  const json& v = object.at(ptr);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
-
-int64_t JsonInt(const json& object, const char* pointer, int64_t fallback) {
-  const json::json_pointer ptr(pointer);
-  if (!object.is_object() || !object.contains(ptr)) return fallback;
-  const json& v = object.at(ptr);
-  return v.is_number_integer() ? v.get<int64_t>() : fallback;
-}
-
 bool IsTerminalPod(const json& pod) {
-  const std::string phase = JsonString(pod, "/status/phase");
+  const std::string phase = StringAt(pod, "/status/phase");
   return phase == "Succeeded" || phase == "Failed";
 }
 
@@ -50,8 +37,8 @@ json ControllerReference(const json& owner, const std::string& api_version,
                          const std::string& kind) {
   return {{"apiVersion", api_version},
           {"kind", kind},
-          {"name", JsonString(owner, "/metadata/name")},
-          {"uid", JsonString(owner, "/metadata/uid")},
+          {"name", StringAt(owner, "/metadata/name")},
+          {"uid", StringAt(owner, "/metadata/uid")},
           {"controller", true},
           {"blockOwnerDeletion", true}};
 }

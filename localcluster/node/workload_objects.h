@@ -16,16 +16,12 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/json/fields.h"
 
 namespace sluice::node {
 
 // The label a Deployment adds to its ReplicaSets' selector, template and metadata.
 inline constexpr char kPodTemplateHashLabel[] = "pod-template-hash";
-
-// The string at `pointer` ("/metadata/name"); "" when absent or not a string.
-std::string JsonString(const nlohmann::json& object, const char* pointer);
-// The integer at `pointer`; `fallback` when absent or not an integer.
-int64_t JsonInt(const nlohmann::json& object, const char* pointer, int64_t fallback);
 
 // status.phase is Succeeded or Failed: nothing runs any more.
 bool IsTerminalPod(const nlohmann::json& pod);

@@ -1,5 +1,5 @@
-// Reading fields of the objects the controllers handle: any string by JSON pointer, and
-// metadata.name and metadata.namespace.
+// Reading fields of the objects the controllers handle: metadata.name and metadata.namespace
+// here, any other field with common/json/fields.h (StringAt(obj, "/spec/policyRef/name")).
 //
 // Thread safety: pure functions.
 #pragma once
@@ -7,15 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace sluice::controllers {
+#include "common/json/fields.h"
 
-// The string at JSON pointer `pointer` (e.g. "/spec/policyRef/name"); `fallback` when it is
-// missing or not a string.
-inline std::string Str(const nlohmann::json& obj, const char* pointer,
-                       const std::string& fallback = "") {
-  const nlohmann::json::json_pointer ptr(pointer);
-  return obj.contains(ptr) && obj.at(ptr).is_string() ? obj.at(ptr).get<std::string>() : fallback;
-}
+namespace sluice::controllers {
 
 // metadata.name; "" when missing.
 inline std::string Name(const nlohmann::json& obj) {

@@ -1,5 +1,7 @@
 #include "operator/controllers/pod_hardening.h"
 
+#include "common/json/fields.h"
+
 namespace sluice::controllers {
 namespace {
 
@@ -8,11 +10,6 @@ using nlohmann::json;
 // Sets object[key] = value unless the key is already there.
 void Default(json& object, const char* key, const json& value) {
   if (!object.contains(key)) object[key] = value;
-}
-
-bool IsTrue(const json& object, const char* key) {
-  const auto it = object.find(key);
-  return it != object.end() && it->is_boolean() && it->get<bool>();
 }
 
 // Whether the container's securityContext adds CAP_SYS_ADMIN (the spelling Kubernetes checks).
@@ -32,7 +29,7 @@ void HardenContainer(json& container) {
   if (!sc.is_object()) sc = json::object();
   // The API server refuses allowPrivilegeEscalation: false next to privileged: true or an added
   // CAP_SYS_ADMIN (both imply escalation), so a template that asks for either gets no default.
-  if (!IsTrue(sc, "privileged") && !AddsSysAdmin(sc)) {
+  if (!BoolField(sc, "privileged") && !AddsSysAdmin(sc)) {
     Default(sc, "allowPrivilegeEscalation", false);
   }
   json& caps = sc["capabilities"];

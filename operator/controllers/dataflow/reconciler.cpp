@@ -57,8 +57,8 @@ std::string PodProblem(const json& pod) {
       return m;
     }
   }
-  const std::string msg = Str(pod, "/status/conditions/0/message");
-  return "phase " + Str(pod, "/status/phase", "Pending") + (msg.empty() ? "" : ": " + msg);
+  const std::string msg = StringAt(pod, "/status/conditions/0/message");
+  return "phase " + StringAt(pod, "/status/phase", "Pending") + (msg.empty() ? "" : ": " + msg);
 }
 
 // Whether `object`'s controller (ownerReferences entry with controller: true) has uid `uid`.
@@ -81,8 +81,8 @@ DataflowController::DataflowController(kube::DynamicClient& client, DataflowInfo
       clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Instance()) {}
 
 Status DataflowController::EnsureChildren(const json& df, std::string* pod_state) {
-  const std::string ns = Str(df, "/metadata/namespace", "default");
-  const std::string name = Str(df, "/metadata/name");
+  const std::string ns = StringAt(df, "/metadata/namespace", "default");
+  const std::string name = StringAt(df, "/metadata/name");
   auto cached = [&](kube::Informer* informer, const std::string& child) {
     return informer->store().Get(ns + "/" + child);
   };
@@ -134,12 +134,12 @@ Status DataflowController::EnsureChildren(const json& df, std::string* pod_state
     return Status::Ok();
   }
   const std::string want = pod["metadata"]["annotations"][kConfigHashAnnotation];
-  const std::string have = Str(*current, "/metadata/annotations/sluice.dev~1config-hash", "");
-  const std::string phase = Str(*current, "/status/phase");
+  const std::string have = StringAt(*current, "/metadata/annotations/sluice.dev~1config-hash", "");
+  const std::string phase = StringAt(*current, "/status/phase");
   if (want != have || phase == "Failed" || phase == "Succeeded") {
     const std::string why = want != have ? "its spec changed" : "its pod ended (" + phase + ")";
     kube::DeleteOptions options;
-    options.precondition_uid = Str(*current, "/metadata/uid");
+    options.precondition_uid = StringAt(*current, "/metadata/uid");
     Result<json> r = client_.Resource(kPods, ns).Delete(DataflowPodName(name), options);
     if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
     (void)events_.Record(df, kube::kEventNormal, "ReplacingPod",
@@ -153,8 +153,8 @@ Status DataflowController::EnsureChildren(const json& df, std::string* pod_state
 
 Status DataflowController::EnsureNetworkPolicies(const json& df) {
   if (informers_.network_policies == nullptr) return Status::Ok();
-  const std::string ns = Str(df, "/metadata/namespace", "default");
-  const std::string name = Str(df, "/metadata/name");
+  const std::string ns = StringAt(df, "/metadata/namespace", "default");
+  const std::string name = StringAt(df, "/metadata/name");
   kube::ResourceClient policies = client_.Resource(kube::kNetworkPolicies, ns);
   std::set<std::string> wanted;
   for (const json& desired : DesiredNetworkPolicies(df)) {
@@ -187,9 +187,9 @@ Status DataflowController::EnsureNetworkPolicies(const json& df) {
   for (const std::string& child : NetworkPolicyNames(name)) {
     if (wanted.count(child) > 0) continue;
     kube::ObjectPtr current = informers_.network_policies->store().Get(ns + "/" + child);
-    if (!current || !ControlledBy(*current, Str(df, "/metadata/uid"))) continue;
+    if (!current || !ControlledBy(*current, StringAt(df, "/metadata/uid"))) continue;
     kube::DeleteOptions options;
-    options.precondition_uid = Str(*current, "/metadata/uid");
+    options.precondition_uid = StringAt(*current, "/metadata/uid");
     Result<json> r = policies.Delete(child, options);
     if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
   }
@@ -197,8 +197,8 @@ Status DataflowController::EnsureNetworkPolicies(const json& df) {
 }
 
 json DataflowController::CurrentStatus(const json& df, const std::string& pod_state) {
-  const std::string ns = Str(df, "/metadata/namespace", "default");
-  const std::string name = Str(df, "/metadata/name");
+  const std::string ns = StringAt(df, "/metadata/namespace", "default");
+  const std::string name = StringAt(df, "/metadata/name");
   const std::string key = ns + "/" + name;
   json status = df.value("status", json::object());
   status.erase("conditions");
@@ -226,7 +226,7 @@ json DataflowController::CurrentStatus(const json& df, const std::string& pod_st
           kube::DecodeBase64(secret->value("/data/token"_json_pointer, std::string()));
       http::ClientOptions options;
       options.base_url =
-          "http://" + Str(*pod, "/status/podIP") + ":" + std::to_string(kDataflowPort);
+          "http://" + StringAt(*pod, "/status/podIP") + ":" + std::to_string(kDataflowPort);
       options.connect_timeout = options_.worker_timeout;
       options.read_timeout = options_.worker_timeout;
       options.max_attempts = 1;
@@ -302,8 +302,8 @@ Status DataflowController::WriteStatus(const json& df, json status) {
   if (df.value("status", json::object()) == status) return Status::Ok();
   const std::string patch = json{{"status", status}}.dump();
   Result<json> r =
-      client_.Resource(kDataflows, Str(df, "/metadata/namespace", "default"))
-          .Patch(Str(df, "/metadata/name"), kube::PatchType::kMerge, patch, {}, "status");
+      client_.Resource(kDataflows, StringAt(df, "/metadata/namespace", "default"))
+          .Patch(StringAt(df, "/metadata/name"), kube::PatchType::kMerge, patch, {}, "status");
   return r.ok() || r.status().code() == StatusCode::kNotFound ? Status::Ok() : r.status();
 }
 

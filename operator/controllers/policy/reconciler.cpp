@@ -37,7 +37,7 @@ json PolicyStatus(const json& policy, const std::vector<json>& jobs, const std::
 
 json PolicyStatus(const json& policy, const std::vector<const json*>& jobs,
                   const std::vector<const json*>& pools, Clock::WallTime now) {
-  const std::string name = Str(policy, "/metadata/name");
+  const std::string name = StringAt(policy, "/metadata/name");
   const int64_t generation = policy.value("/metadata/generation"_json_pointer, int64_t{0});
   json status = policy.value("status", json::object());
   std::vector<api::Condition> conditions =
@@ -51,13 +51,14 @@ json PolicyStatus(const json& policy, const std::vector<const json*>& jobs,
   std::vector<std::string> failed;
   for (const json* job_ptr : jobs) {
     const json& job = *job_ptr;
-    if (Str(job, "/spec/policyRef/name") != name) continue;
+    if (StringAt(job, "/spec/policyRef/name") != name) continue;
     const int64_t v = job.value("/status/version"_json_pointer, int64_t{0});
     if (publisher == nullptr || v > version) {
       version = v;
       publisher = &job;
     }
-    if (Str(job, "/status/phase") == "Failed") failed.push_back(Str(job, "/metadata/name"));
+    if (StringAt(job, "/status/phase") == "Failed")
+      failed.push_back(StringAt(job, "/metadata/name"));
   }
   const int64_t old_version = status.value("version", int64_t{0});
   if (version > 0) {
@@ -68,7 +69,7 @@ json PolicyStatus(const json& policy, const std::vector<const json*>& jobs,
     }
     set("WeightsPublished", true, "VersionPublished",
         "version " + std::to_string(version) + " published by TrainerJob " +
-            Str(*publisher, "/metadata/name"));
+            StringAt(*publisher, "/metadata/name"));
   } else {
     set("WeightsPublished", false, "NoVersionYet", "no TrainerJob has published a version yet");
   }
@@ -86,7 +87,7 @@ json PolicyStatus(const json& policy, const std::vector<const json*>& jobs,
       if (p.value("name", "") == name) served = p.value("version", int64_t{-1});
     }
     if (served != version) {
-      lagging.push_back(Str(pool, "/metadata/name") + " (serves " +
+      lagging.push_back(StringAt(pool, "/metadata/name") + " (serves " +
                         (served < 0 ? std::string("none") : "v" + std::to_string(served)) + ")");
     }
   }
@@ -122,15 +123,15 @@ PolicyController::PolicyController(kube::DynamicClient& client, PolicyInformers 
       clock_(clock != nullptr ? *clock : SystemClock::Instance()) {}
 
 std::vector<std::string> PolicyController::PoliciesOfJob(const json& job) {
-  const std::string ns = Str(job, "/metadata/namespace", "default");
-  const std::string policy = Str(job, "/spec/policyRef/name");
+  const std::string ns = StringAt(job, "/metadata/namespace", "default");
+  const std::string policy = StringAt(job, "/spec/policyRef/name");
   if (policy.empty()) return {};
   return {ns + "/" + policy};
 }
 
 std::vector<std::string> PolicyController::PoliciesOfPool(const json& pool) {
   std::vector<std::string> keys;
-  const std::string ns = Str(pool, "/metadata/namespace", "default");
+  const std::string ns = StringAt(pool, "/metadata/namespace", "default");
   for (const json& p : pool.value("/spec/policies"_json_pointer, json::array())) {
     if (p.is_string()) keys.push_back(ns + "/" + p.get<std::string>());
   }
@@ -143,7 +144,7 @@ Result<ReconcileResult> PolicyController::Reconcile(const std::string& key) {
     return ReconcileResult{};
   }
   const json& policy = *cached;
-  const std::string ns = Str(policy, "/metadata/namespace", "default");
+  const std::string ns = StringAt(policy, "/metadata/namespace", "default");
   const auto now = clock_.WallNow();
   json status;
   json defaulted = policy;
@@ -166,7 +167,7 @@ Result<ReconcileResult> PolicyController::Reconcile(const std::string& key) {
   } else {
     // Only the jobs training it and the pools hosting it (PolicyStatus ignores the rest), read
     // in the cache without copies.
-    const std::string name = Str(policy, "/metadata/name");
+    const std::string name = StringAt(policy, "/metadata/name");
     const std::vector<kube::ObjectPtr> jobs =
         Referencing(informers_.jobs->store(), kPolicyRefIndex, JobPolicyRefs, ns, name);
     const std::vector<kube::ObjectPtr> pools =
@@ -184,7 +185,7 @@ Result<ReconcileResult> PolicyController::Reconcile(const std::string& key) {
                              status.value("weightsURL", std::string()));
   }
   Result<json> r = client_.Resource(kPolicies, ns)
-                       .Patch(Str(policy, "/metadata/name"), kube::PatchType::kMerge,
+                       .Patch(StringAt(policy, "/metadata/name"), kube::PatchType::kMerge,
                               json{{"status", status}}.dump(), {}, "status");
   if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
   return ReconcileResult{};

@@ -1,5 +1,6 @@
 #include "operator/controllers/rolloutpool/metrics.h"
 
+#include "common/json/fields.h"
 #include "operator/controllers/rolloutpool/status.h"
 
 namespace sluice::controllers {
@@ -10,11 +11,6 @@ namespace {
 
 const std::vector<std::string> kPoolLabels = {"namespace", "pool"};
 
-int64_t Count(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
-}
-
 }  // namespace
 
 PoolReplicaCounts ReplicaCountsOf(const json& pool, const json& status,
@@ -23,17 +19,17 @@ PoolReplicaCounts ReplicaCountsOf(const json& pool, const json& status,
   PoolReplicaCounts counts;
   counts.desired = pool.value("/spec/replicas"_json_pointer, int64_t{0});
   if (!status.is_object()) return counts;
-  counts.current = Count(status, "replicas");
-  counts.ready = Count(status, "readyReplicas");
-  counts.updated = Count(status, "updatedReplicas");
+  counts.current = IntField(status, "replicas");
+  counts.ready = IntField(status, "readyReplicas");
+  counts.updated = IntField(status, "updatedReplicas");
   counts.unplaced = unplaced;
   for (const json& r : status.value("regions", json::array())) {
     if (!r.is_object() || !r.contains("name") || !r["name"].is_string()) continue;
     RegionReplicaCounts& rc = counts.regions.emplace_back();
     rc.region = r["name"].get<std::string>();
-    rc.current = Count(r, "replicas");
-    rc.ready = Count(r, "ready");
-    rc.pending = Count(r, "pending");
+    rc.current = IntField(r, "replicas");
+    rc.ready = IntField(r, "ready");
+    rc.pending = IntField(r, "pending");
     for (const placement::RegionTarget& t : targets) {
       const bool same =
           t.region == rc.region || (t.region.empty() && rc.region == kDefaultRegionName);

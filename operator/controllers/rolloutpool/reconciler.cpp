@@ -85,22 +85,22 @@ RolloutPoolController::PoolState& RolloutPoolController::State(const std::string
 
 std::vector<std::string> RolloutPoolController::PoolsOfDataflow(const json& dataflow) const {
   std::vector<std::string> keys;
-  const std::string ns = Str(dataflow, "/metadata/namespace", "default");
-  const std::string name = Str(dataflow, "/metadata/name");
+  const std::string ns = StringAt(dataflow, "/metadata/namespace", "default");
+  const std::string name = StringAt(dataflow, "/metadata/name");
   for (const kube::ObjectPtr& p :
        Referencing(informers_.pools->store(), kDataflowRefIndex, DataflowRefs, ns, name)) {
-    keys.push_back(ns + "/" + Str(*p, "/metadata/name"));
+    keys.push_back(ns + "/" + StringAt(*p, "/metadata/name"));
   }
   return keys;
 }
 
 std::vector<std::string> RolloutPoolController::PoolsOfPolicy(const json& policy) const {
   std::vector<std::string> keys;
-  const std::string ns = Str(policy, "/metadata/namespace", "default");
-  const std::string name = Str(policy, "/metadata/name");
+  const std::string ns = StringAt(policy, "/metadata/namespace", "default");
+  const std::string name = StringAt(policy, "/metadata/name");
   for (const kube::ObjectPtr& p :
        Referencing(informers_.pools->store(), kPolicyRefIndex, PoolPolicyRefs, ns, name)) {
-    keys.push_back(ns + "/" + Str(*p, "/metadata/name"));
+    keys.push_back(ns + "/" + StringAt(*p, "/metadata/name"));
   }
   return keys;
 }
@@ -125,10 +125,10 @@ Result<std::vector<json>> RolloutPoolController::OwnedPods(const json& pool) con
   const std::string pool_label = LabelValue(Name(pool));
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<kube::ObjectPtr> owned,
-      informers_.pods->store().ByIndex(kube::kOwnerUidIndex, Str(pool, "/metadata/uid")));
+      informers_.pods->store().ByIndex(kube::kOwnerUidIndex, StringAt(pool, "/metadata/uid")));
   for (const kube::ObjectPtr& p : owned) {
-    if (Namespace(*p) == ns && Str(*p, "/metadata/labels/sluice.dev~1pool") == pool_label &&
-        Str(*p, "/metadata/labels/app.kubernetes.io~1component") == "rollout") {
+    if (Namespace(*p) == ns && StringAt(*p, "/metadata/labels/sluice.dev~1pool") == pool_label &&
+        StringAt(*p, "/metadata/labels/app.kubernetes.io~1component") == "rollout") {
       pods.push_back(*p);
     }
   }
@@ -410,7 +410,7 @@ Status RolloutPoolController::Execute(const json& pool, const std::vector<Action
                              "Replica " + a.replica + " stayed Terminating and not Ready for " +
                                  std::to_string(abandon_after) +
                                  "s past its deletion deadline on node " +
-                                 Str(pods[i], "/spec/nodeName", "(none)") +
+                                 StringAt(pods[i], "/spec/nodeName", "(none)") +
                                  ": its node no longer answers; deleted it with no grace period");
         break;
       }
@@ -480,9 +480,9 @@ Status RolloutPoolController::Execute(const json& pool, const std::vector<Action
         for (const json& f : pool.value("/metadata/finalizers"_json_pointer, json::array())) {
           if (f != kDrainFinalizer) kept.push_back(f);
         }
-        json patch = {
-            {"metadata",
-             {{"finalizers", kept}, {"resourceVersion", Str(pool, "/metadata/resourceVersion")}}}};
+        json patch = {{"metadata",
+                       {{"finalizers", kept},
+                        {"resourceVersion", StringAt(pool, "/metadata/resourceVersion")}}}};
         Result<json> r = client_.Resource(kPools, Namespace(pool))
                              .Patch(Name(pool), kube::PatchType::kMerge, patch.dump());
         if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
@@ -521,13 +521,13 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
     finalizers.push_back(kDrainFinalizer);
     json patch = {{"metadata",
                    {{"finalizers", finalizers},
-                    {"resourceVersion", Str(pool, "/metadata/resourceVersion")}}}};
+                    {"resourceVersion", StringAt(pool, "/metadata/resourceVersion")}}}};
     SLUICE_ASSIGN_OR_RETURN(
         pool, client_.Resource(kPools, ns).Patch(name, kube::PatchType::kMerge, patch.dump()));
     facts.has_finalizer = true;
   }
   SLUICE_ASSIGN_OR_RETURN(const std::vector<json> pods, OwnedPods(pool));
-  const std::string df_name = Str(pool, "/spec/dataflowRef/name");
+  const std::string df_name = StringAt(pool, "/spec/dataflowRef/name");
   const std::string token = Token(ns, df_name);
   facts.grace_seconds = pool.value("/spec/drain/gracePeriodSeconds"_json_pointer, int64_t{120});
   const int64_t abandon_after =

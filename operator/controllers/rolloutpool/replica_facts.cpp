@@ -32,11 +32,12 @@ Replica ReplicaFromPod(const json& pod, const std::string& template_hash, int64_
                        int64_t abandon_after_seconds) {
   Replica r;
   placement::ReplicaFacts& f = r.placement;
-  f.name = Str(pod, "/metadata/name");
-  f.region = Str(pod, "/metadata/labels/sluice.dev~1region");
-  f.replica_index = std::atoi(Str(pod, "/metadata/labels/sluice.dev~1replica-index", "0").c_str());
+  f.name = StringAt(pod, "/metadata/name");
+  f.region = StringAt(pod, "/metadata/labels/sluice.dev~1region");
+  f.replica_index =
+      std::atoi(StringAt(pod, "/metadata/labels/sluice.dev~1replica-index", "0").c_str());
   f.ready = HasCondition(pod, "Ready", "True");
-  r.phase = Str(pod, "/status/phase", "Pending");
+  r.phase = StringAt(pod, "/status/phase", "Pending");
   f.pending_unschedulable =
       r.phase == "Pending" && HasCondition(pod, "PodScheduled", "False", "Unschedulable");
   f.unscheduled = r.phase == "Pending" && !HasCondition(pod, "PodScheduled", "True");
@@ -46,18 +47,18 @@ Replica ReplicaFromPod(const json& pod, const std::string& template_hash, int64_
     }
   }
   if (r.phase == "Pending") {
-    f.pending_since_seconds = UnixSecondsOrZero(Str(pod, "/metadata/creationTimestamp"));
+    f.pending_since_seconds = UnixSecondsOrZero(StringAt(pod, "/metadata/creationTimestamp"));
   }
   r.terminating = pod.contains("/metadata/deletionTimestamp"_json_pointer);
   if (pod.contains("/metadata/annotations/sluice.dev~1draining-since"_json_pointer)) {
     r.draining_since =
-        UnixSecondsOrZero(Str(pod, "/metadata/annotations/sluice.dev~1draining-since"));
+        UnixSecondsOrZero(StringAt(pod, "/metadata/annotations/sluice.dev~1draining-since"));
   }
   f.draining = r.draining_since.has_value() || r.terminating;
-  r.uid = Str(pod, "/metadata/uid");
-  const std::string ip = Str(pod, "/status/podIP");
+  r.uid = StringAt(pod, "/metadata/uid");
+  const std::string ip = StringAt(pod, "/status/podIP");
   r.url = ip.empty() ? "" : "http://" + ip + ":" + std::to_string(kRolloutPort);
-  r.current = Str(pod, "/metadata/labels/sluice.dev~1template-hash") == template_hash;
+  r.current = StringAt(pod, "/metadata/labels/sluice.dev~1template-hash") == template_hash;
   r.termination_abandoned = TerminationAbandoned(pod, now_seconds, abandon_after_seconds);
   return r;
 }

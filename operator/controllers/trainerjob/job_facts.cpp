@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "common/json/fields.h"
 #include "common/time_format.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/trainerjob/desired_pods.h"
@@ -10,29 +11,13 @@ namespace sluice::controllers::trainerjob {
 
 using nlohmann::json;
 
-namespace {
-
-int64_t IntAt(const json& object, const char* pointer, int64_t fallback) {
-  const json::json_pointer ptr(pointer);
-  return object.contains(ptr) && object.at(ptr).is_number_integer() ? object.at(ptr).get<int64_t>()
-                                                                    : fallback;
-}
-
-std::optional<int64_t> OptionalIntAt(const json& object, const char* pointer) {
-  const json::json_pointer ptr(pointer);
-  if (!object.contains(ptr) || !object.at(ptr).is_number_integer()) return std::nullopt;
-  return object.at(ptr).get<int64_t>();
-}
-
-}  // namespace
-
 RankPod RankPodFrom(const json& pod, int attempt, const std::string& template_hash) {
   RankPod p;
-  p.name = Str(pod, "/metadata/name");
-  p.rank = std::atoi(Str(pod, "/metadata/labels/sluice.dev~1rank", "0").c_str());
+  p.name = StringAt(pod, "/metadata/name");
+  p.rank = std::atoi(StringAt(pod, "/metadata/labels/sluice.dev~1rank", "0").c_str());
   p.current = RankPodCurrent(pod, attempt, template_hash);
-  p.phase = Str(pod, "/status/phase");
-  p.reason = Str(pod, "/status/reason");
+  p.phase = StringAt(pod, "/status/phase");
+  p.reason = StringAt(pod, "/status/reason");
   p.terminating = pod.contains("/metadata/deletionTimestamp"_json_pointer);
   for (const json& c : pod.value("/status/conditions"_json_pointer, json::array())) {
     if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False" &&
@@ -40,7 +25,7 @@ RankPod RankPodFrom(const json& pod, int attempt, const std::string& template_ha
       p.unschedulable = true;
     }
   }
-  p.created_seconds = UnixSecondsOrZero(Str(pod, "/metadata/creationTimestamp"));
+  p.created_seconds = UnixSecondsOrZero(StringAt(pod, "/metadata/creationTimestamp"));
   return p;
 }
 
@@ -48,7 +33,7 @@ JobFacts JobFactsOf(const json& job, const std::vector<json>& pods,
                     const std::string& template_hash) {
   JobFacts f;
   const json status = job.value("status", json::object());
-  f.phase = Str(job, "/status/phase", "Pending");
+  f.phase = StringAt(job, "/status/phase", "Pending");
   f.replicas = IntAt(job, "/spec/replicas", 1);
   f.steps = IntAt(job, "/spec/steps", 0);
   f.restarts = IntAt(job, "/status/restarts", 0);
@@ -57,9 +42,9 @@ JobFacts JobFactsOf(const json& job, const std::vector<json>& pods,
   f.suspend = suspend.is_boolean() && suspend.get<bool>();
   f.ttl_seconds = OptionalIntAt(job, "/spec/runPolicy/ttlSecondsAfterFinished");
   f.active_deadline_seconds = OptionalIntAt(job, "/spec/runPolicy/activeDeadlineSeconds");
-  f.completion_seconds = UnixSecondsOrZero(Str(job, "/status/completionTime"));
+  f.completion_seconds = UnixSecondsOrZero(StringAt(job, "/status/completionTime"));
   if (status.contains("startTime"))
-    f.start_seconds = UnixSecondsOrZero(Str(job, "/status/startTime"));
+    f.start_seconds = UnixSecondsOrZero(StringAt(job, "/status/startTime"));
   f.final_version = IntAt(job, "/status/version", 0);
   const int attempt = static_cast<int>(f.restarts);
   for (const json& pod : pods) f.ranks.push_back(RankPodFrom(pod, attempt, template_hash));

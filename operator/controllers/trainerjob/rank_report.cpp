@@ -1,20 +1,12 @@
 #include "operator/controllers/trainerjob/rank_report.h"
 
+#include "common/json/fields.h"
 #include "operator/controllers/trainerjob/final_progress.h"
 #include "operator/controllers/trainerjob/skipped_checkpoints.h"
 
 namespace sluice::controllers::trainerjob {
 
 using nlohmann::json;
-
-namespace {
-
-int64_t IntField(const json& object, const char* key) {
-  const json v = object.value(key, json(0));
-  return v.is_number_integer() ? v.get<int64_t>() : 0;
-}
-
-}  // namespace
 
 std::vector<json> ApplyRankZeroReport(const json& report, json& status) {
   if (!report.is_object()) return {};

@@ -45,13 +45,13 @@ TrainerJobController::TrainerJobController(kube::DynamicClient& client,
 std::vector<std::string> TrainerJobController::JobsReferencing(const json& object,
                                                                const std::string& field) const {
   std::vector<std::string> keys;
-  const std::string ns = Str(object, "/metadata/namespace", "default");
-  const std::string name = Str(object, "/metadata/name");
+  const std::string ns = StringAt(object, "/metadata/namespace", "default");
+  const std::string name = StringAt(object, "/metadata/name");
   const bool policy = field == "policyRef";
   for (const kube::ObjectPtr& j : Referencing(
            informers_.jobs->store(), policy ? kPolicyRefIndex : kDataflowRefIndex,
            policy ? kube::IndexFunc(JobPolicyRefs) : kube::IndexFunc(DataflowRefs), ns, name)) {
-    keys.push_back(ns + "/" + Str(*j, "/metadata/name"));
+    keys.push_back(ns + "/" + StringAt(*j, "/metadata/name"));
   }
   return keys;
 }
@@ -81,8 +81,9 @@ class TrainerJobController::StatusEditor {
     if (status_ == job_.value("status", json::object())) return Status::Ok();
     // The resourceVersion makes the patch conditional: status written from a stale read (say,
     // an older restart count) is refused with 409 instead of undoing a newer write.
-    const json patch = {{"metadata", {{"resourceVersion", Str(job_, "/metadata/resourceVersion")}}},
-                        {"status", status_}};
+    const json patch = {
+        {"metadata", {{"resourceVersion", StringAt(job_, "/metadata/resourceVersion")}}},
+        {"status", status_}};
     Result<json> r = client.Resource(kJobs, Namespace(job_))
                          .Patch(Name(job_), kube::PatchType::kMerge, patch.dump(), {}, "status");
     return r.ok() || r.status().code() == StatusCode::kNotFound ? Status::Ok() : r.status();
@@ -102,9 +103,10 @@ Result<std::vector<json>> TrainerJobController::OwnedPods(const json& job) const
   const std::string job_label = JobLabelValue(Name(job));
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<kube::ObjectPtr> owned,
-      informers_.pods->store().ByIndex(kube::kOwnerUidIndex, Str(job, "/metadata/uid")));
+      informers_.pods->store().ByIndex(kube::kOwnerUidIndex, StringAt(job, "/metadata/uid")));
   for (const kube::ObjectPtr& p : owned) {
-    if (Namespace(*p) == ns && Str(*p, "/metadata/labels/sluice.dev~1trainer-job") == job_label) {
+    if (Namespace(*p) == ns &&
+        StringAt(*p, "/metadata/labels/sluice.dev~1trainer-job") == job_label) {
       pods.push_back(*p);
     }
   }
@@ -117,17 +119,18 @@ json TrainerJobController::AskRankZero(const json& job, const std::vector<json>&
   for (size_t i = 0; i < pods.size(); ++i) {
     if (facts.ranks[i].current && facts.ranks[i].rank == 0) rank0 = &pods[i];
   }
-  if (rank0 == nullptr || Str(*rank0, "/status/phase") != "Running" ||
-      Str(*rank0, "/status/podIP").empty()) {
+  if (rank0 == nullptr || StringAt(*rank0, "/status/phase") != "Running" ||
+      StringAt(*rank0, "/status/podIP").empty()) {
     return json();
   }
   http::ClientOptions options;
-  options.base_url = "http://" + Str(*rank0, "/status/podIP") + ":" + std::to_string(kTrainerPort);
+  options.base_url =
+      "http://" + StringAt(*rank0, "/status/podIP") + ":" + std::to_string(kTrainerPort);
   options.connect_timeout = options_.worker_timeout;
   options.read_timeout = options_.worker_timeout;
   options.max_attempts = 1;
   if (informers_.secrets != nullptr) {
-    const std::string df_name = Str(job, "/spec/dataflowRef/name");
+    const std::string df_name = StringAt(job, "/spec/dataflowRef/name");
     kube::ObjectPtr secret =
         informers_.secrets->store().Get(Namespace(job) + "/" + DataflowTokenSecretName(df_name));
     Result<std::string> token =
@@ -195,7 +198,7 @@ bool TrainerJobController::CacheLagsRestart(const std::string& key, const json& 
   std::lock_guard<std::mutex> lock(restarts_mu_);
   const auto it = restarts_written_.find(key);
   if (it == restarts_written_.end()) return false;
-  if (it->second.first == Str(job, "/metadata/uid") &&
+  if (it->second.first == StringAt(job, "/metadata/uid") &&
       job.value("/status/restarts"_json_pointer, int64_t{0}) < it->second.second) {
     return true;
   }
@@ -206,7 +209,7 @@ bool TrainerJobController::CacheLagsRestart(const std::string& key, const json& 
 void TrainerJobController::RememberRestart(const std::string& key, const json& job,
                                            int64_t restarts) {
   std::lock_guard<std::mutex> lock(restarts_mu_);
-  restarts_written_[key] = {Str(job, "/metadata/uid"), restarts};
+  restarts_written_[key] = {StringAt(job, "/metadata/uid"), restarts};
 }
 
 Result<ReconcileResult> TrainerJobController::Reconcile(const std::string& key) {
@@ -228,7 +231,7 @@ Result<ReconcileResult> TrainerJobController::Sync(const std::string& key) {
   // The watch has not delivered this controller's gang restart yet: wait for it.
   if (CacheLagsRestart(key, *cached)) return ReconcileResult{std::chrono::milliseconds(100)};
   // Another controller (e.g. Kueue's MultiKueue) owns this job: hands off.
-  if (Str(*cached, "/spec/managedBy", kOperatorManagedBy) != kOperatorManagedBy) {
+  if (StringAt(*cached, "/spec/managedBy", kOperatorManagedBy) != kOperatorManagedBy) {
     return ReconcileResult{};
   }
   json job = *cached;
@@ -252,8 +255,8 @@ Result<ReconcileResult> TrainerJobController::Sync(const std::string& key) {
     return ReconcileResult{};
   }
   job = defaulted;
-  const std::string policy_name = Str(job, "/spec/policyRef/name");
-  const std::string df_name = Str(job, "/spec/dataflowRef/name");
+  const std::string policy_name = StringAt(job, "/spec/policyRef/name");
+  const std::string df_name = StringAt(job, "/spec/dataflowRef/name");
   kube::ObjectPtr policy = informers_.policies->store().Get(ns + "/" + policy_name);
   kube::ObjectPtr dataflow = informers_.dataflows->store().Get(ns + "/" + df_name);
   if (!policy) {

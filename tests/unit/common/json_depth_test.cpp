@@ -1,4 +1,4 @@
-#include "common/json_depth.h"
+#include "common/json/json_depth.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <utility>
 
-#include "workers/dataflow/algorithms/options_json.h"
+#include "common/json/options_reader.h"
 
 namespace sluice::dataflow {
 

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include "common/json/options_reader.h"
 #include "workers/dataflow/algorithms/group_stats.h"
-#include "workers/dataflow/algorithms/options_json.h"
 
 namespace sluice::dataflow {
 

@@ -14,11 +14,11 @@
 
 #include "api/validation.h"
 #include "common/file/read_file.h"
+#include "common/json/options_reader.h"
 #include "common/yaml/yaml_json.h"
 #include "workers/dataflow/algorithms/curators.h"
 #include "workers/dataflow/algorithms/filters.h"
 #include "workers/dataflow/algorithms/group_stats.h"
-#include "workers/dataflow/algorithms/options_json.h"
 #include "workers/dataflow/algorithms/replay.h"
 #include "workers/dataflow/algorithms/staleness.h"
 

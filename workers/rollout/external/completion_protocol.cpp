@@ -5,7 +5,7 @@
 #include <limits>
 #include <optional>
 
-#include "common/json_depth.h"
+#include "common/json/json_depth.h"
 
 namespace sluice::rollout {
 namespace {

@@ -1,6 +1,6 @@
 #include "workers/rollout/external/weight_reload.h"
 
-#include "common/json_depth.h"
+#include "common/json/json_depth.h"
 
 namespace sluice::rollout {
 namespace {

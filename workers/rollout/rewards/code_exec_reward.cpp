@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/json/options_reader.h"
 #include "workers/rollout/sandbox/sandboxed_process.h"
 
 namespace sluice::rollout {
@@ -132,16 +133,13 @@ RewardOutcome ErrorOutcome(std::string detail) {
   return outcome;
 }
 
-Result<double> PositiveNumber(const json& value, const std::string& field) {
-  if (!value.is_number()) {
-    return Status::InvalidArgument("must be a number, got " + std::string(value.type_name()),
-                                   field);
+// Reads `key` into `out` when present; it must be a finite number above 0.
+Status PositiveNumber(JsonOptions& reader, std::string_view key, double& out) {
+  SLUICE_RETURN_IF_ERROR(reader.Double(key, out));
+  if (!(out > 0) || !std::isfinite(out)) {
+    return Status::InvalidArgument("must be greater than 0", std::string(key));
   }
-  const double v = value.get<double>();
-  if (!(v > 0) || !std::isfinite(v)) {
-    return Status::InvalidArgument("must be greater than 0", field);
-  }
-  return v;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -203,34 +201,26 @@ bool OutputMatches(std::string_view actual, std::string_view expected) {
 
 Result<std::unique_ptr<CodeExecReward>> CodeExecReward::Create(const json& options) {
   Options parsed;
-  if (options.is_null()) return std::make_unique<CodeExecReward>(parsed);
-  if (!options.is_object()) {
-    return Status::InvalidArgument("must be an object, got " + std::string(options.type_name()),
-                                   "reward.options");
-  }
-  for (const auto& [key, value] : options.items()) {
-    const std::string field = "reward.options." + key;
-    if (key == "language") {
-      std::optional<CodeLanguage> language;
-      if (value.is_string()) language = ParseCodeLanguage(value.get<std::string>());
-      if (!language) return Status::InvalidArgument("must be \"python\" or \"cpp\"", field);
-      parsed.language = *language;
-    } else if (key == "timeoutSeconds") {
-      SLUICE_ASSIGN_OR_RETURN(parsed.timeout_seconds, PositiveNumber(value, field));
-    } else if (key == "cpuSeconds") {
-      SLUICE_ASSIGN_OR_RETURN(parsed.cpu_seconds, PositiveNumber(value, field));
-    } else if (key == "memoryMiB") {
-      if (!value.is_number_integer() || value.get<int64_t>() <= 0 ||
-          value.get<int64_t>() > (int64_t{1} << 30)) {
-        return Status::InvalidArgument("must be a positive integer (MiB)", field);
+  const auto read = [&]() -> Status {
+    SLUICE_ASSIGN_OR_RETURN(JsonOptions reader, JsonOptions::Create(options));
+    std::string language;
+    SLUICE_RETURN_IF_ERROR(reader.String("language", language));
+    if (options.is_object() && options.contains("language")) {
+      const std::optional<CodeLanguage> parsed_language = ParseCodeLanguage(language);
+      if (!parsed_language) {
+        return Status::InvalidArgument("must be \"python\" or \"cpp\"", "language");
       }
-      parsed.memory_mib = value.get<int64_t>();
-    } else {
-      return Status::InvalidArgument(
-          "unknown option for code-exec; known: language, timeoutSeconds, cpuSeconds, memoryMiB",
-          field);
+      parsed.language = *parsed_language;
     }
-  }
+    SLUICE_RETURN_IF_ERROR(PositiveNumber(reader, "timeoutSeconds", parsed.timeout_seconds));
+    SLUICE_RETURN_IF_ERROR(PositiveNumber(reader, "cpuSeconds", parsed.cpu_seconds));
+    SLUICE_RETURN_IF_ERROR(reader.Int("memoryMiB", parsed.memory_mib));
+    if (parsed.memory_mib <= 0 || parsed.memory_mib > (int64_t{1} << 30)) {
+      return Status::InvalidArgument("must be a positive integer (MiB)", "memoryMiB");
+    }
+    return reader.RejectUnknown();
+  };
+  SLUICE_RETURN_IF_ERROR(PrefixField(read(), "reward.options"));
   return std::make_unique<CodeExecReward>(parsed);
 }
 

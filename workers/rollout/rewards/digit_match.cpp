@@ -56,7 +56,7 @@ double DigitMatchScore(std::string_view answer, std::string_view reference) {
 }
 
 Result<std::unique_ptr<DigitMatchReward>> DigitMatchReward::Create(const nlohmann::json& options) {
-  SLUICE_ASSIGN_OR_RETURN(const bool extract, ParseExtractOption(options, "digit-match"));
+  SLUICE_ASSIGN_OR_RETURN(const bool extract, ParseExtractOption(options));
   Options parsed;
   parsed.extract = extract;
   return std::make_unique<DigitMatchReward>(parsed);

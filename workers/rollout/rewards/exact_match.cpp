@@ -8,7 +8,7 @@
 namespace sluice::rollout {
 
 Result<std::unique_ptr<ExactMatchReward>> ExactMatchReward::Create(const nlohmann::json& options) {
-  SLUICE_ASSIGN_OR_RETURN(const bool extract, ParseExtractOption(options, "exact-match"));
+  SLUICE_ASSIGN_OR_RETURN(const bool extract, ParseExtractOption(options));
   Options parsed;
   parsed.extract = extract;
   return std::make_unique<ExactMatchReward>(parsed);

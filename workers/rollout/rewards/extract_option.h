@@ -5,15 +5,14 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-#include <string_view>
 
 #include "common/status.h"
 
 namespace sluice::rollout {
 
-// The value of "extract" (true when absent). InvalidArgument naming "reward.options" when
-// `options` is not an object, "reward.options.extract" for a value that is not a boolean, and
-// "reward.options.KEY" for any other key (the message names `reward`, e.g. "digit-match").
-Result<bool> ParseExtractOption(const nlohmann::json& options, std::string_view reward);
+// The value of "extract" (true when absent or when `options` is null). InvalidArgument naming
+// "reward.options" when `options` is not an object, "reward.options.extract" for a value that is
+// not a boolean, and "reward.options.KEY" for any other key (common/json/options_reader.h).
+Result<bool> ParseExtractOption(const nlohmann::json& options);
 
 }  // namespace sluice::rollout

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/json/options_reader.h"
 #include "workers/rollout/rewards/answer_extraction.h"
 
 namespace sluice::rollout {
@@ -595,28 +596,17 @@ bool MathEquivalent(std::string_view a, std::string_view b, double tolerance) {
 }
 
 Result<std::unique_ptr<MathReward>> MathReward::Create(const nlohmann::json& options) {
-  if (!options.is_object()) {
-    return Status::InvalidArgument("must be an object, got " + std::string(options.type_name()),
-                                   "reward.options");
-  }
   Options parsed;
-  for (const auto& [key, value] : options.items()) {
-    const std::string field = "reward.options." + key;
-    if (key == "tolerance") {
-      if (!value.is_number()) {
-        return Status::InvalidArgument("must be a number, got " + std::string(value.type_name()),
-                                       field);
-      }
-      const double tolerance = value.get<double>();
-      if (!(tolerance >= 0) || !std::isfinite(tolerance)) {
-        return Status::InvalidArgument("must be a finite number >= 0, got " + value.dump(), field);
-      }
-      parsed.tolerance = tolerance;
-    } else {
-      return Status::InvalidArgument("unknown option for math; the only one is \"tolerance\"",
-                                     field);
+  const auto read = [&]() -> Status {
+    SLUICE_ASSIGN_OR_RETURN(JsonOptions reader, JsonOptions::Create(options));
+    SLUICE_RETURN_IF_ERROR(reader.Double("tolerance", parsed.tolerance));
+    if (!(parsed.tolerance >= 0) || !std::isfinite(parsed.tolerance)) {
+      return Status::InvalidArgument(
+          "must be a finite number >= 0, got " + options["tolerance"].dump(), "tolerance");
     }
-  }
+    return reader.RejectUnknown();
+  };
+  SLUICE_RETURN_IF_ERROR(PrefixField(read(), "reward.options"));
   return std::make_unique<MathReward>(parsed);
 }
 

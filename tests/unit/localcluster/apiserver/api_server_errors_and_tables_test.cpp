@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/http/client.h"
-#include "common/json_depth.h"
+#include "common/json/json_depth.h"
 #include "common/status.h"
 #include "localcluster/apiserver/api_server.h"
 #include "tests/unit/localcluster/apiserver/api_server_test_support.h"

@@ -1,10 +1,21 @@
-#include "workers/dataflow/algorithms/options_json.h"
+#include "common/json/options_reader.h"
 
-namespace sluice::dataflow {
+namespace sluice {
+
+namespace {
+
+Status WrongType(const char* expected, const nlohmann::json& v, std::string_view key) {
+  return Status::InvalidArgument(std::string("must be ") + expected + ", got " + v.type_name(),
+                                 std::string(key));
+}
+
+}  // namespace
 
 Result<JsonOptions> JsonOptions::Create(const nlohmann::json& options) {
   if (options.is_null()) return JsonOptions(nlohmann::json::object());
-  if (!options.is_object()) return Status::InvalidArgument("options must be an object");
+  if (!options.is_object()) {
+    return Status::InvalidArgument(std::string("must be an object, got ") + options.type_name());
+  }
   return JsonOptions(options);
 }
 
@@ -17,7 +28,7 @@ const nlohmann::json* JsonOptions::Find(std::string_view key) {
 Status JsonOptions::Double(std::string_view key, double& out) {
   const nlohmann::json* v = Find(key);
   if (v == nullptr) return Status::Ok();
-  if (!v->is_number()) return Status::InvalidArgument("must be a number", std::string(key));
+  if (!v->is_number()) return WrongType("a number", *v, key);
   out = v->get<double>();
   return Status::Ok();
 }
@@ -32,8 +43,7 @@ Status JsonOptions::Int(std::string_view key, int64_t& out) {
     out = static_cast<int64_t>(v->get<uint64_t>());
     return Status::Ok();
   }
-  if (!v->is_number_integer())
-    return Status::InvalidArgument("must be an integer", std::string(key));
+  if (!v->is_number_integer()) return WrongType("an integer", *v, key);
   out = v->get<int64_t>();
   return Status::Ok();
 }
@@ -41,7 +51,7 @@ Status JsonOptions::Int(std::string_view key, int64_t& out) {
 Status JsonOptions::Bool(std::string_view key, bool& out) {
   const nlohmann::json* v = Find(key);
   if (v == nullptr) return Status::Ok();
-  if (!v->is_boolean()) return Status::InvalidArgument("must be a boolean", std::string(key));
+  if (!v->is_boolean()) return WrongType("a boolean", *v, key);
   out = v->get<bool>();
   return Status::Ok();
 }
@@ -49,14 +59,18 @@ Status JsonOptions::Bool(std::string_view key, bool& out) {
 Status JsonOptions::String(std::string_view key, std::string& out) {
   const nlohmann::json* v = Find(key);
   if (v == nullptr) return Status::Ok();
-  if (!v->is_string()) return Status::InvalidArgument("must be a string", std::string(key));
+  if (!v->is_string()) return WrongType("a string", *v, key);
   out = v->get<std::string>();
   return Status::Ok();
 }
 
 Status JsonOptions::RejectUnknown() const {
   for (const auto& [key, value] : options_.items()) {
-    if (!seen_.contains(key)) return Status::InvalidArgument("unknown option", key);
+    if (seen_.contains(key)) continue;
+    std::string known;
+    for (const std::string& k : seen_) known += (known.empty() ? "" : ", ") + k;
+    return Status::InvalidArgument(
+        known.empty() ? "unknown option; this takes none" : "unknown option; known: " + known, key);
   }
   return Status::Ok();
 }
@@ -68,4 +82,4 @@ Status PrefixField(const Status& status, std::string_view prefix) {
   return Status(status.code(), status.message(), std::move(field));
 }
 
-}  // namespace sluice::dataflow
+}  // namespace sluice
