@@ -51,13 +51,13 @@
 #include "kube/rest_client.h"
 #include "localcluster/apiserver/api_server.h"
 #include "localcluster/apiserver/kubeconfig_writer.h"
-#include "localcluster/apiserver/memory_storage.h"
 #include "localcluster/cli/crd_install.h"
 #include "operator/controllers/rolloutpool/reconciler.h"
 #include "operator/manager.h"
 #include "tests/e2e/child_process.h"
 #include "tests/e2e/node_process.h"
 #include "tests/support/free_port.h"
+#include "tests/support/in_process_api_server.h"
 
 namespace sluice::bench {
 namespace {
@@ -173,38 +173,26 @@ class Bench {
 
  private:
   void StartApiServer() {
-    apiserver::ApiServerOptions options;
-    options.http.port = 0;
-    options.http.auth = http::TokenSource::FromValue(kToken);
-    options.http.access_log = false;
-    options.http.shutdown_grace = std::chrono::milliseconds(500);
+    test_support::InProcessApiServerOptions options;
+    options.token = kToken;
     // No per-client rate limit (sluice-apiserver's default is 200 requests/s per token, which the
     // operator and this bench would share): the run measures the operator, not the server's limit.
     options.rate_limit_qps = 0;
     // As sluice-apiserver: every open watch holds a worker.
-    options.http.worker_threads = 256;
-    options.http.max_queued_connections = 256;
-    Result<std::unique_ptr<apiserver::ApiServer>> server = apiserver::ApiServer::Create(
-        std::move(options), std::make_unique<apiserver::MemoryStorage>(), &SystemClock::Instance(),
-        &server_metrics_,
-        log::Logger("apiserver", SystemClock::Instance(), [](std::string_view) {}));
+    options.worker_threads = 256;
+    options.max_queued_connections = 256;
+    Result<std::unique_ptr<test_support::InProcessApiServer>> server =
+        test_support::InProcessApiServer::Create(options);
     Check(server.status(), "api server");
     server_ = std::move(*server);
-    Check(server_->Start(), "api server start");
-    kube::RestConfig cfg;
-    cfg.host = server_->BaseUrl();
-    cfg.bearer_token = kToken;
-    cfg.qps = 0;
-    Result<std::unique_ptr<kube::RestClient>> client = kube::RestClient::Create(cfg);
-    Check(client.status(), "client");
-    rest_ = std::move(*client);
-    dynamic_ = std::make_unique<kube::DynamicClient>(*rest_);
+    rest_ = &server_->rest();
+    dynamic_ = &server_->dynamic();
     TempPath() = (std::filesystem::temp_directory_path() /
                   ("sluice-operator-bench-" + std::to_string(::getpid())))
                      .string();
     std::filesystem::create_directories(TempPath());
     apiserver::KubeconfigParams kc;
-    kc.server = server_->BaseUrl();
+    kc.server = server_->base_url();
     kc.insecure = true;
     kc.token = kToken;
     Check(apiserver::WriteKubeconfig(TempPath() + "/kubeconfig", kc), "kubeconfig");
@@ -395,7 +383,7 @@ class Bench {
   // What the API server served while the pools converged (all clients: mostly the operator),
   // the largest counts of sluice_apiserver_requests_total{verb,resource,code}.
   void PrintServerRequests() {
-    std::istringstream lines(metrics::ExposeText(server_metrics_));
+    std::istringstream lines(metrics::ExposeText(server_->metrics()));
     std::vector<std::pair<double, std::string>> counts;
     std::string line;
     const std::string prefix = "sluice_apiserver_requests_total{";
@@ -466,10 +454,9 @@ class Bench {
   }
 
   Flags flags_;
-  metrics::Registry server_metrics_;
-  std::unique_ptr<apiserver::ApiServer> server_;
-  std::unique_ptr<kube::RestClient> rest_;
-  std::unique_ptr<kube::DynamicClient> dynamic_;
+  std::unique_ptr<test_support::InProcessApiServer> server_;
+  kube::RestClient* rest_ = nullptr;        // server_'s
+  kube::DynamicClient* dynamic_ = nullptr;  // server_'s
   std::unique_ptr<e2e::ChildProcess> operator_;
   double idle_mib_ = 0;
   int metrics_port_ = 0;

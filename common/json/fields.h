@@ -60,4 +60,14 @@ bool BoolAt(const nlohmann::json& obj, std::string_view pointer, bool fallback =
 const nlohmann::json& ObjectAt(const nlohmann::json& obj, std::string_view pointer);
 const nlohmann::json& ArrayAt(const nlohmann::json& obj, std::string_view pointer);
 
+// The readers that return a reference refuse a temporary document, whose reference would
+// dangle (`for (auto& c : ArrayAt(Get(...), "/status/conditions"))`): keep it in a variable.
+const nlohmann::json& AnyField(nlohmann::json&&, std::string_view) = delete;
+const nlohmann::json& ObjectField(nlohmann::json&&, std::string_view) = delete;
+const nlohmann::json& ArrayField(nlohmann::json&&, std::string_view) = delete;
+const nlohmann::json* ValueAt(nlohmann::json&&, std::string_view) = delete;
+const nlohmann::json& AnyAt(nlohmann::json&&, std::string_view) = delete;
+const nlohmann::json& ObjectAt(nlohmann::json&&, std::string_view) = delete;
+const nlohmann::json& ArrayAt(nlohmann::json&&, std::string_view) = delete;
+
 }  // namespace sluice

@@ -32,9 +32,6 @@ const kube::GroupVersionResource kLeases{"coordination.k8s.io", "v1", "leases", 
 
 constexpr char kUnreachableTaint[] = "node.kubernetes.io/unreachable";
 
-std::string Now() { return FormatTime(std::chrono::system_clock::now()); }
-std::string MicroNow() { return FormatMicroTime(std::chrono::system_clock::now()); }
-
 bool Terminal(const json& pod) {
   const std::string phase = StringAt(pod, "/status/phase");
   return phase == "Succeeded" || phase == "Failed";
@@ -71,13 +68,14 @@ struct NodeAgent::NodeRuntime {
   NodeSpec spec;
   std::set<int> gpus_in_use;  // Indices 0..gpus-1.
   bool failed = false;        // Simulated failure: no heartbeats, processes killed.
-  std::chrono::steady_clock::time_point last_heartbeat{};
-  std::optional<std::chrono::steady_clock::time_point> unreachable_since;
+  Clock::MonoTime last_heartbeat{};
+  std::optional<Clock::MonoTime> unreachable_since;
 };
 
 NodeAgent::NodeAgent(kube::RestClient& rest, NodeAgentOptions options)
     : rest_(rest),
       options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Instance()),
       log_("node"),
       client_(rest),
       events_(client_, kube::EventRecorderOptions{"kubelet", "", 1.0, 25, 4096, nullptr}) {
@@ -85,7 +83,7 @@ NodeAgent::NodeAgent(kube::RestClient& rest, NodeAgentOptions options)
   for (const NodeSpec& spec : options_.cluster.nodes) {
     NodeRuntime& n = nodes_state_[spec.name];
     n.spec = spec;
-    n.last_heartbeat = std::chrono::steady_clock::now();  // Registration counts as one.
+    n.last_heartbeat = clock_.Now();  // Registration counts as one.
   }
   auto make = [&](const kube::GroupVersionResource& gvr) {
     auto informer = std::make_unique<kube::Informer>(client_.Resource(gvr));
@@ -304,6 +302,10 @@ void NodeAgent::Stop() {
   workers.clear();  // Joins each worker after its processes are gone.
 }
 
+std::string NodeAgent::Now() const { return FormatTime(clock_.WallNow()); }
+
+std::string NodeAgent::MicroNow() const { return FormatMicroTime(clock_.WallNow()); }
+
 std::vector<json> NodeAgent::Pods() const {
   std::vector<json> pods;
   for (const kube::ObjectPtr& p : pods_->store().List()) pods.push_back(*p);
@@ -315,7 +317,7 @@ void NodeAgent::HeartbeatLoop() {
   kube::ResourceClient leases = client_.Resource(kLeases, "kube-node-lease");
   kube::ResourceClient nodes = client_.Resource(kNodes);
   do {
-    const auto round_start = std::chrono::steady_clock::now();
+    const auto round_start = clock_.Now();
     for (const NodeSpec& spec : options_.cluster.nodes) {
       kube::ObjectPtr node = nodes_->store().Get(spec.name);
       if (node && SimulatedFailure(*node)) continue;
@@ -347,7 +349,7 @@ void NodeAgent::HeartbeatLoop() {
         (void)RegisterNode(spec);
       }
       std::lock_guard<std::mutex> lock(mu_);
-      nodes_state_[spec.name].last_heartbeat = std::chrono::steady_clock::now();
+      nodes_state_[spec.name].last_heartbeat = clock_.Now();
     }
     std::lock_guard<std::mutex> lock(mu_);
     heartbeat_round_start_ = round_start;
@@ -367,7 +369,7 @@ void NodeAgent::SyncLoop() {
 }
 
 void NodeAgent::MonitorNodes() {
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = clock_.Now();
   kube::ResourceClient nodes = client_.Resource(kNodes);
   for (const NodeSpec& spec : options_.cluster.nodes) {
     kube::ObjectPtr node = nodes_->store().Get(spec.name);

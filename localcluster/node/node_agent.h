@@ -36,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
 #include "common/process/cancellation.h"
@@ -74,6 +75,10 @@ struct NodeAgentOptions {
   std::filesystem::path prometheus_targets_file;
   // sluice_node_* metrics go here; null: none. Must outlive the agent.
   metrics::Registry* registry = nullptr;
+  // The time of heartbeats, node liveness, eviction and the timestamps written; null: the
+  // system clock. Must outlive the agent. The loops still wait in real time (sync_period,
+  // heartbeat_interval), so a test with a FakeClock advances it and lets a pass run.
+  Clock* clock = nullptr;
 };
 
 class NodeAgent {
@@ -114,9 +119,13 @@ class NodeAgent {
   PodWorkerContext MakeContext();
   void Event(const nlohmann::json& object, const std::string& type, const std::string& reason,
              const std::string& message);
+  // The clock's wall time as Kubernetes writes it: RFC 3339 seconds, and micro-time for Leases.
+  std::string Now() const;
+  std::string MicroNow() const;
 
   kube::RestClient& rest_;
   NodeAgentOptions options_;
+  Clock& clock_;
   log::Logger log_;
   kube::DynamicClient client_;
   kube::EventRecorder events_;
@@ -136,7 +145,7 @@ class NodeAgent {
   mutable std::mutex mu_;                           // Guards the fields below.
   std::map<std::string, NodeRuntime> nodes_state_;  // By node name.
   // When the newest completed heartbeat round began (node_liveness.h); epoch before the first.
-  std::chrono::steady_clock::time_point heartbeat_round_start_{};
+  Clock::MonoTime heartbeat_round_start_{};
   std::map<std::string, std::unique_ptr<PodWorker>> workers_;  // By pod uid.
   std::map<std::string, std::string> worker_node_;             // uid -> node name.
   std::map<std::string, std::vector<int>> gpu_indices_;        // uid -> simulated GPU indices.

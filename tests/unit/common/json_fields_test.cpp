@@ -71,7 +71,8 @@ TEST(JsonFieldsTest, AnyReadersTakeEveryTypeAndNullForMissing) {
   EXPECT_EQ(&AnyField(kDoc, "items"), &kDoc["items"]);
   EXPECT_EQ(AnyField(kDoc, "count"), 3);
   EXPECT_TRUE(AnyField(kDoc, "missing").is_null());
-  EXPECT_TRUE(AnyField(json::array({1}), "0").is_null());
+  const json array = json::array({1});
+  EXPECT_TRUE(AnyField(array, "0").is_null());
   EXPECT_EQ(AnyAt(kDoc, "/spec/replicas"), 2);
   EXPECT_TRUE(AnyAt(kDoc, "/spec/missing/deeper").is_null());
   EXPECT_EQ(StringValue(json("x")), "x");
@@ -81,11 +82,13 @@ TEST(JsonFieldsTest, AnyReadersTakeEveryTypeAndNullForMissing) {
 TEST(JsonFieldsTest, ObjectAndArrayFieldsFallBackToEmptyValues) {
   EXPECT_EQ(ObjectField(kDoc, "spec").value("replicas", 0), 2);
   EXPECT_TRUE(ObjectField(kDoc, "items").is_null());
-  EXPECT_TRUE(ObjectField(json(1), "spec").is_null());
+  const json number = 1;
+  EXPECT_TRUE(ObjectField(number, "spec").is_null());
   EXPECT_EQ(ArrayField(kDoc, "items").size(), 2u);
   EXPECT_TRUE(ArrayField(kDoc, "spec").is_array());
   EXPECT_TRUE(ArrayField(kDoc, "spec").empty());
-  EXPECT_TRUE(ArrayField(json(), "items").empty());
+  const json null;
+  EXPECT_TRUE(ArrayField(null, "items").empty());
   // The reference points into the document.
   EXPECT_EQ(&ArrayField(kDoc, "items"), &kDoc["items"]);
 }
@@ -125,6 +128,19 @@ TEST(JsonFieldsTest, PointerReadersFollowEveryStep) {
   EXPECT_EQ(StringAt(json(), "/a/b", "x"), "x");
   EXPECT_EQ(StringAt(json(3), "/a", "x"), "x");
 }
+
+// A reader that returns a reference takes a document that outlives the call, not a temporary.
+template <typename T>
+concept ArrayAtTakes = requires(T&& doc) {
+  ArrayAt(std::forward<T>(doc), "/a");
+};
+template <typename T>
+concept AnyFieldTakes = requires(T&& doc) {
+  AnyField(std::forward<T>(doc), "a");
+};
+static_assert(ArrayAtTakes<const json&> && ArrayAtTakes<json&>);
+static_assert(!ArrayAtTakes<json>);
+static_assert(AnyFieldTakes<const json&> && !AnyFieldTakes<json>);
 
 TEST(JsonFieldsTest, AMalformedPointerIsABug) {
   EXPECT_THROW(StringAt(kDoc, "name"), nlohmann::json::parse_error);

@@ -12,15 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/clock.h"
-#include "common/http/bearer_token.h"
-#include "common/logging/logger.h"
-#include "common/metrics/registry.h"
 #include "kube/dynamic_client.h"
 #include "kube/informer.h"
-#include "kube/rest_client.h"
-#include "localcluster/apiserver/api_server.h"
-#include "localcluster/apiserver/memory_storage.h"
+#include "tests/support/in_process_api_server.h"
 
 namespace sluice::apiserver {
 namespace {
@@ -38,25 +32,13 @@ json ConfigMap(const std::string& ns, const std::string& name) {
 class MultiNamespaceInformerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ApiServerOptions options;
-    options.http.port = 0;
-    options.http.auth = http::TokenSource::FromValue(kToken);
-    options.http.shutdown_grace = std::chrono::milliseconds(500);
-    options.http.access_log = false;
-    Result<std::unique_ptr<ApiServer>> server = ApiServer::Create(
-        std::move(options), std::make_unique<MemoryStorage>(), &clock_, &registry_,
-        log::Logger("multi-ns-test", clock_, [](std::string_view) {}));
+    test_support::InProcessApiServerOptions options;
+    options.token = kToken;
+    Result<std::unique_ptr<test_support::InProcessApiServer>> server =
+        test_support::InProcessApiServer::Create(options);
     ASSERT_TRUE(server.ok()) << server.status().message();
     server_ = std::move(*server);
-    ASSERT_TRUE(server_->Start().ok());
-    kube::RestConfig cfg;
-    cfg.host = server_->BaseUrl();
-    cfg.bearer_token = kToken;
-    cfg.qps = 0;
-    Result<std::unique_ptr<kube::RestClient>> client = kube::RestClient::Create(cfg);
-    ASSERT_TRUE(client.ok()) << client.status().ToString();
-    client_ = std::move(*client);
-    dynamic_ = std::make_unique<kube::DynamicClient>(*client_);
+    dynamic_ = &server_->dynamic();
     for (const char* ns : {"team-a", "team-b", "team-c"}) {
       json n = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}};
       ASSERT_TRUE(dynamic_->Resource({"", "v1", "namespaces", false}).Create(n).ok()) << ns;
@@ -66,7 +48,7 @@ class MultiNamespaceInformerTest : public ::testing::Test {
     stop_.Cancel();
     if (thread_.joinable()) thread_.join();
     informer_.reset();
-    if (server_) server_->Shutdown();
+    server_.reset();
   }
 
   kube::ResourceClient ConfigMaps(const std::string& ns) {
@@ -87,11 +69,8 @@ class MultiNamespaceInformerTest : public ::testing::Test {
     return keys;
   }
 
-  SystemClock clock_;
-  metrics::Registry registry_;
-  std::unique_ptr<ApiServer> server_;
-  std::unique_ptr<kube::RestClient> client_;
-  std::unique_ptr<kube::DynamicClient> dynamic_;
+  std::unique_ptr<test_support::InProcessApiServer> server_;
+  kube::DynamicClient* dynamic_ = nullptr;  // server_'s
   std::unique_ptr<kube::Informer> informer_;
   CancellationSource stop_;
   std::thread thread_;

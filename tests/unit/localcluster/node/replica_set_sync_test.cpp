@@ -11,7 +11,7 @@
 #include "localcluster/node/workload_objects.h"
 
 namespace sluice::node {
-namespace {
+namespace replica_set_sync_test {
 
 using nlohmann::json;
 using std::chrono::seconds;
@@ -426,5 +426,5 @@ INSTANTIATE_TEST_SUITE_P(
         SelectorCase{"NullMatchesNothing", nullptr, {{"app", "web"}}, false}),
     [](const ::testing::TestParamInfo<SelectorCase>& info) { return info.param.name; });
 
-}  // namespace
+}  // namespace replica_set_sync_test
 }  // namespace sluice::node

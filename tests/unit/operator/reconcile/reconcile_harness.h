@@ -25,18 +25,14 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/http/bearer_token.h"
 #include "common/http/server.h"
 #include "common/logging/logger.h"
-#include "common/metrics/registry.h"
 #include "common/process/cancellation.h"
 #include "kube/dynamic_client.h"
 #include "kube/event_recorder.h"
-#include "kube/rest_client.h"
-#include "localcluster/apiserver/api_server.h"
-#include "localcluster/apiserver/memory_storage.h"
 #include "localcluster/cli/crd_install.h"
 #include "operator/manager.h"
+#include "tests/support/in_process_api_server.h"
 
 namespace sluice::op::reconcile_testing {
 
@@ -128,27 +124,14 @@ class ReconcileTest : public ::testing::Test {
     // The reconcilers compare their clock with the API server's timestamps (creation, deletion):
     // start it at the real time, so that only Advance moves them apart.
     clock_.Advance(std::chrono::system_clock::now() - clock_.WallNow());
-    apiserver::ApiServerOptions options;
-    options.http.port = 0;
-    options.http.auth = http::TokenSource::FromValue(kToken);
-    options.http.access_log = false;
-    options.http.shutdown_grace = std::chrono::milliseconds(500);
-    options.http.worker_threads = 32;
-    Result<std::unique_ptr<apiserver::ApiServer>> server = apiserver::ApiServer::Create(
-        std::move(options), std::make_unique<apiserver::MemoryStorage>(), &SystemClock::Instance(),
-        &server_metrics_,
-        log::Logger("apiserver", SystemClock::Instance(), [](std::string_view) {}));
+    test_support::InProcessApiServerOptions options;
+    options.token = kToken;
+    Result<std::unique_ptr<test_support::InProcessApiServer>> server =
+        test_support::InProcessApiServer::Create(options);
     ASSERT_TRUE(server.ok()) << server.status().message();
     server_ = std::move(*server);
-    ASSERT_TRUE(server_->Start().ok());
-    kube::RestConfig cfg;
-    cfg.host = server_->BaseUrl();
-    cfg.bearer_token = kToken;
-    cfg.qps = 0;
-    Result<std::unique_ptr<kube::RestClient>> rest = kube::RestClient::Create(cfg);
-    ASSERT_TRUE(rest.ok()) << rest.status().message();
-    rest_ = std::move(*rest);
-    dynamic_ = std::make_unique<kube::DynamicClient>(*rest_);
+    rest_ = &server_->rest();
+    dynamic_ = &server_->dynamic();
     const std::vector<json> crds = cli::EmbeddedCrds();
     ASSERT_TRUE(cli::InstallCrds(*rest_, crds).ok());
     std::vector<std::string> names;
@@ -177,7 +160,9 @@ class ReconcileTest : public ::testing::Test {
   void TearDown() override {
     stop_.Cancel();
     if (manager_) manager_->JoinCaches();
-    if (server_) server_->Shutdown();
+    manager_.reset();
+    events_.reset();
+    server_.reset();
   }
 
   kube::ResourceClient Client(const kube::GroupVersionResource& gvr) {
@@ -255,10 +240,9 @@ class ReconcileTest : public ::testing::Test {
   }
 
   FakeClock clock_;
-  metrics::Registry server_metrics_;
-  std::unique_ptr<apiserver::ApiServer> server_;
-  std::unique_ptr<kube::RestClient> rest_;
-  std::unique_ptr<kube::DynamicClient> dynamic_;
+  std::unique_ptr<test_support::InProcessApiServer> server_;
+  kube::RestClient* rest_ = nullptr;        // server_'s
+  kube::DynamicClient* dynamic_ = nullptr;  // server_'s
   std::unique_ptr<kube::EventRecorder> events_;
   CancellationSource stop_;
   std::unique_ptr<Manager> manager_;
