@@ -13,6 +13,7 @@
 #include "operator/controllers/data_exhaustion.h"
 #include "operator/controllers/network_policies.h"
 #include "operator/controllers/object_meta.h"
+#include "operator/controllers/status_write.h"
 
 namespace sluice::controllers {
 
@@ -299,12 +300,7 @@ json DataflowController::CurrentStatus(const json& df, const std::string& pod_st
 }
 
 Status DataflowController::WriteStatus(const json& df, json status) {
-  if (df.value("status", json::object()) == status) return Status::Ok();
-  const std::string patch = json{{"status", status}}.dump();
-  Result<json> r =
-      client_.Resource(kDataflows, StringAt(df, "/metadata/namespace", "default"))
-          .Patch(StringAt(df, "/metadata/name"), kube::PatchType::kMerge, patch, {}, "status");
-  return r.ok() || r.status().code() == StatusCode::kNotFound ? Status::Ok() : r.status();
+  return WriteStatusIfChanged(client_, kDataflows, df, status);
 }
 
 Result<ReconcileResult> DataflowController::Reconcile(const std::string& key) {

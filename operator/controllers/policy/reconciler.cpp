@@ -8,6 +8,7 @@
 #include "common/time_format.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
+#include "operator/controllers/status_write.h"
 #include "operator/controllers/trainerjob/desired_pods.h"
 
 namespace sluice::controllers {
@@ -184,10 +185,7 @@ Result<ReconcileResult> PolicyController::Reconcile(const std::string& key) {
                          "Version " + std::to_string(status.value("version", int64_t{0})) + " at " +
                              status.value("weightsURL", std::string()));
   }
-  Result<json> r = client_.Resource(kPolicies, ns)
-                       .Patch(StringAt(policy, "/metadata/name"), kube::PatchType::kMerge,
-                              json{{"status", status}}.dump(), {}, "status");
-  if (!r.ok() && r.status().code() != StatusCode::kNotFound) return r.status();
+  SLUICE_RETURN_IF_ERROR(WriteStatusIfChanged(client_, kPolicies, policy, status));
   return ReconcileResult{};
 }
 

@@ -1,6 +1,7 @@
 #include "operator/controllers/rolloutpool/reconciler.h"
 
 #include <algorithm>
+#include <map>
 
 #include "api/meta.h"
 #include "api/validation.h"
@@ -16,6 +17,7 @@
 #include "operator/controllers/rolloutpool/desired_pods.h"
 #include "operator/controllers/rolloutpool/replica_facts.h"
 #include "operator/controllers/rolloutpool/status.h"
+#include "operator/controllers/status_write.h"
 #include "operator/placement/capacity_refusals.h"
 #include "operator/placement/region_targets.h"
 #include "operator/placement/spillover.h"
@@ -169,11 +171,7 @@ Status RolloutPoolController::WriteBlocked(const json& pool, const Blocked& bloc
   json status = pool.value("status", json::object());
   status["conditions"] = api::ToJson(conditions);
   status["observedGeneration"] = generation;
-  if (status == pool.value("status", json::object())) return Status::Ok();
-  Result<json> r = client_.Resource(kPools, Namespace(pool))
-                       .Patch(Name(pool), kube::PatchType::kMerge, json{{"status", status}}.dump(),
-                              {}, "status");
-  return r.ok() || r.status().code() == StatusCode::kNotFound ? Status::Ok() : r.status();
+  return WriteStatusIfChanged(client_, kPools, pool, status);
 }
 
 Result<std::optional<RolloutPoolController::Blocked>> RolloutPoolController::ResolvePolicies(
@@ -379,11 +377,11 @@ Status RolloutPoolController::Execute(const json& pool, const std::vector<Action
                                       const std::vector<json>& hosted, const json* dataflow,
                                       const std::string& token, PoolState& state) {
   kube::ResourceClient pods_client = client_.Resource(kPods, Namespace(pool));
+  std::map<std::string, size_t, std::less<>> by_name;  // Replica index by Pod name.
+  for (size_t i = 0; i < replicas.size(); ++i) by_name.emplace(replicas[i].placement.name, i);
   const auto find = [&](const std::string& name) -> size_t {
-    for (size_t i = 0; i < replicas.size(); ++i) {
-      if (replicas[i].placement.name == name) return i;
-    }
-    return replicas.size();
+    const auto it = by_name.find(name);
+    return it == by_name.end() ? replicas.size() : it->second;
   };
   const int64_t abandon_after =
       std::max<int64_t>(pool.value("/spec/drain/gracePeriodSeconds"_json_pointer, int64_t{120}),
@@ -628,11 +626,7 @@ Status RolloutPoolController::WriteStatus(const json& pool, PoolState& state,
     metrics_->SetReplicas(Namespace(pool), Name(pool),
                           ReplicaCountsOf(pool, status, placed.targets, placed.unplaced));
   }
-  if (status == pool.value("status", json::object())) return Status::Ok();
-  Result<json> r = client_.Resource(kPools, Namespace(pool))
-                       .Patch(Name(pool), kube::PatchType::kMerge, json{{"status", status}}.dump(),
-                              {}, "status");
-  return r.ok() || r.status().code() == StatusCode::kNotFound ? Status::Ok() : r.status();
+  return WriteStatusIfChanged(client_, kPools, pool, status);
 }
 
 }  // namespace sluice::controllers

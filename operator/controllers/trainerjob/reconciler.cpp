@@ -13,6 +13,7 @@
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
+#include "operator/controllers/status_write.h"
 #include "operator/controllers/trainerjob/desired_pods.h"
 #include "operator/controllers/trainerjob/final_progress.h"
 #include "operator/controllers/trainerjob/final_weights.h"
@@ -78,15 +79,10 @@ class TrainerJobController::StatusEditor {
   Status Write(kube::DynamicClient& client) {
     status_["conditions"] = api::ToJson(conditions_);
     status_["observedGeneration"] = generation_;
-    if (status_ == job_.value("status", json::object())) return Status::Ok();
-    // The resourceVersion makes the patch conditional: status written from a stale read (say,
-    // an older restart count) is refused with 409 instead of undoing a newer write.
-    const json patch = {
-        {"metadata", {{"resourceVersion", StringAt(job_, "/metadata/resourceVersion")}}},
-        {"status", status_}};
-    Result<json> r = client.Resource(kJobs, Namespace(job_))
-                         .Patch(Name(job_), kube::PatchType::kMerge, patch.dump(), {}, "status");
-    return r.ok() || r.status().code() == StatusCode::kNotFound ? Status::Ok() : r.status();
+    // Conditional: status written from a stale read (say, an older restart count) is refused
+    // with 409 instead of undoing a newer write.
+    return WriteStatusIfChanged(client, kJobs, job_, status_,
+                                StatusPrecondition::kUnchangedSinceRead);
   }
 
  private:
