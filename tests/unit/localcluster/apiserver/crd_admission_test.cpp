@@ -7,15 +7,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <string_view>
 
-#include "common/clock.h"
 #include "common/http/bearer_token.h"
 #include "common/http/client.h"
-#include "common/logging/logger.h"
-#include "common/metrics/registry.h"
-#include "localcluster/apiserver/api_server.h"
-#include "localcluster/apiserver/memory_storage.h"
+#include "tests/support/in_process_api_server.h"
 
 namespace sluice::apiserver {
 namespace {
@@ -42,19 +37,14 @@ json Crd(const std::string& plural, const std::string& kind, const std::string& 
 class CrdAdmissionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ApiServerOptions options;
-    options.http.port = 0;
-    options.http.auth = http::TokenSource::FromValue(kToken);
-    options.http.shutdown_grace = std::chrono::milliseconds(500);
-    options.http.access_log = false;
-    Result<std::unique_ptr<ApiServer>> server = ApiServer::Create(
-        std::move(options), std::make_unique<MemoryStorage>(), &clock_, &registry_,
-        log::Logger("crd-admission-test", clock_, [](std::string_view) {}));
+    test_support::InProcessApiServerOptions options;
+    options.token = kToken;
+    Result<std::unique_ptr<test_support::InProcessApiServer>> server =
+        test_support::InProcessApiServer::Create(options);
     ASSERT_TRUE(server.ok()) << server.status().message();
     server_ = std::move(*server);
-    ASSERT_TRUE(server_->Start().ok());
     http::ClientOptions client;
-    client.base_url = server_->BaseUrl();
+    client.base_url = server_->base_url();
     client.token = http::TokenSource::FromValue(kToken);
     client.max_attempts = 1;
     Result<std::unique_ptr<http::Client>> created = http::Client::Create(client);
@@ -63,7 +53,7 @@ class CrdAdmissionTest : public ::testing::Test {
   }
   void TearDown() override {
     client_.reset();
-    if (server_) server_->Shutdown();
+    server_.reset();
   }
 
   http::Response Send(const std::string& method, const std::string& path, const json& body) {
@@ -82,9 +72,7 @@ class CrdAdmissionTest : public ::testing::Test {
     return std::move(*reply);
   }
 
-  SystemClock clock_;
-  metrics::Registry registry_;
-  std::unique_ptr<ApiServer> server_;
+  std::unique_ptr<test_support::InProcessApiServer> server_;
   std::unique_ptr<http::Client> client_;
 };
 
