@@ -137,6 +137,7 @@ PodWorkerContext NodeAgent::MakeContext() {
   ctx.claims_dir = options_.state_dir / "claims";
   ctx.hosts_file = hosts_file_;
   ctx.base_env = options_.base_env;
+  ctx.clock = &clock_;  // Crash back-off, probes, token refresh and status stamps.
   ctx.backoff_base = options_.backoff_base;
   ctx.backoff_max = options_.backoff_max;
   ctx.lookups = [this](const std::string& ns) {

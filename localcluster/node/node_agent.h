@@ -75,9 +75,10 @@ struct NodeAgentOptions {
   std::filesystem::path prometheus_targets_file;
   // sluice_node_* metrics go here; null: none. Must outlive the agent.
   metrics::Registry* registry = nullptr;
-  // The time of heartbeats, node liveness, eviction and the timestamps written; null: the
-  // system clock. Must outlive the agent. The loops still wait in real time (sync_period,
-  // heartbeat_interval), so a test with a FakeClock advances it and lets a pass run.
+  // The time of heartbeats, node liveness, eviction, the pods' crash back-off and probes, and
+  // the timestamps written; null: the system clock. Must outlive the agent. The loops still wait in
+  // real time (sync_period, heartbeat_interval), so a test with a FakeClock advances it and lets a
+  // pass run.
   Clock* clock = nullptr;
 };
 

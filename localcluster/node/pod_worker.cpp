@@ -23,7 +23,7 @@ using State = ContainerStatus::State;
 
 namespace {
 
-std::string Now() { return FormatTime(std::chrono::system_clock::now()); }
+std::string Now(const Clock& clock) { return FormatTime(clock.WallNow()); }
 
 // When one probe (readiness, liveness or startup) of a container runs next, and its state.
 struct ProbeTracker {
@@ -46,7 +46,7 @@ struct ProbeTracker {
                 const std::vector<std::pair<std::string, std::string>>& env) {
     if (!Present() || now < next) return false;
     state.Observe(RunProbe(probe, pod_ip, container, env));
-    next = Mono::now() + timing.period;
+    next = now + timing.period;
     return true;
   }
 };
@@ -95,7 +95,7 @@ PodWorker::PodWorker(json pod, PodAssignment assignment, const PodWorkerContext&
   const std::string ns = StringAt(pod_, "/metadata/namespace", "default");
   pod_dir_ = ctx_.pods_dir /
              (ns + "_" + StringAt(pod_, "/metadata/name") + "_" + StringAt(pod_, "/metadata/uid"));
-  start_time_ = StringAt(pod_, "/status/startTime", Now());
+  start_time_ = StringAt(pod_, "/status/startTime", Now(*ctx_.clock));
   // Restart counts survive an agent restart: they come from the stored status.
   auto restarts = [&](const char* list, const std::string& name) {
     for (const json& s : pod_.value(json::json_pointer(list), json::array())) {
@@ -200,7 +200,7 @@ void PodWorker::Run() {
       Terminate();
       break;
     }
-    if (!setup_done_ && Mono::now() >= setup_retry_at_) setup_done_ = Setup();
+    if (!setup_done_ && ctx_.clock->Now() >= setup_retry_at_) setup_done_ = Setup();
     if (setup_done_) Step();
     ReportStatus(false);
     std::unique_lock<std::mutex> lock(mu_);
@@ -235,7 +235,7 @@ bool PodWorker::Setup() {
     if (setup_error_ != mounted.message() && ctx_.event) {
       ctx_.event(pod, "Warning", "FailedMount", mounted.message());
     }
-    setup_retry_at_ = Mono::now() + std::chrono::seconds(2);
+    setup_retry_at_ = ctx_.clock->Now() + std::chrono::seconds(2);
     setup_error_ = mounted.message();
     for (auto& c : containers_) {
       c->status.reason = "ContainerCreating";
@@ -250,7 +250,7 @@ bool PodWorker::Setup() {
 
 void PodWorker::Step() {
   RefreshServiceAccountToken();
-  const Mono::time_point now = Mono::now();
+  const Mono::time_point now = ctx_.clock->Now();
   if (next_init_ < init_.size()) {
     Container& c = *init_[next_init_];
     if (c.process) CheckExit(c);
@@ -293,7 +293,7 @@ void PodWorker::StartContainer(Container& c) {
     c.status.state = State::kWaiting;
     c.status.reason = reason;
     c.status.message = message;
-    c.backoff_until = Mono::now() + retry;
+    c.backoff_until = ctx_.clock->Now() + retry;
   };
   const std::string image = c.spec.value("image", "");
   Result<std::filesystem::path> executable = ctx_.image_map->Resolve(image, ctx_.bin_dir);
@@ -374,13 +374,13 @@ void PodWorker::StartContainer(Container& c) {
     c.status.reason = "StartError";
     c.status.message = process.status().message();
     c.status.exit_code = 128;
-    c.status.started_at = c.status.finished_at = Now();
+    c.status.started_at = c.status.finished_at = Now(*ctx_.clock);
     if (ctx_.event) ctx_.event(pod, "Warning", "Failed", "Error: " + c.status.message);
     ScheduleRestart(c, pod, std::chrono::seconds(0));
     return;
   }
   c.process = std::move(*process);
-  c.started = Mono::now();
+  c.started = ctx_.clock->Now();
   c.killed_by_probe = false;
   // Lets a restarted agent kill this process group (Setup). Atomic: a torn file could name
   // another process. Best effort, as a failure here must not stop a container that runs.
@@ -388,7 +388,7 @@ void PodWorker::StartContainer(Container& c) {
   c.status.state = State::kRunning;
   c.status.reason.clear();
   c.status.message.clear();
-  c.status.started_at = Now();
+  c.status.started_at = Now(*ctx_.clock);
   c.status.container_id = "sluice://" + std::to_string(c.process->pid());
   c.status.started = !c.startup.Present();
   c.status.ready = false;
@@ -404,7 +404,7 @@ void PodWorker::CheckExit(Container& c) {
   std::optional<int> code = c.process->TryWait();
   if (!code) return;
   const json pod = PodSnapshot();
-  const auto ran = Mono::now() - c.started;
+  const auto ran = ctx_.clock->Now() - c.started;
   c.process.reset();
   std::error_code ec;
   std::filesystem::remove(pod_dir_ / "run" / c.status.name, ec);
@@ -413,7 +413,7 @@ void PodWorker::CheckExit(Container& c) {
   c.status.signal = *code > 128 ? *code - 128 : 0;
   c.status.reason = *code == 0 ? "Completed" : "Error";
   c.status.message.clear();
-  c.status.finished_at = Now();
+  c.status.finished_at = Now(*ctx_.clock);
   c.status.ready = false;
   c.status.started = false;
   ScheduleRestart(c, pod, std::chrono::duration_cast<std::chrono::seconds>(ran));
@@ -446,11 +446,11 @@ void PodWorker::ScheduleRestart(Container& c, const json& pod, std::chrono::seco
                "Back-off restarting failed container " + c.status.name + " in pod " +
                    StringAt(pod, "/metadata/name"));
   }
-  c.backoff_until = Mono::now() + delay;
+  c.backoff_until = ctx_.clock->Now() + delay;
 }
 
 void PodWorker::RunProbes(Container& c) {
-  const Mono::time_point now = Mono::now();
+  const Mono::time_point now = ctx_.clock->Now();
   const json pod = PodSnapshot();
   if (c.startup.Present() && !c.status.started) {
     if (c.startup.MaybeRun(now, assignment_.pod_ip, c.spec, c.env)) {
@@ -558,6 +558,7 @@ void PodWorker::StopAll(std::chrono::milliseconds grace) {
   if (running.empty()) return;
   if (grace.count() > 0) {
     for (Container* c : running) c->process->Signal(SIGTERM);
+    // Real time, not the context's clock: the processes' grace passes in the real world.
     const Mono::time_point deadline = Mono::now() + grace;
     while (Mono::now() < deadline) {
       bool all = true;
@@ -576,7 +577,7 @@ void PodWorker::StopAll(std::chrono::milliseconds grace) {
     c->status.exit_code = code;
     c->status.signal = code > 128 ? code - 128 : 0;
     c->status.reason = code == 0 ? "Completed" : "Error";
-    c->status.finished_at = Now();
+    c->status.finished_at = Now(*ctx_.clock);
     c->status.ready = false;
     c->never_restart = true;
     std::error_code ec;
@@ -619,10 +620,10 @@ void PodWorker::ReportStatus(bool force) {
   runtime.start_time = start_time_;
   const json old_status = pod.value("status", json::object());
   json status = PodStatusJson(runtime, StringAt(pod, "/spec/restartPolicy", "Always"), old_status,
-                              Now(), QosClass(pod));
+                              Now(*ctx_.clock), QosClass(pod));
   // Condition timestamps only move when a status changes, so equal JSON means nothing new.
   if (!force && status == last_status_) return;
-  const Mono::time_point now = Mono::now();
+  const Mono::time_point now = ctx_.clock->Now();
   // After a failed write, wait a second before the next attempt (the API may be down).
   if (!force && write_failed_ && now - last_report_ < std::chrono::seconds(1)) return;
   Status s = ctx_.write_status(pod, status);

@@ -66,8 +66,10 @@ struct PodWorkerContext {
   std::function<Result<nlohmann::json>(const nlohmann::json& pod, const nlohmann::json& request)>
       create_token;
   std::string api_ca_pem;  // The API server's CA bundle (PEM): the ca.crt beside the token.
-  Clock* clock = &SystemClock::Instance();  // When tokens are due for refresh.
-  std::chrono::milliseconds tick{100};      // How often processes and probes are checked.
+  // Crash back-off, probe periods, token refresh and the status timestamps (a stopping
+  // container's grace is real time). Must outlive the worker.
+  Clock* clock = &SystemClock::Instance();
+  std::chrono::milliseconds tick{100};  // How often processes and probes are checked.
   // CrashLoopBackOff: restart n waits base * 2^(n-1), at most max (kube: 10 s, 300 s).
   std::chrono::milliseconds backoff_base{10000};
   std::chrono::milliseconds backoff_max{300000};

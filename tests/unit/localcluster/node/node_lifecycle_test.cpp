@@ -1,13 +1,15 @@
-// The node agent's node lifecycle under a FakeClock, against an in-process API server: a node
-// that stops heartbeating goes Ready=Unknown with the unreachable taints only once the clock
-// passes node_monitor_grace, and its pods are marked Failed (NodeLost) only once it passes
-// pod_eviction_timeout more; a recovered node is Ready again and untainted. Real time only
-// spaces the agent's passes (20 ms), so the 40 s grace and 30 s eviction take milliseconds.
+// The node agent's time under a FakeClock, against an in-process API server: a node that stops
+// heartbeating goes Ready=Unknown with the unreachable taints only once the clock passes
+// node_monitor_grace, and its pods are marked Failed (NodeLost) only once it passes
+// pod_eviction_timeout more; a recovered node is Ready again and untainted. A crashing
+// container is restarted only when the clock passes its back-off (10 s, then 20 s). Real time
+// only spaces the agent's passes (20 ms), so the grace, eviction and back-off take milliseconds.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -51,6 +53,11 @@ class NodeLifecycleTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_ / "bin");
+    {  // Image sluice/crasher: a container that exits 1 at once.
+      std::ofstream(dir_ / "bin" / "sluice-crasher") << "#!/bin/sh\nexit 1\n";
+      std::filesystem::permissions(dir_ / "bin" / "sluice-crasher",
+                                   std::filesystem::perms::owner_all);
+    }
     NodeAgentOptions options;
     for (const char* name : {"node-a", "node-b"}) {
       NodeSpec node;
@@ -66,6 +73,8 @@ class NodeLifecycleTest : public ::testing::Test {
     options.pod_eviction_timeout = std::chrono::seconds(30);
     options.sync_period = std::chrono::milliseconds(20);
     options.shutdown_grace = std::chrono::milliseconds(200);
+    options.backoff_base = std::chrono::seconds(10);
+    options.backoff_max = std::chrono::seconds(300);
     options.clock = &clock_;
     agent_ = std::make_unique<NodeAgent>(server_->rest(), std::move(options));
     ASSERT_TRUE(agent_->Start().ok());
@@ -148,6 +157,36 @@ TEST_F(NodeLifecycleTest, ASilentNodeIsLostAfterTheGraceAndItsPodsAfterTheEvicti
   Annotate("node-b", nullptr);  // Recovered: it heartbeats again.
   ASSERT_TRUE(WaitFor([&] { return Ready("node-b") == "True" && !Tainted("node-b"); }))
       << Get(kNodes, "node-b").dump();
+}
+
+TEST_F(NodeLifecycleTest, ACrashingContainerIsRestartedWhenTheClockPassesItsBackOff) {
+  const json pod = json::parse(R"({"apiVersion": "v1", "kind": "Pod",
+      "metadata": {"name": "crasher", "namespace": "default"},
+      "spec": {"nodeName": "node-a", "restartPolicy": "Always",
+               "containers": [{"name": "c", "image": "sluice/crasher:1"}]}})");
+  ASSERT_TRUE(server_->dynamic().Resource(kPods, "default").Create(pod).ok());
+  const auto container = [&] {
+    const json p = Get(kPods, "crasher");
+    const json* c = ValueAt(p, "/status/containerStatuses/0");
+    return c != nullptr ? *c : json::object();
+  };
+  const auto restarts = [&] { return IntField(container(), "restartCount", -1); };
+  const auto backing_off = [&] {
+    return StringAt(container(), "/state/waiting/reason") == "CrashLoopBackOff";
+  };
+
+  // It ran once, exited 1, and waits: the clock stands still, so no restart.
+  ASSERT_TRUE(WaitFor([&] { return restarts() == 0 && backing_off(); })) << container().dump();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(restarts(), 0);
+
+  clock_.Advance(std::chrono::seconds(10));  // The first back-off.
+  ASSERT_TRUE(WaitFor([&] { return restarts() == 1 && backing_off(); })) << container().dump();
+  clock_.Advance(std::chrono::seconds(10));  // Half of the second (20 s).
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(restarts(), 1);
+  clock_.Advance(std::chrono::seconds(10));
+  ASSERT_TRUE(WaitFor([&] { return restarts() == 2; })) << container().dump();
 }
 
 }  // namespace node_lifecycle_test
