@@ -19,6 +19,7 @@
 #include <random>
 #include <sstream>
 
+#include "common/clock.h"
 #include "common/config/help.h"
 #include "common/config/parse.h"
 #include "common/http/client.h"
@@ -173,7 +174,7 @@ int RunChecks(http::Server& server, const std::string& token, int requests, int 
             << " trajectories (128 tokens each) to " << server.BaseUrl() << "\n";
   std::mt19937 rng(7);
   int accepted = 0;
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = SystemClock::Instance().Now();
   std::string first_body;
   for (int r = 0; r < requests; ++r) {
     std::string body;
@@ -200,7 +201,7 @@ int RunChecks(http::Server& server, const std::string& token, int requests, int 
     }
   }
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::chrono::duration<double>(SystemClock::Instance().Now() - start).count();
   checks.Expect(accepted == requests * batch, "every trajectory accepted",
                 std::to_string(accepted) + " in " + std::to_string(seconds) + " s, " +
                     std::to_string(static_cast<int>(accepted / seconds)) + " trajectories/s");
@@ -337,10 +338,10 @@ int Main(int argc, char** argv) {
     rc = RunChecks(server, token, static_cast<int>(cfg->GetInt("requests")),
                    static_cast<int>(cfg->GetInt("batch")), store);
   }
-  const auto began = std::chrono::steady_clock::now();
+  const auto began = SystemClock::Instance().Now();
   server.Shutdown();
   std::cout << "Shut down gracefully in "
-            << std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count()
+            << std::chrono::duration<double>(SystemClock::Instance().Now() - began).count()
             << " s\n";
   return rc;
 }

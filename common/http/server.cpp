@@ -12,11 +12,12 @@
 namespace sluice::http {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// Real time for I/O timeouts and latencies; decisions read a sluice::Clock (common/clock.h).
+using Steady = std::chrono::steady_clock;
 
 // cpp-httplib serves each request start to finish on one worker thread, so per-request facts
 // that its hooks do not pass to each other (start time, matched route) travel in thread-locals.
-thread_local Clock::time_point t_request_start{};
+thread_local Steady::time_point t_request_start{};
 thread_local const std::string* t_route = nullptr;
 thread_local log::Fields t_log_fields;  // AddAccessLogField's, for this request's log line.
 
@@ -159,7 +160,7 @@ void Server::AddAccessLogField(std::string key, std::string value) {
 
 httplib::Server::HandlerResponse Server::PreRoute(const httplib::Request& req,
                                                   httplib::Response& res) {
-  t_request_start = Clock::now();
+  t_request_start = Steady::now();
   t_route = nullptr;
   t_log_fields.clear();
   if (!options_.auth || IsOpenPath(req.path, !options_.metrics_require_auth)) {
@@ -188,9 +189,9 @@ httplib::Server::HandlerResponse Server::PreRoute(const httplib::Request& req,
 
 void Server::LogAndCount(const httplib::Request& req, const httplib::Response& res) {
   const double seconds =
-      t_request_start == Clock::time_point{}
+      t_request_start == Steady::time_point{}
           ? 0.0
-          : std::chrono::duration<double>(Clock::now() - t_request_start).count();
+          : std::chrono::duration<double>(Steady::now() - t_request_start).count();
   const std::string& route = t_route ? *t_route : kUnmatchedRoute;
   t_request_start = {};
   t_route = nullptr;
@@ -296,11 +297,11 @@ Status Server::Start() {
 
 void Server::Shutdown() {
   if (!started_.load() || stopped_.exchange(true)) return;
-  const auto began = Clock::now();
+  const auto began = Steady::now();
   shutdown_.Cancel();  // Readiness fails and long polls return at once.
   server_->stop();     // Stop accepting; keep-alive loops end after their current request.
   const auto deadline = began + options_.shutdown_grace;
-  while (in_flight_.load() > 0 && Clock::now() < deadline) {
+  while (in_flight_.load() > 0 && Steady::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   if (in_flight_.load() > 0) {
@@ -311,7 +312,7 @@ void Server::Shutdown() {
   }
   if (listener_.joinable()) listener_.join();  // Returns once the worker pool has drained.
   logger_.Info("stopped",
-               {{"seconds", std::chrono::duration<double>(Clock::now() - began).count()}});
+               {{"seconds", std::chrono::duration<double>(Steady::now() - began).count()}});
 }
 
 }  // namespace sluice::http

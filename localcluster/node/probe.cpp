@@ -23,7 +23,8 @@ namespace sluice::node {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// Real time for I/O timeouts and latencies; decisions read a sluice::Clock (common/clock.h).
+using Steady = std::chrono::steady_clock;
 using nlohmann::json;
 
 constexpr size_t kMaxExecOutput = 10 * 1024;
@@ -98,10 +99,10 @@ std::optional<std::string> Dial(const std::string& host, int port,
   ::freeaddrinfo(found);
   int err = rc == 0 ? 0 : errno;
   if (err == EINPROGRESS) {
-    const auto deadline = Clock::now() + timeout;
+    const auto deadline = Steady::now() + timeout;
     for (;;) {
       const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Steady::now());
       if (left.count() <= 0) {
         ::close(fd);
         return what + ": i/o timeout";
@@ -282,7 +283,7 @@ ProbeResult ExecProbe(const json& action,
                                   kMaxExecOutput - std::min(kMaxExecOutput, output.size())));
     }
   };
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = Steady::now() + timeout;
   bool exited = false;
   for (;;) {
     drain();
@@ -294,7 +295,7 @@ ProbeResult ExecProbe(const json& action,
       break;
     }
     const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Steady::now());
     if (left.count() <= 0) break;
     pollfd p{pipe_fds[0], POLLIN, 0};
     // After EOF poll returns at once (POLLHUP); then sleep instead of spinning.

@@ -37,7 +37,8 @@ using wal_internal::WriteAll;
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+// Real time for I/O timeouts and latencies; decisions read a sluice::Clock (common/clock.h).
+using Steady = std::chrono::steady_clock;
 
 // Appends write buffered records (without fsync) once this much is pending, and wait for the
 // flusher once kMaxPendingBytes is pending, so memory stays bounded when nobody waits.
@@ -279,13 +280,13 @@ Status WriteAheadLog::RollSegment(uint64_t first_lsn) {
 
 Status WriteAheadLog::SyncActiveSegment() {
   if (!dirty_) return Status::Ok();
-  const Clock::time_point start = Clock::now();
+  const Steady::time_point start = Steady::now();
   SLUICE_RETURN_IF_ERROR(DataSync(fd_, active_path_));
   dirty_ = false;
   stat_fsyncs_.fetch_add(1, std::memory_order_relaxed);
   if (fsyncs_total_ != nullptr) fsyncs_total_->Inc();
   if (fsync_seconds_ != nullptr) {
-    fsync_seconds_->Observe(std::chrono::duration<double>(Clock::now() - start).count());
+    fsync_seconds_->Observe(std::chrono::duration<double>(Steady::now() - start).count());
   }
   return Status::Ok();
 }

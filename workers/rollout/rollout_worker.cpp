@@ -171,8 +171,8 @@ void RolloutWorker::Run(const CancellationToken& stop) {
 }
 
 void RolloutWorker::Join(const CancellationToken& stop) {
-  Clock& clock = Time();
-  const Clock::MonoTime t0 = clock.Now();
+  Clock& time = clock();
+  const Clock::MonoTime t0 = time.Now();
   http::BackoffPolicy backoff;
   backoff.base_delay = options_.retry_delay;
   backoff.max_delay = std::max(options_.retry_delay, options_.join_retry_max);
@@ -204,7 +204,7 @@ void RolloutWorker::Join(const CancellationToken& stop) {
   ready_.store(true);
   logger_.Info("ready: weights loaded at join",
                {{"versions", versions},
-                {"seconds", std::chrono::duration<double>(clock.Now() - t0).count()}});
+                {"seconds", std::chrono::duration<double>(time.Now() - t0).count()}});
 }
 
 Status RolloutWorker::JoinOnce(const CancellationToken& stop) {
@@ -336,7 +336,7 @@ void RolloutWorker::StartEpisode(json task_json) {
     return;
   }
   samples_per_task_.store(std::max<int64_t>(1, task->samples));
-  auto episode = std::make_unique<Episode>(cancel_all_.Token(), Time().Now());
+  auto episode = std::make_unique<Episode>(cancel_all_.Token(), clock().Now());
   episode->task = std::move(*task);
   Episode* e = episode.get();
   std::lock_guard<std::mutex> lock(mu_);
@@ -347,7 +347,7 @@ void RolloutWorker::StartEpisode(json task_json) {
 }
 
 void RolloutWorker::RunEpisode(Episode& e) {
-  const Clock::MonoTime t0 = Time().Now();
+  const Clock::MonoTime t0 = clock().Now();
   const LeasedTask& task = e.task;
   std::string outcome;
   Result<const Workflow*> workflow = WorkflowFor(task.workflow);
@@ -358,6 +358,7 @@ void RolloutWorker::RunEpisode(Episode& e) {
     ctx.policies = policies_;
     ctx.environment_token = options_.environment_token;
     ctx.cancel = e.cancel.Token();
+    ctx.clock = &clock();
     Result<EpisodeResult> result = (*workflow)->Run(task, ctx);
     status = result.status();
     if (result.ok()) {
@@ -405,7 +406,7 @@ void RolloutWorker::RunEpisode(Episode& e) {
       logger_.Warn("release failed", {{"lease", task.lease_id}, {"error", released.ToString()}});
     }
   }
-  const double seconds = std::chrono::duration<double>(Time().Now() - t0).count();
+  const double seconds = std::chrono::duration<double>(clock().Now() - t0).count();
   if (episodes_total_) {
     episodes_total_->WithLabels({outcome}).Inc();
     episode_seconds_->WithLabels({}).Observe(seconds);
@@ -454,7 +455,7 @@ void RolloutWorker::ReapFinished() {
 
 void RolloutWorker::RenewLeases() {
   const auto period = std::chrono::seconds(std::max<int64_t>(1, lease_seconds_.load() / 3));
-  const Clock::MonoTime now = Time().Now();
+  const Clock::MonoTime now = clock().Now();
   std::vector<Episode*> due;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -491,9 +492,9 @@ bool RolloutWorker::BehindWithoutUpdate(const std::vector<dataflow::AnnouncedVer
 
 void RolloutWorker::MaybeUpdateWeights(const std::vector<dataflow::AnnouncedVersion>& versions) {
   if (updater_ == nullptr) return;
-  Clock& clock = Time();
+  Clock& time = clock();
   const std::map<std::string, int64_t> held = updater_->Versions();
-  const Clock::MonoTime now = clock.Now();
+  const Clock::MonoTime now = time.Now();
   // Only the newest announcement of each policy is worth loading.
   std::map<std::string, const dataflow::AnnouncedVersion*> newest;
   for (const dataflow::AnnouncedVersion& v : versions) {
@@ -517,7 +518,7 @@ void RolloutWorker::MaybeUpdateWeights(const std::vector<dataflow::AnnouncedVers
       updates_.erase(old);
     }
     updating_to_[v.policy] = v.number;
-    updates_.emplace(v.policy, std::thread([this, v, &clock] {
+    updates_.emplace(v.policy, std::thread([this, v, &time] {
                        Result<std::optional<UpdateReport>> r = updater_->Update(v);
                        std::chrono::milliseconds retry_in{0};
                        if (r.ok()) {
@@ -531,7 +532,7 @@ void RolloutWorker::MaybeUpdateWeights(const std::vector<dataflow::AnnouncedVers
                          if (b.version != v.number) b.next_delay = options_.retry_delay;
                          b.version = v.number;
                          retry_in = b.next_delay;
-                         b.retry_at = clock.Now() + retry_in;
+                         b.retry_at = time.Now() + retry_in;
                          b.next_delay = std::min(2 * b.next_delay, options_.join_retry_max);
                          if (errors_) errors_->WithLabels({"weights"}).Inc();
                          logger_.Warn("weight update failed", {{"policy", v.policy},

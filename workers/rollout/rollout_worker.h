@@ -114,11 +114,12 @@ class RolloutWorker {
   // (policy -> version being loaded), error (the last join failure, "" when none)}.
   nlohmann::json StatusJson() const;
 
- private:
-  // options_.clock, or the system clock.
-  Clock& Time() const {
+  // options_.clock, or the system clock: the worker's time.
+  Clock& clock() const {
     return options_.clock != nullptr ? *options_.clock : SystemClock::Instance();
   }
+
+ private:
   struct Episode;
   void Join(const CancellationToken& stop);
   Status JoinOnce(const CancellationToken& stop);

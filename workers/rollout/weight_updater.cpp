@@ -1,7 +1,6 @@
 #include "workers/rollout/weight_updater.h"
 
 #include <filesystem>
-#include <thread>
 #include <utility>
 
 #include "common/file/read_file.h"
@@ -22,7 +21,9 @@ struct WeightUpdater::PolicyState {
 WeightUpdater::WeightUpdater(const std::vector<std::string>& policies, int64_t initial_version,
                              WeightUpdaterOptions options, WeightSink* sink,
                              metrics::Registry* registry)
-    : options_(std::move(options)), sink_(sink) {
+    : options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Instance()),
+      sink_(sink) {
   for (const std::string& p : policies) {
     auto chunk = options_.chunk_bytes.find(p);
     auto state =
@@ -141,7 +142,7 @@ Result<std::optional<UpdateReport>> WeightUpdater::Update(
   if (announced.number <= from) return std::optional<UpdateReport>();
   SLUICE_ASSIGN_OR_RETURN(WeightUrl trainer,
                           SplitWeightUrl(announced.url, "versions[" + announced.policy + "].url"));
-  const auto t0 = std::chrono::steady_clock::now();
+  const Clock::MonoTime t0 = clock_.Now();
   UpdateReport report;
   report.policy = announced.policy;
   report.from = from;
@@ -152,10 +153,10 @@ Result<std::optional<UpdateReport>> WeightUpdater::Update(
     fetched = Fetch(state, base, announced.number, announced.digest);
     // Not there yet: the relay learned of the version when this replica did and is fetching it.
     std::chrono::milliseconds poll(50);
-    const auto give_up = std::chrono::steady_clock::now() + options_.relay_wait;
+    const Clock::MonoTime give_up = clock_.Now() + options_.relay_wait;
     while (!fetched.ok() && fetched.status().code() == StatusCode::kNotFound &&
-           std::chrono::steady_clock::now() + poll <= give_up) {
-      std::this_thread::sleep_for(poll);
+           clock_.Now() + poll <= give_up) {
+      clock_.SleepFor(poll);
       poll = std::min(2 * poll, std::chrono::milliseconds(500));
       fetched = Fetch(state, base, announced.number, announced.digest);
     }
@@ -201,7 +202,7 @@ Result<std::optional<UpdateReport>> WeightUpdater::Update(
     std::lock_guard<std::mutex> lock(mu_);
     state.version = announced.number;
   }
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  report.seconds = std::chrono::duration<double>(clock_.Now() - t0).count();
   if (fetches_) {
     fetches_->WithLabels({announced.policy, report.stats.mode, report.source}).Inc();
     bytes_->WithLabels({announced.policy, report.source})

@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/http/bearer_token.h"
 #include "common/http/client.h"
 #include "common/http/hosts_file.h"
@@ -76,6 +77,9 @@ struct WeightUpdaterOptions {
   // The dataflow's base URL, for the final weights it keeps once a trainer has finished; empty:
   // not asked.
   std::string dataflow_url;
+  // The relay wait's and the reports' time; borrowed, must outlive the updater. Null: the system
+  // clock.
+  Clock* clock = nullptr;
 };
 
 struct UpdateReport {
@@ -118,6 +122,7 @@ class WeightUpdater {
                                         int64_t version, const std::string& digest);
 
   const WeightUpdaterOptions options_;
+  Clock& clock_;
   WeightSink* sink_;
   mutable std::mutex mu_;  // Guards relay_ and the versions.
   std::string relay_;

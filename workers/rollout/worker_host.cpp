@@ -96,8 +96,9 @@ void WorkerHost::Run(CancellationSource stop) {
       std::lock_guard<std::mutex> lock(mu_);
       worker->Drain(drain_grace_);
     }
-    const auto deadline = std::chrono::steady_clock::now() + drain_grace_ + std::chrono::seconds(1);
-    while (!worker->drained() && std::chrono::steady_clock::now() < deadline &&
+    Clock& clock = worker->clock();
+    const Clock::MonoTime deadline = clock.Now() + drain_grace_ + std::chrono::seconds(1);
+    while (!worker->drained() && clock.Now() < deadline &&
            !finish.Token().WaitFor(std::chrono::milliseconds(100))) {
     }
     finish.Cancel();

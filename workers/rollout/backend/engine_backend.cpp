@@ -9,7 +9,8 @@
 namespace sluice::rollout {
 
 EngineBackend::EngineBackend(engine::EngineOptions options)
-    : engine_(std::make_unique<engine::Engine>(std::move(options))) {
+    : clock_(options.clock != nullptr ? *options.clock : SystemClock::Instance()),
+      engine_(std::make_unique<engine::Engine>(std::move(options))) {
   thread_ = std::thread([this, token = stop_.Token()] { engine_->Run(token); });
 }
 
@@ -30,7 +31,7 @@ Result<std::vector<Completion>> EngineBackend::Generate(const GenerateRequest& r
   const int32_t n = std::max<int32_t>(1, request.sampling.n);
   pending->out.resize(static_cast<size_t>(n));
   pending->remaining = n;
-  const auto t0 = std::chrono::steady_clock::now();
+  const Clock::MonoTime t0 = clock_.Now();
 
   engine::GenerationRequest r;
   r.id = "g" + std::to_string(next_id_.fetch_add(1));
@@ -40,7 +41,7 @@ Result<std::vector<Completion>> EngineBackend::Generate(const GenerateRequest& r
   r.sampling.n = n;
   const std::string id = r.id;
   SLUICE_RETURN_IF_ERROR(
-      engine_->Submit(std::move(r), [pending, t0](const engine::SampleUpdate& u) {
+      engine_->Submit(std::move(r), [this, pending, t0](const engine::SampleUpdate& u) {
         std::lock_guard<std::mutex> lock(pending->mu);
         if (u.sample < 0 || static_cast<size_t>(u.sample) >= pending->out.size()) return;
         Completion& c = pending->out[static_cast<size_t>(u.sample)];
@@ -50,7 +51,7 @@ Result<std::vector<Completion>> EngineBackend::Generate(const GenerateRequest& r
         if (u.finished) {
           c.text = u.text;
           c.finish_reason = u.finish_reason == "weight_swap" ? "abort" : u.finish_reason;
-          c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          c.seconds = std::chrono::duration<double>(clock_.Now() - t0).count();
           if (--pending->remaining == 0) pending->cv.notify_all();
         }
       }));

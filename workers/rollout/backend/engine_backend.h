@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/process/cancellation.h"
 #include "workers/rollout/engine/torch/engine.h"
 #include "workers/rollout/generation_backend.h"
@@ -38,6 +39,7 @@ class EngineBackend final : public GenerationBackend, public WeightSink {
   double TokensPerSecond() const;
 
  private:
+  Clock& clock_;  // options.clock, or the system clock.
   std::unique_ptr<engine::Engine> engine_;
   CancellationSource stop_;
   std::thread thread_;

@@ -13,7 +13,8 @@ namespace sluice::rollout {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
+// Real time for I/O timeouts and latencies; decisions read a sluice::Clock (common/clock.h).
+using Steady = std::chrono::steady_clock;
 
 constexpr std::string_view kReply = "environment reply";
 // Connecting is quick or hopeless; a long call timeout (a slow tool) should not also mean waiting
@@ -134,8 +135,8 @@ Result<json> HttpEnvironment::Call(std::string_view path, const json& body,
 
   // Streaming, although replies are small, because only a streamed call has its socket shut
   // down by cancellation (client.h); a plain Send would wait for the reply or the timeout.
-  const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline = start + timeout_;
+  const Steady::time_point start = Steady::now();
+  const Steady::time_point deadline = start + timeout_;
   std::string reply;
   Status stopped;  // Why the body was not read to the end.
   auto on_data = [&](std::string_view data) {
@@ -145,7 +146,7 @@ Result<json> HttpEnvironment::Call(std::string_view path, const json& body,
       return false;
     }
     // The read timeout bounds each silence; this bounds a reply that trickles in.
-    if (Clock::now() > deadline) {
+    if (Steady::now() > deadline) {
       stopped = Status::DeadlineExceeded(what + ": the reply took longer than " +
                                          std::to_string(timeout_.count()) + " s");
       return false;
@@ -157,7 +158,7 @@ Result<json> HttpEnvironment::Call(std::string_view path, const json& body,
   if (!response.ok()) {
     Status status = response.status();
     if (status.code() == StatusCode::kUnavailable &&
-        Clock::now() - start >= timeout_ - kTimeoutSlack) {
+        Steady::now() - start >= timeout_ - kTimeoutSlack) {
       return Status::DeadlineExceeded(what + ": no reply within " +
                                       std::to_string(timeout_.count()) + " s (" + status.message() +
                                       ")");

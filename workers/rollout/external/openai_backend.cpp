@@ -20,8 +20,8 @@ std::string GeneratePath(ServerFlavour flavour) {
 
 std::string Quote(std::string_view text) { return "\"" + std::string(text.substr(0, 128)) + "\""; }
 
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+double SecondsSince(const Clock& clock, Clock::MonoTime start) {
+  return std::chrono::duration<double>(clock.Now() - start).count();
 }
 
 // What Generate returns for a kAbort request a weight swap interrupted: n empty completions.
@@ -167,7 +167,8 @@ Result<std::vector<Completion>> OpenAiBackend::ParseReply(const http::Response& 
 
 Result<std::vector<Completion>> OpenAiBackend::Generate(const GenerateRequest& request,
                                                         const CancellationToken& cancel) {
-  const auto start = std::chrono::steady_clock::now();
+  const Clock& clock = options_.clock != nullptr ? *options_.clock : SystemClock::Instance();
+  const Clock::MonoTime start = clock.Now();
   if (request.policy != policy_) {
     return Status::InvalidArgument(
         Quote(request.policy) + " is not served here (this server serves " + Quote(policy_) + ")",
@@ -224,11 +225,11 @@ Result<std::vector<Completion>> OpenAiBackend::Generate(const GenerateRequest& r
   }
   if (cancel.IsCancelled()) return Status::Cancelled(what + ": cancelled");
   // A kAbort request whose weights were swapped: whatever came back may mix two versions.
-  if (abort_on_swap && swapped) return AbortedCompletions(n, SecondsSince(start));
+  if (abort_on_swap && swapped) return AbortedCompletions(n, SecondsSince(clock, start));
   if (!reply.ok()) return reply.status();
 
   SLUICE_ASSIGN_OR_RETURN(std::vector<Completion> completions, ParseReply(*reply, what, n));
-  const double seconds = SecondsSince(start);
+  const double seconds = SecondsSince(clock, start);
   for (Completion& c : completions) {
     c.versions.assign(c.tokens.size(), version);
     c.seconds = seconds;

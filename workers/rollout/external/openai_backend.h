@@ -44,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/http/client.h"
 #include "common/process/cancellation.h"
 #include "common/status.h"
@@ -72,6 +73,9 @@ struct OpenAiBackendOptions {
   int64_t initial_version = 0;       // Version of the weights the server started with, >= 0.
   // The POSTs of a reload, in order; empty: DefaultReloadCalls(flavour). Paths start with "/".
   std::vector<ReloadCall> reload_calls;
+  // Times each Generate call (Completion::seconds). Borrowed, must outlive the backend; null: the
+  // system clock.
+  Clock* clock = nullptr;
 };
 
 class OpenAiBackend final : public GenerationBackend {

@@ -41,7 +41,8 @@ constexpr auto kDrainAfterKill = std::chrono::milliseconds(200);
 constexpr int kPollSliceMs = 50;
 constexpr size_t kReadChunk = 64 * 1024;
 
-using Clock = std::chrono::steady_clock;
+// Real time for I/O timeouts and latencies; decisions read a sluice::Clock (common/clock.h).
+using Steady = std::chrono::steady_clock;
 
 // An owned file descriptor.
 class Fd {
@@ -467,7 +468,7 @@ bool HasExited(pid_t pid) {
   return info.si_pid == pid;
 }
 
-int MillisUntil(Clock::time_point when, Clock::time_point now) {
+int MillisUntil(Steady::time_point when, Steady::time_point now) {
   if (when <= now) return 0;
   const auto ms = std::chrono::ceil<std::chrono::milliseconds>(when - now).count();
   return static_cast<int>(std::min<int64_t>(ms, 1 << 30));
@@ -554,7 +555,7 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
   sigset_t before_fork;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &before_fork);
-  const Clock::time_point start = Clock::now();
+  const Steady::time_point start = Steady::now();
   const pid_t pid = ::fork();
   if (pid == 0) RunChild(plan);
   const int fork_errno = errno;
@@ -594,7 +595,7 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
       result.exit_code = failure.error == ENOENT ? 127 : 126;
       result.stderr_data =
           "sandbox: cannot execute " + program + ": " + std::strerror(failure.error) + "\n";
-      result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      result.wall_seconds = std::chrono::duration<double>(Steady::now() - start).count();
       return result;
     }
     return Status::Internal(std::string("sandbox: child setup failed at ") + StageName(stage) +
@@ -619,10 +620,10 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
   enum class Phase { kRunning, kLeaderExited, kKilled };
   Phase phase = Phase::kRunning;
   bool cancelled = false;
-  const Clock::time_point deadline =
-      start + std::chrono::duration_cast<Clock::duration>(
+  const Steady::time_point deadline =
+      start + std::chrono::duration_cast<Steady::duration>(
                   std::chrono::duration<double>(limits.wall_seconds));
-  Clock::time_point stop_reading = deadline;
+  Steady::time_point stop_reading = deadline;
   const auto kill_group = [&](Phase next) {
     ::killpg(pid, SIGKILL);  // The leader is unreaped, so the group id is still ours.
     stdin_fd.Close();
@@ -635,7 +636,7 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
       kill_group(Phase::kLeaderExited);
     }
     if (phase != Phase::kRunning && !out.fd.valid() && !err.fd.valid()) break;
-    const Clock::time_point now = Clock::now();
+    const Steady::time_point now = Steady::now();
     if (phase == Phase::kRunning) {
       if (spec.cancel.IsCancelled() || now >= deadline) {
         cancelled = spec.cancel.IsCancelled();
@@ -705,7 +706,7 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
   int status = 0;
   rusage usage{};
   if (!reap(&status, &usage)) return reaped_elsewhere;
-  result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.wall_seconds = std::chrono::duration<double>(Steady::now() - start).count();
   result.cpu_seconds_used =
       static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
       static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;

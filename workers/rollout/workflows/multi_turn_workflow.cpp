@@ -17,8 +17,8 @@ namespace {
 constexpr char kFinishStop[] = "stop";
 constexpr char kFinishAbort[] = "abort";
 
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+double SecondsSince(const Clock& clock, Clock::MonoTime start) {
+  return std::chrono::duration<double>(clock.Now() - start).count();
 }
 
 }  // namespace
@@ -66,7 +66,7 @@ Result<SampleOutcome> MultiTurnWorkflow::RunEpisode(const LeasedTask& task,
   auto finish = [&](std::string reason, std::optional<std::string_view> response, double reward) {
     s.finish_reason = std::move(reason);
     if (response) {
-      const TimedScore scored = ScoreTimed(*options_.reward, *response, task);
+      const TimedScore scored = ScoreTimed(*options_.reward, *response, task, *context.clock);
       reward = scored.outcome.score;
       s.reward_seconds += scored.seconds;
       if (scored.outcome.error) ++stats.reward_errors;
@@ -92,7 +92,7 @@ Result<SampleOutcome> MultiTurnWorkflow::RunEpisode(const LeasedTask& task,
   // A sample whose environment fails before the first turn holds the bare prompt.
   auto environment = MakeEnvironment(options_.environment, context.environment_token);
   Result<std::string> initial = Status::Unavailable("the environment was not created");
-  const auto start_reset = std::chrono::steady_clock::now();
+  const Clock::MonoTime start_reset = context.clock->Now();
   if (environment.ok()) {
     EnvironmentTask env_task;
     env_task.task_id = task.task_id;
@@ -100,7 +100,7 @@ Result<SampleOutcome> MultiTurnWorkflow::RunEpisode(const LeasedTask& task,
     env_task.answer = task.answer;
     env_task.row = task.row;
     initial = (*environment)->Reset(env_task, context.cancel);
-    s.environment_seconds += SecondsSince(start_reset);
+    s.environment_seconds += SecondsSince(*context.clock, start_reset);
   }
   if (!initial.ok()) {
     SLUICE_ASSIGN_OR_RETURN(const std::vector<int32_t> bare, encode_prompt(task.prompt));
@@ -141,9 +141,9 @@ Result<SampleOutcome> MultiTurnWorkflow::RunEpisode(const LeasedTask& task,
     }
     ++*s.tool_calls;
 
-    const auto start_step = std::chrono::steady_clock::now();
+    const Clock::MonoTime start_step = context.clock->Now();
     Result<StepResult> step = (*environment)->Step(*call, last_text, context.cancel);
-    s.environment_seconds += SecondsSince(start_step);
+    s.environment_seconds += SecondsSince(*context.clock, start_step);
     if (!step.ok()) return environment_failed();
     ++stats.environment_steps;
     if (step->done) {

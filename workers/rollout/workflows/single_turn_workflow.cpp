@@ -30,7 +30,7 @@ Result<EpisodeResult> SingleTurnWorkflow::Run(const LeasedTask& task,
   // Rewards may be slow (code-exec runs programs), so the group is scored concurrently.
   std::vector<TimedScore> scores(completions.size());
   ParallelFor(completions.size(), kMaxConcurrentEpisodes, [&](size_t i) {
-    scores[i] = ScoreTimed(*options_.reward, TurnText(*text, completions[i]), task);
+    scores[i] = ScoreTimed(*options_.reward, TurnText(*text, completions[i]), task, *context.clock);
   });
 
   EpisodeResult result;

@@ -142,7 +142,7 @@ Result<SampleOutcome> SolveAndVerifyWorkflow::RunEpisode(
   double solver_reward = 0;
   double verifier_reward = 0;
   if (!aborted) {
-    const TimedScore scored = ScoreTimed(*options_.check, answer, task);
+    const TimedScore scored = ScoreTimed(*options_.check, answer, task, *context.clock);
     s.reward_seconds += scored.seconds;
     if (scored.outcome.error) ++stats.reward_errors;
     const bool correct = scored.outcome.score >= 1.0;

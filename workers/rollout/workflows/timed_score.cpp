@@ -6,8 +6,9 @@
 
 namespace sluice::rollout {
 
-TimedScore ScoreTimed(const Reward& reward, std::string_view response, const LeasedTask& task) {
-  const auto start = std::chrono::steady_clock::now();
+TimedScore ScoreTimed(const Reward& reward, std::string_view response, const LeasedTask& task,
+                      const Clock& clock) {
+  const Clock::MonoTime start = clock.Now();
   RewardInput input;
   input.response = response;
   input.answer = task.answer;
@@ -21,7 +22,7 @@ TimedScore ScoreTimed(const Reward& reward, std::string_view response, const Lea
     timed.outcome.score = 0;
     timed.outcome.error = true;
   }
-  timed.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  timed.seconds = std::chrono::duration<double>(clock.Now() - start).count();
   return timed;
 }
 

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/process/cancellation.h"
 #include "common/status.h"
 #include "workers/dataflow/client/sample.h"
@@ -48,6 +49,8 @@ struct EpisodeContext {
   std::map<std::string, PolicyText> policies;  // Every hosted policy.
   std::string environment_token;               // Bearer token for HTTP environments (may be empty).
   CancellationToken cancel;  // Cancelled on shutdown: Run returns Cancelled promptly.
+  // Times the environment and reward calls (EpisodeStats, Sample::*_seconds). Non-null.
+  Clock* clock = &SystemClock::Instance();
 };
 
 // What happened in an episode besides the samples (for metrics).

@@ -23,8 +23,6 @@
 namespace sluice::trainer {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // Per-target arrays of one sequence computed before the update.
 struct SequenceState {
   std::vector<float> old_logp;
@@ -270,7 +268,8 @@ Result<std::unique_ptr<PolicyTrainer>> PolicyTrainer::Create(const TrainerSettin
 
 Result<StepReport> PolicyTrainer::Step(const dataflow::Batch& batch) {
   Impl& im = *impl_;
-  const Clock::time_point start = Clock::now();
+  const Clock& clock = im.options.clock != nullptr ? *im.options.clock : SystemClock::Instance();
+  const Clock::MonoTime start = clock.Now();
   const int rank = im.comm->rank();
   const int world = im.comm->world_size();
   const model::ModelConfig& cfg = im.policy->config();
@@ -498,7 +497,7 @@ Result<StepReport> PolicyTrainer::Step(const dataflow::Batch& batch) {
   ++step_;
   report.step = step_;
   report.version = version();
-  report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  report.seconds = std::chrono::duration<double>(clock.Now() - start).count();
   report.tokens_per_second =
       report.seconds > 0 ? static_cast<double>(report.tokens) / report.seconds : 0;
   return report;

@@ -34,6 +34,7 @@
 #include <memory>
 #include <string>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "workers/dataflow/client/trajectory_codec.h"
 #include "workers/model/nn/decoder_model.h"
@@ -72,6 +73,7 @@ struct PolicyTrainerOptions {
   // with a warm start begins RL from the warm-started weights, published as version
   // spec.warmStart.steps (warm_start.h).
   int64_t version_base = 0;
+  const Clock* clock = nullptr;  // Times each step (StepReport::seconds); null: the system clock.
 };
 
 // Builds a fresh copy of the Policy's initial weights (called for the policy, the frozen

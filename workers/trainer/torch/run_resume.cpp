@@ -15,8 +15,9 @@ namespace {
 // is unreachable).
 Result<int64_t> VersionToContinueAt(const TrainingLoopParts& p) {
   const PolicyTrainer& t = *p.trainer;
-  Result<std::vector<dataflow::AnnouncedVersion>> versions = RetryWhileUnavailable(
-      [&] { return p.dataflow->AnnouncedVersions(p.stop); }, p.dataflow_timeout, p.stop);
+  Result<std::vector<dataflow::AnnouncedVersion>> versions =
+      RetryWhileUnavailable([&] { return p.dataflow->AnnouncedVersions(p.stop); },
+                            p.dataflow_timeout, p.stop, LoopClock(p));
   if (!versions.ok()) return versions.status();
   std::optional<AnnouncedImage> announced;
   for (const dataflow::AnnouncedVersion& v : *versions) {
@@ -72,7 +73,7 @@ ResumeOutcome ResumeRun(const TrainingLoopParts& p, const std::string& checkpoin
   if (p.rank == 0) {
     Result<int64_t> back = RetryWhileUnavailable(
         [&] { return p.dataflow->ResumeHeld(p.settings->policy, out.held_through); },
-        p.dataflow_timeout, p.stop);
+        p.dataflow_timeout, p.stop, LoopClock(p));
     if (!back.ok()) return failed("cannot resume the dataflow's held batches", back.status());
     if (*back > 0) {
       p.logger->Info("batches trained after the checkpoint come back",

@@ -13,8 +13,6 @@
 namespace sluice::trainer {
 namespace {
 
-using Steady = std::chrono::steady_clock;
-
 // A Status call as a Result, for RetryWhileUnavailable.
 template <typename Call>
 auto AsResult(const Call& call) {
@@ -25,18 +23,18 @@ auto AsResult(const Call& call) {
   };
 }
 
-double SecondsSince(Steady::time_point start) {
-  return std::chrono::duration<double>(Steady::now() - start).count();
+double SecondsSince(const Clock& clock, Clock::MonoTime start) {
+  return std::chrono::duration<double>(clock.Now() - start).count();
 }
 
 }  // namespace
 
 TrainingLoop::TrainingLoop(TrainingLoopParts parts, RunSchedule schedule)
-    : p_(std::move(parts)), schedule_(schedule) {}
+    : p_(std::move(parts)), clock_(LoopClock(p_)), schedule_(schedule) {}
 
 Status TrainingLoop::PublishAndAnnounce(double* publish_seconds) {
   const PolicyTrainer& t = *p_.trainer;
-  const Steady::time_point p0 = Steady::now();
+  const Clock::MonoTime p0 = clock_.Now();
   // The published form: HF names in the Policy's dtype, with the delta from the previous
   // version only when spec.weightSync asks for one for this version (weight_sync.h).
   Result<PublishedWeights> w = PublishWeights(t.model(), p_.settings->policy_spec.model.dtype);
@@ -44,7 +42,7 @@ Status TrainingLoop::PublishAndAnnounce(double* publish_seconds) {
   SLUICE_RETURN_IF_ERROR(p_.store->Publish(
       w->views, t.version(),
       weights::EncodeDeltaFor(p_.settings->policy_spec.weight_sync, t.version())));
-  if (publish_seconds) *publish_seconds = SecondsSince(p0);
+  if (publish_seconds) *publish_seconds = SecondsSince(clock_, p0);
   if (!RunSchedule::Announced(t.version())) return Status::Ok();
   dataflow::VersionAnnouncement a;
   a.number = t.version();
@@ -58,18 +56,18 @@ Status TrainingLoop::PublishAndAnnounce(double* publish_seconds) {
   // gang. Announcing again is idempotent.
   return RetryWhileUnavailable(
              AsResult([&] { return p_.dataflow->Announce(p_.settings->policy, a); }),
-             p_.dataflow_timeout, p_.stop)
+             p_.dataflow_timeout, p_.stop, clock_)
       .status();
 }
 
 Result<std::string> TrainingLoop::TakeFrame() {
-  Steady::time_point last_ok = Steady::now();
+  Clock::MonoTime last_ok = clock_.Now();
   while (!p_.stop.IsCancelled()) {
     Result<std::optional<std::string>> got = p_.dataflow->TakeBatchFrame(
         p_.settings->policy, p_.groups_per_batch, p_.batch_wait, p_.stop);
     if (got.ok() && got->has_value()) return std::move(**got);
     if (got.ok()) {
-      last_ok = Steady::now();
+      last_ok = clock_.Now();
       continue;
     }
     if (dataflow::IsDrained(got.status())) {
@@ -77,7 +75,7 @@ Result<std::string> TrainingLoop::TakeFrame() {
       if (starved_.empty()) starved_ = "the dataflow is drained";
       return std::string();
     }
-    if (Steady::now() - last_ok > p_.dataflow_timeout) return got.status();
+    if (clock_.Now() - last_ok > p_.dataflow_timeout) return got.status();
     p_.logger->Warn("batch request failed; retrying", {{"error", got.status().ToString()}});
     (void)p_.stop.WaitFor(std::chrono::seconds(1));
   }
@@ -91,12 +89,12 @@ void TrainingLoop::Acknowledge(const std::string& batch_id) {
   if (schedule_.checkpoints()) {
     // Held until the next checkpoint makes this step durable. Hold numbers grow in ack order.
     Result<int64_t> held = RetryWhileUnavailable([&] { return p_.dataflow->AckHeld(batch_id); },
-                                                 p_.dataflow_timeout, p_.stop);
+                                                 p_.dataflow_timeout, p_.stop, clock_);
     if (held.ok()) schedule_.Held(*held);
     acked = held.status();
   } else {
     acked = RetryWhileUnavailable(AsResult([&] { return p_.dataflow->Ack(batch_id); }),
-                                  p_.dataflow_timeout, p_.stop)
+                                  p_.dataflow_timeout, p_.stop, clock_)
                 .status();
   }
   if (!acked.ok()) {
@@ -132,13 +130,13 @@ LoopOutcome TrainingLoop::Run() {
   while (t.step() < p_.steps) {
     // Rank 0 takes a batch (or decides to stop) and hands the frame to everyone.
     std::string frame;
-    const Steady::time_point wait_start = Steady::now();
+    const Clock::MonoTime wait_start = clock_.Now();
     if (p_.rank == 0) {
       Result<std::string> taken = TakeFrame();
       if (!taken.ok()) return failed("the dataflow is unreachable", taken.status());
       frame = std::move(*taken);
     }
-    const double waited = SecondsSince(wait_start);
+    const double waited = SecondsSince(clock_, wait_start);
     p_.board->RecordDataWait(waited);
     if (Status s = p_.comm->Broadcast(frame, 0); !s.ok()) return failed("broadcast failed", s);
     if (frame.empty()) {
@@ -220,7 +218,7 @@ std::optional<LoopFailure> TrainingLoop::Finish(RunEnd end) {
         return p_.dataflow->PutFinalWeights(p_.settings->policy, last->version(), last->digest(),
                                             std::string(last->image()));
       },
-      p_.dataflow_timeout, p_.stop);
+      p_.dataflow_timeout, p_.stop, clock_);
   if (kept.ok()) {
     p_.logger->Info("final weights kept by the dataflow",
                     {{"version", t.version()}, {"bytes", last->size_bytes()}, {"created", *kept}});

@@ -21,10 +21,12 @@
 #include <optional>
 #include <string>
 
+#include "common/clock.h"
 #include "common/logging/logger.h"
 #include "common/process/cancellation.h"
 #include "common/status.h"
 #include "workers/dataflow/client/dataflow_client.h"
+#include "workers/trainer/retry_while_unavailable.h"
 #include "workers/trainer/run_schedule.h"
 #include "workers/trainer/torch/communicator.h"
 #include "workers/trainer/torch/policy_trainer.h"
@@ -51,7 +53,15 @@ struct TrainingLoopParts {
   std::chrono::seconds batch_wait{10};  // Long-poll wait of each batch request.
   std::chrono::nanoseconds dataflow_timeout{std::chrono::seconds(600)};
   int64_t groups_per_batch = 0;  // 0: the dataflow's setting.
+  // The loop's time: data waits, publish times, the dataflow timeout. Borrowed; null: the system
+  // clock.
+  Clock* clock = nullptr;
 };
+
+// parts.clock, or the system clock.
+inline Clock& LoopClock(const TrainingLoopParts& parts) {
+  return parts.clock != nullptr ? *parts.clock : SystemClock::Instance();
+}
 
 // A step that failed: `what` names it for the log ("training step failed").
 struct LoopFailure {
@@ -63,21 +73,6 @@ struct LoopOutcome {
   RunEnd end = RunEnd::kStopped;
   std::optional<LoopFailure> failure;  // Set: the run failed (`end` is then meaningless).
 };
-
-// Calls `call` until it is not Unavailable (the dataflow unreachable), for up to `timeout`, once a
-// second, unless `stop` fires. `call` returns a Result.
-template <typename Call>
-auto RetryWhileUnavailable(const Call& call, std::chrono::nanoseconds timeout,
-                           const CancellationToken& stop) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto result = call();
-  while (!result.ok() && result.status().code() == StatusCode::kUnavailable &&
-         std::chrono::steady_clock::now() < deadline && !stop.IsCancelled()) {
-    (void)stop.WaitFor(std::chrono::seconds(1));
-    result = call();
-  }
-  return result;
-}
 
 class TrainingLoop {
  public:
@@ -109,6 +104,7 @@ class TrainingLoop {
   Status WriteCheckpoint(bool last);
 
   TrainingLoopParts p_;
+  Clock& clock_;  // LoopClock(p_).
   RunSchedule schedule_;
   std::string starved_;
 };

@@ -21,7 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
 
 constexpr const char* kWarmStartDir = "warm-start";
 
@@ -29,11 +28,12 @@ constexpr const char* kWarmStartDir = "warm-start";
 Result<std::vector<dataflow::PromptRow>> ShareRows(const WarmStartInputs& in) {
   std::string text;
   if (in.comm->rank() == 0) {
-    const Clock::time_point give_up = Clock::now() + in.fetch_timeout;
+    const Clock& clock = in.clock != nullptr ? *in.clock : SystemClock::Instance();
+    const Clock::MonoTime give_up = clock.Now() + in.fetch_timeout;
     Result<std::vector<dataflow::PromptRow>> rows = Status::Unavailable("not fetched");
     while (true) {
       rows = in.fetch_rows();
-      if (rows.ok() || Clock::now() >= give_up) break;
+      if (rows.ok() || clock.Now() >= give_up) break;
       if (in.logger) {
         in.logger->Warn("reading the training split failed; retrying",
                         {{"error", rows.status().ToString()}});

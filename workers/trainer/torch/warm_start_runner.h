@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/logging/logger.h"
 #include "common/process/cancellation.h"
 #include "common/status.h"
@@ -44,7 +45,8 @@ struct WarmStartInputs {
   // Rank 0 only: the Dataflow's training split (DataflowClient::AllTrainRows).
   std::function<Result<std::vector<dataflow::PromptRow>>()> fetch_rows;
   std::chrono::nanoseconds fetch_timeout = std::chrono::minutes(10);  // Give up after this.
-  std::string checkpoint_dir;                                         // "": no resume, no save.
+  const Clock* clock = nullptr;  // fetch_timeout's time; null: the system clock.
+  std::string checkpoint_dir;    // "": no resume, no save.
   const log::Logger* logger = nullptr;
   CancellationToken stop;  // Checked between steps and fetch retries: Cancelled.
   // Called after every supervised step with its report and the steps in all (may be empty).

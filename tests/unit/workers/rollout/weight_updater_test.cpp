@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/http/server.h"
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
@@ -192,9 +194,36 @@ TEST_F(WeightUpdaterTest, PeersFetchThroughTheRelayAndFallBackToTheTrainer) {
   EXPECT_EQ(std::get<2>(peer_sink.applied.at(1)), v3.digest);
 }
 
+// Runs `update` on a thread and advances `clock` by `step` each time the updater sleeps (waits for
+// its relay), calling `on_sleep` first; returns the update's result and the time advanced.
+template <typename OnSleep>
+std::pair<Result<std::optional<UpdateReport>>, Clock::Duration> UpdateAdvancing(
+    WeightUpdater& updater, const dataflow::AnnouncedVersion& version, FakeClock& clock,
+    Clock::Duration step, OnSleep on_sleep) {
+  std::atomic<bool> done{false};
+  Result<std::optional<UpdateReport>> result = Status::Unavailable("not run");
+  std::thread worker([&] {
+    result = updater.Update(version);
+    done = true;
+  });
+  Clock::Duration advanced{0};
+  const auto real_limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!done && std::chrono::steady_clock::now() < real_limit) {
+    if (clock.PendingSleepers() == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    on_sleep();
+    clock.Advance(step);
+    advanced += step;
+  }
+  worker.join();
+  return {std::move(result), advanced};
+}
+
 // Every replica of a region sees an announcement at about the same time: a peer whose relay does
 // not hold the version yet waits for it instead of fetching across regions from the trainer, and
-// passes the relay over only when it still lacks the version after relay_wait.
+// passes the relay over only when it still lacks the version after relay_wait (of its clock).
 TEST_F(WeightUpdaterTest, APeerWaitsForItsRelayToGetANewVersion) {
   RecordingSink relay_sink;
   WeightUpdater relay({"actor"}, 0, Options("relay"), &relay_sink, nullptr);
@@ -204,42 +233,45 @@ TEST_F(WeightUpdaterTest, APeerWaitsForItsRelayToGetANewVersion) {
   const dataflow::AnnouncedVersion v1 = PublishNext();
   ASSERT_TRUE(relay.Update(v1).ok());
 
+  FakeClock clock;
   RecordingSink peer_sink;
   WeightUpdaterOptions options = Options("peer");
-  options.relay_wait = std::chrono::seconds(5);
+  options.relay_wait = std::chrono::seconds(10);
+  options.clock = &clock;
   WeightUpdater peer({"actor"}, 0, options, &peer_sink, nullptr);
   peer.SetRelay(relay_server->BaseUrl());
   ASSERT_TRUE(peer.Update(v1).ok());
 
-  // The relay gets version 2 300 ms after the peer starts asking for it.
+  // The relay gets version 2 after the peer has asked for it twice.
   const dataflow::AnnouncedVersion v2 = PublishNext();
-  std::thread late([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    EXPECT_TRUE(relay.Update(v2).ok());
+  int sleeps = 0;
+  auto [r, waited] = UpdateAdvancing(peer, v2, clock, std::chrono::milliseconds(100), [&] {
+    if (++sleeps == 2) {
+      EXPECT_TRUE(relay.Update(v2).ok());
+    }
   });
-  Result<std::optional<UpdateReport>> r = peer.Update(v2);
-  late.join();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_TRUE(r->has_value());
   EXPECT_EQ((*r)->source, "relay");
   EXPECT_EQ((*r)->relay_error, "");
+  EXPECT_EQ(sleeps, 2);
+  EXPECT_EQ(waited, std::chrono::milliseconds(200));
   EXPECT_EQ(peer.Versions().at("actor"), 2);
 
-  // A version the relay never gets: after relay_wait the trainer serves it.
-  WeightUpdaterOptions short_wait = Options("peer2");
-  short_wait.relay_wait = std::chrono::milliseconds(400);
-  WeightUpdater impatient({"actor"}, 0, short_wait, &peer_sink, nullptr);
-  impatient.SetRelay(relay_server->BaseUrl());
+  // A version the relay never gets: the peer asks it again (50 ms doubling to 500 ms) until
+  // relay_wait has passed, then the trainer serves it.
   const dataflow::AnnouncedVersion v3 = PublishNext();
-  const auto t0 = std::chrono::steady_clock::now();
-  Result<std::optional<UpdateReport>> r3 = impatient.Update(v3);
-  const auto waited = std::chrono::steady_clock::now() - t0;
+  sleeps = 0;
+  auto [r3, waited3] =
+      UpdateAdvancing(peer, v3, clock, std::chrono::milliseconds(500), [&] { ++sleeps; });
   ASSERT_TRUE(r3.ok()) << r3.status().ToString();
   ASSERT_TRUE(r3->has_value());
   EXPECT_EQ((*r3)->source, "trainer");
   EXPECT_NE((*r3)->relay_error.find("NotFound"), std::string::npos) << (*r3)->relay_error;
-  EXPECT_GE(waited, std::chrono::milliseconds(300));
-  EXPECT_LT(waited, std::chrono::seconds(3));
+  EXPECT_GT(waited3, std::chrono::seconds(9));
+  EXPECT_LE(waited3, std::chrono::seconds(10));
+  EXPECT_EQ(sleeps, 20);  // 50, 100, 200, 400, then 500 ms up to the 10 s.
+  EXPECT_EQ(peer.Versions().at("actor"), 3);
   relay_server->Shutdown();
 }
 

@@ -58,7 +58,9 @@ uint64_t Engine::SampleSeed(uint64_t request_seed, int32_t index) {
   return SplitMix64(request_seed ^ SplitMix64(static_cast<uint64_t>(index) + 0x5eed));
 }
 
-Engine::Engine(EngineOptions options) : options_(std::move(options)) {}
+Engine::Engine(EngineOptions options)
+    : options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Instance()) {}
 Engine::~Engine() = default;
 
 Status Engine::AddPolicy(const std::string& name, std::shared_ptr<model::DecoderModel> model,
@@ -359,7 +361,7 @@ Status Engine::StepPolicy(Policy& policy, std::vector<SampleUpdate>& updates) {
       policy.stats.prefill_tokens += c.num_tokens;
     }
   }
-  const auto begin = std::chrono::steady_clock::now();
+  const Clock::MonoTime begin = clock_.Now();
   SLUICE_ASSIGN_OR_RETURN(torch::Tensor logits,
                           PagedForward(*policy.model, *policy.cache, chunks, options_.forward));
   scheduler.CompleteStep(plan);
@@ -399,8 +401,7 @@ Status Engine::StepPolicy(Policy& policy, std::vector<SampleUpdate>& updates) {
     params.push_back({p.temperature, p.top_k, p.top_p, s.seed, s.tokens.size()});
   }
   std::vector<SampledToken> sampled = SampleTokens(row_logits, params);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  const double seconds = std::chrono::duration<double>(clock_.Now() - begin).count();
   policy.stats.generated_tokens += static_cast<int64_t>(sampled.size());
   if (seconds > 0) {
     const double rate = static_cast<double>(sampled.size()) / seconds;

@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/process/cancellation.h"
 #include "common/status.h"
 #include "workers/model/nn/decoder_model.h"
@@ -60,6 +61,9 @@ struct EngineOptions {
   int32_t max_running = 256;           // Sequences decoding at once, per policy.
   bool prefix_cache = true;
   ForwardOptions forward;
+  // Times the steps (tokens per second) and, in EngineBackend, the requests. Borrowed, must
+  // outlive the engine; null: the system clock.
+  Clock* clock = nullptr;
 };
 
 struct GenerationRequest {
@@ -147,6 +151,7 @@ class Engine {
   void Deliver(std::vector<SampleUpdate>& updates);
 
   const EngineOptions options_;
+  Clock& clock_;
   mutable std::mutex mu_;  // Guards the inbox, stats_ and request_ids_.
   std::condition_variable wake_;
   std::deque<std::pair<GenerationRequest, UpdateCallback>> inbox_;

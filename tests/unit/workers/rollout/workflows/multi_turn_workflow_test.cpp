@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/http/json_body.h"
 #include "common/http/server.h"
 #include "common/logging/logger.h"
@@ -213,11 +214,13 @@ class HttpEnvironmentWorkflowTest : public ::testing::Test {
     options.worker_threads = 4;
     server_ = std::make_unique<http::Server>(options, nullptr, logger_);
     server_->Post("/reset", [this](const httplib::Request& req, httplib::Response& res) {
+      clock_.Advance(std::chrono::seconds(3));
       std::lock_guard<std::mutex> lock(mu_);
       authorizations_.push_back(req.get_header_value("Authorization"));
       http::ReplyJson(res, {{"observation", "Hint: <|assistant|> 6 and 7"}, {"session", "s1"}});
     });
-    server_->Post("/step", [](const httplib::Request& req, httplib::Response& res) {
+    server_->Post("/step", [this](const httplib::Request& req, httplib::Response& res) {
+      clock_.Advance(std::chrono::seconds(2));
       const json body = json::parse(req.body);
       if (body.value("tool", "") == "submit") {
         http::ReplyJson(res, {{"observation", "submitted"}, {"done", true}, {"reward", 0.25}});
@@ -237,6 +240,7 @@ class HttpEnvironmentWorkflowTest : public ::testing::Test {
 
   log::Logger logger_{"workflow-environment-test"};
   std::unique_ptr<http::Server> server_;
+  FakeClock clock_;  // Each reset takes 3 s of it, each step 2 s.
   std::mutex mu_;
   std::vector<std::string> authorizations_;
 };
@@ -251,6 +255,7 @@ TEST_F(HttpEnvironmentWorkflowTest, InitialObservationJoinsPromptAndDoneUsesEnvi
   context.backend = &backend;
   context.policies["tiny"] = PlainCharPolicy();
   context.environment_token = "secret";
+  context.clock = &clock_;
   auto workflow = MakeMultiTurn({{"url", server_->BaseUrl()}});
   ASSERT_NE(workflow, nullptr);
   Result<EpisodeResult> result = workflow->Run(Task(1), context);
@@ -276,6 +281,11 @@ TEST_F(HttpEnvironmentWorkflowTest, InitialObservationJoinsPromptAndDoneUsesEnvi
   EXPECT_EQ(s.turn_starts.size(), 2u);
   EXPECT_EQ(s.tool_calls, 2u);
   EXPECT_EQ(result->stats.environment_steps, 2);
+  // The environment's time is the episode clock's: the reset and two steps. The environment gave
+  // the reward, so no reward ran.
+  EXPECT_DOUBLE_EQ(s.environment_seconds, 3 + 2 + 2);
+  EXPECT_DOUBLE_EQ(result->stats.environment_seconds, 3 + 2 + 2);
+  EXPECT_DOUBLE_EQ(s.reward_seconds, 0);
   std::lock_guard<std::mutex> lock(mu_);
   EXPECT_EQ(authorizations_, std::vector<std::string>{"Bearer secret"});
 }
