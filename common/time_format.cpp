@@ -77,7 +77,7 @@ Result<Clock::WallTime> ParseTime(std::string_view s) {
   } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
     int oh, om;
     if (!Digits(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' ||
-        !Digits(s, pos + 4, 2, om)) {
+        !Digits(s, pos + 4, 2, om) || oh > 23 || om > 59) {
       return bad();
     }
     offset_minutes = (s[pos] == '+' ? 1 : -1) * (oh * 60 + om);
@@ -85,21 +85,25 @@ Result<Clock::WallTime> ParseTime(std::string_view s) {
   } else {
     return bad();
   }
-  if (pos != s.size() || mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 ||
-      sec > 60) {
-    return bad();
-  }
   using namespace std::chrono;
-  const sys_days days = year_month_day{std::chrono::year(year), month(mon), std::chrono::day(day)};
+  const year_month_day date{std::chrono::year(year), month(static_cast<unsigned>(mon)),
+                            std::chrono::day(static_cast<unsigned>(day))};
+  // date.ok() also refuses days a month does not have (February 30).
+  if (pos != s.size() || !date.ok() || hour > 23 || min > 59 || sec > 60) return bad();
+  const sys_days days = date;
   const auto t = days + hours(hour) + minutes(min) + seconds(sec) + nanoseconds(nanos) -
                  minutes(offset_minutes);
   return Clock::WallTime(duration_cast<Clock::WallTime::duration>(t.time_since_epoch()));
 }
 
 Clock::WallTime ParseTimeOrEpoch(std::string_view text) {
-  if (text.empty()) return Clock::WallTime{};
+  return TryParseTime(text).value_or(Clock::WallTime{});
+}
+
+std::optional<Clock::WallTime> TryParseTime(std::string_view text) {
   Result<Clock::WallTime> t = ParseTime(text);
-  return t.ok() ? *t : Clock::WallTime{};
+  if (!t.ok()) return std::nullopt;
+  return *t;
 }
 
 int64_t UnixSecondsOrZero(std::string_view text) {

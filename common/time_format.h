@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,8 @@ std::string FormatTime(Clock::WallTime t);
 std::string FormatMicroTime(Clock::WallTime t);
 // Parses RFC 3339 with an optional fraction and a "Z" or "+hh:mm"/"-hh:mm" offset.
 Result<Clock::WallTime> ParseTime(std::string_view text);
+// ParseTime's time, or nullopt when `text` is not one (or is empty).
+std::optional<Clock::WallTime> TryParseTime(std::string_view text);
 // ParseTime's time, or the epoch (Clock::WallTime{}) when `text` is empty or does not parse: for
 // timestamps read back from objects, where an unreadable one counts as long ago.
 Clock::WallTime ParseTimeOrEpoch(std::string_view text);

@@ -1,10 +1,12 @@
 // The CEL evaluator's operators (evaluator.h): deep heterogeneous equality, ordering, `in`, unary
 // `!` and `-`, string and list concatenation, and checked int / uint and double arithmetic.
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "common/cel/eval.h"
@@ -206,62 +208,58 @@ Result<Value> Evaluator::In(const Value& a, const Value& b) {
   return NoOverload("in", a, b);
 }
 
+namespace {
+
+// x op y in CEL's int (int64_t) or uint (uint64_t): overflow and a zero divisor are errors, as
+// the spec asks; `a` and `b` name the operands of an operator with no overload.
+template <typename T>
+Result<T> CheckedArithmetic(Op op, T x, T y, const Value& a, const Value& b) {
+  const std::string_view name = OpName(op);
+  T r = 0;
+  bool overflow = false;
+  switch (op) {
+    case Op::kAdd:
+      overflow = __builtin_add_overflow(x, y, &r);
+      break;
+    case Op::kSub:
+      overflow = __builtin_sub_overflow(x, y, &r);
+      break;
+    case Op::kMul:
+      overflow = __builtin_mul_overflow(x, y, &r);
+      break;
+    case Op::kDiv:
+    case Op::kMod:
+      if (y == 0) return EvalError(op == Op::kDiv ? "division by zero" : "modulus by zero");
+      if constexpr (std::is_signed_v<T>) {
+        // The one signed quotient that does not fit.
+        if (x == std::numeric_limits<T>::min() && y == -1) {
+          overflow = true;
+          break;
+        }
+      }
+      r = op == Op::kDiv ? x / y : x % y;
+      break;
+    default:
+      return NoOverload(name, a, b);
+  }
+  if (overflow) {
+    return EvalError(std::string(std::is_signed_v<T> ? "" : "unsigned ") + "integer overflow in " +
+                     std::string(name));
+  }
+  return r;
+}
+
+}  // namespace
+
 Result<Value> Evaluator::Arithmetic(Op op, const Value& a, const Value& b) {
   std::string_view name = OpName(op);
   if (a.kind() == Kind::kInt && b.kind() == Kind::kInt) {
-    int64_t x = a.int_value();
-    int64_t y = b.int_value();
-    int64_t r = 0;
-    bool overflow = false;
-    switch (op) {
-      case Op::kAdd:
-        overflow = __builtin_add_overflow(x, y, &r);
-        break;
-      case Op::kSub:
-        overflow = __builtin_sub_overflow(x, y, &r);
-        break;
-      case Op::kMul:
-        overflow = __builtin_mul_overflow(x, y, &r);
-        break;
-      case Op::kDiv:
-      case Op::kMod:
-        if (y == 0) return EvalError(op == Op::kDiv ? "division by zero" : "modulus by zero");
-        if (x == INT64_MIN && y == -1) {
-          overflow = true;
-        } else {
-          r = op == Op::kDiv ? x / y : x % y;
-        }
-        break;
-      default:
-        return NoOverload(name, a, b);
-    }
-    if (overflow) return EvalError("integer overflow in " + std::string(name));
+    SLUICE_ASSIGN_OR_RETURN(int64_t r, CheckedArithmetic(op, a.int_value(), b.int_value(), a, b));
     return Value::Int(r);
   }
   if (a.kind() == Kind::kUint && b.kind() == Kind::kUint) {
-    uint64_t x = a.uint_value();
-    uint64_t y = b.uint_value();
-    uint64_t r = 0;
-    bool overflow = false;
-    switch (op) {
-      case Op::kAdd:
-        overflow = __builtin_add_overflow(x, y, &r);
-        break;
-      case Op::kSub:
-        overflow = __builtin_sub_overflow(x, y, &r);
-        break;
-      case Op::kMul:
-        overflow = __builtin_mul_overflow(x, y, &r);
-        break;
-      case Op::kDiv:
-      case Op::kMod:
-        if (y == 0) return EvalError(op == Op::kDiv ? "division by zero" : "modulus by zero");
-        r = op == Op::kDiv ? x / y : x % y;
-        break;
-      default:
-        return NoOverload(name, a, b);
-    }
-    if (overflow) return EvalError("unsigned integer overflow in " + std::string(name));
+    SLUICE_ASSIGN_OR_RETURN(uint64_t r,
+                            CheckedArithmetic(op, a.uint_value(), b.uint_value(), a, b));
     return Value::Uint(r);
   }
   // A double with any number is double arithmetic (an extension, see docs/cel.md: JSON

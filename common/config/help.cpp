@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "common/config/value_parsers.h"
+#include "common/join_strings.h"
 
 namespace sluice::config {
 namespace {
@@ -11,18 +12,9 @@ namespace {
 constexpr size_t kOptionIndent = 2;
 constexpr size_t kTextIndent = 8;
 
-std::string Join(const std::vector<std::string>& items, std::string_view separator) {
-  std::string out;
-  for (const std::string& item : items) {
-    if (!out.empty()) out += separator;
-    out += item;
-  }
-  return out;
-}
-
 // "int", "int, 1 to 64", "float, at least 0", "fast|slow".
 std::string TypeLabel(const Option& option) {
-  if (option.type() == OptionType::kEnum) return Join(option.allowed(), "|");
+  if (option.type() == OptionType::kEnum) return JoinStrings(option.allowed(), "|");
   std::string label(TypeName(option.type()));
   if (option.type() == OptionType::kStringList) label += ", comma-separated";
   std::string low, high;
@@ -58,7 +50,7 @@ std::string DefaultText(const Option& option) {
       return FormatByteSize(std::get<uint64_t>(v));
     case OptionType::kStringList: {
       const auto& items = std::get<std::vector<std::string>>(v);
-      return items.empty() ? "none" : Quote(Join(items, ","));
+      return items.empty() ? "none" : Quote(JoinStrings(items, ","));
     }
   }
   return "?";

@@ -53,6 +53,8 @@ const json& ArrayOf(const json* v) { return v != nullptr && v->is_array() ? *v :
 
 }  // namespace
 
+const json& ArrayValue(const json& value) { return ArrayOf(&value); }
+
 std::string StringValue(const json& value, std::string_view fallback) {
   return StringOf(&value, fallback);
 }

@@ -26,6 +26,9 @@ namespace sluice {
 
 // `value` when it is a string; else `fallback`.
 std::string StringValue(const nlohmann::json& value, std::string_view fallback = "");
+// `value` when it is an array; else an empty array (missing, null and ill-typed lists read as
+// empty).
+const nlohmann::json& ArrayValue(const nlohmann::json& value);
 
 // obj[key] whatever its type; null when obj is no object or lacks it.
 const nlohmann::json& AnyField(const nlohmann::json& obj, std::string_view key);
@@ -62,6 +65,7 @@ const nlohmann::json& ArrayAt(const nlohmann::json& obj, std::string_view pointe
 
 // The readers that return a reference refuse a temporary document, whose reference would
 // dangle (`for (auto& c : ArrayAt(Get(...), "/status/conditions"))`): keep it in a variable.
+const nlohmann::json& ArrayValue(nlohmann::json&&) = delete;
 const nlohmann::json& AnyField(nlohmann::json&&, std::string_view) = delete;
 const nlohmann::json& ObjectField(nlohmann::json&&, std::string_view) = delete;
 const nlohmann::json& ArrayField(nlohmann::json&&, std::string_view) = delete;

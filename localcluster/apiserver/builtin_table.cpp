@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "common/join_strings.h"
 #include "common/json/fields.h"
 #include "localcluster/apiserver/workload_table.h"
 
@@ -19,11 +20,6 @@ using nlohmann::json;
 
 // ---- JSON access: absent or mistyped fields read as empty, as Go's zero values do. ----
 
-const json& EmptyArray() {
-  static const json kEmpty = json::array();
-  return kEmpty;
-}
-
 // A number as kubectl prints it: an integer, or a fraction cut to one.
 int64_t Int(const json& v) {
   if (v.is_number_integer()) return v.get<int64_t>();
@@ -31,19 +27,8 @@ int64_t Int(const json& v) {
   return 0;
 }
 
-const json& Items(const json& v) { return v.is_array() ? v : EmptyArray(); }
-
 // Present and not null (a Go pointer or struct field that is set).
 bool Has(const json& v) { return !v.is_null(); }
-
-std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (i > 0) out += sep;
-    out += parts[i];
-  }
-  return out;
-}
 
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -139,7 +124,7 @@ void KeepLatest(std::optional<Clock::WallTime>& latest, const json& timestamp) {
 std::string Name(const json& obj) { return StringAt(obj, "/metadata/name"); }
 
 bool ConditionTrue(const json& conditions, std::string_view type) {
-  for (const json& c : Items(conditions)) {
+  for (const json& c : ArrayValue(conditions)) {
     if (StringAt(c, "/type") == type) return StringAt(c, "/status") == "True";
   }
   return false;
@@ -151,7 +136,7 @@ std::string FormatLabels(const json& labels) {
   if (labels.is_object()) {
     for (const auto& [key, value] : labels.items()) parts.push_back(key + "=" + StringValue(value));
   }
-  return parts.empty() ? "<none>" : Join(parts, ",");
+  return parts.empty() ? "<none>" : JoinStrings(parts, ",");
 }
 
 std::string Quantity(const json& v) {
@@ -166,17 +151,17 @@ json PodRow(const json& pod, Clock::WallTime now) {
   const std::string phase = StringAt(status, "/phase");
   std::string reason = phase;
   if (!StringAt(status, "/reason").empty()) reason = StringAt(status, "/reason");
-  for (const json& c : Items(AnyAt(status, "/conditions"))) {
+  for (const json& c : ArrayValue(AnyAt(status, "/conditions"))) {
     if (StringAt(c, "/type") == "PodScheduled" && StringAt(c, "/reason") == "SchedulingGated") {
       reason = "SchedulingGated";
     }
   }
 
-  int64_t total = static_cast<int64_t>(Items(AnyAt(spec, "/containers")).size());
+  int64_t total = static_cast<int64_t>(ArrayValue(AnyAt(spec, "/containers")).size());
   int64_t ready = 0;
   // Init containers with restartPolicy Always are sidecars: they count as pod containers.
   std::set<std::string> sidecars;
-  const json& init_specs = Items(AnyAt(spec, "/initContainers"));
+  const json& init_specs = ArrayValue(AnyAt(spec, "/initContainers"));
   for (const json& c : init_specs) {
     if (StringAt(c, "/restartPolicy") == "Always") {
       sidecars.insert(StringAt(c, "/name"));
@@ -189,7 +174,7 @@ json PodRow(const json& pod, Clock::WallTime now) {
   std::optional<Clock::WallTime> last_restart;
   std::optional<Clock::WallTime> last_sidecar_restart;
   bool initializing = false;
-  const json& init_statuses = Items(AnyAt(status, "/initContainerStatuses"));
+  const json& init_statuses = ArrayValue(AnyAt(status, "/initContainerStatuses"));
   for (size_t i = 0; i < init_statuses.size(); ++i) {
     const json& c = init_statuses[i];
     const bool sidecar = sidecars.count(StringAt(c, "/name")) > 0;
@@ -230,7 +215,7 @@ json PodRow(const json& pod, Clock::WallTime now) {
     restarts = sidecar_restarts;
     last_restart = last_sidecar_restart;
     bool has_running = false;
-    const json& statuses = Items(AnyAt(status, "/containerStatuses"));
+    const json& statuses = ArrayValue(AnyAt(status, "/containerStatuses"));
     for (size_t i = statuses.size(); i-- > 0;) {
       const json& c = statuses[i];
       restarts += Int(AnyAt(c, "/restartCount"));
@@ -273,7 +258,7 @@ json PodRow(const json& pod, Clock::WallTime now) {
   }
 
   std::string ip;
-  const json& ips = Items(AnyAt(status, "/podIPs"));
+  const json& ips = ArrayValue(AnyAt(status, "/podIPs"));
   if (!ips.empty()) {
     ip = StringAt(ips[0], "/ip");
   } else {
@@ -282,12 +267,12 @@ json PodRow(const json& pod, Clock::WallTime now) {
   std::string node = StringAt(spec, "/nodeName");
   std::string nominated = StringAt(status, "/nominatedNodeName");
   std::string gates = "<none>";
-  const json& gate_specs = Items(AnyAt(spec, "/readinessGates"));
+  const json& gate_specs = ArrayValue(AnyAt(spec, "/readinessGates"));
   if (!gate_specs.empty()) {
     int64_t passing = 0;
     for (const json& gate : gate_specs) {
       const std::string type = StringAt(gate, "/conditionType");
-      for (const json& c : Items(AnyAt(status, "/conditions"))) {
+      for (const json& c : ArrayValue(AnyAt(status, "/conditions"))) {
         if (StringAt(c, "/type") == type) {
           if (StringAt(c, "/status") == "True") ++passing;
           break;
@@ -322,7 +307,7 @@ json NamespaceRow(const json& ns, Clock::WallTime now) {
 }
 
 std::string NodeAddress(const json& node, std::string_view type) {
-  for (const json& a : Items(AnyAt(node, "/status/addresses"))) {
+  for (const json& a : ArrayValue(AnyAt(node, "/status/addresses"))) {
     if (StringAt(a, "/type") == type) return StringAt(a, "/address");
   }
   return "<none>";
@@ -330,7 +315,7 @@ std::string NodeAddress(const json& node, std::string_view type) {
 
 json NodeRow(const json& node, Clock::WallTime now) {
   std::string status = "Unknown";
-  for (const json& c : Items(AnyAt(node, "/status/conditions"))) {
+  for (const json& c : ArrayValue(AnyAt(node, "/status/conditions"))) {
     if (StringAt(c, "/type") == "Ready") {
       status = StringAt(c, "/status") == "True" ? "Ready" : "NotReady";
     }
@@ -349,7 +334,8 @@ json NodeRow(const json& node, Clock::WallTime now) {
       }
     }
   }
-  const std::string role_text = Join(std::vector<std::string>(roles.begin(), roles.end()), ",");
+  const std::string role_text =
+      JoinStrings(std::vector<std::string>(roles.begin(), roles.end()), ",");
 
   const json& info = AnyAt(node, "/status/nodeInfo");
   auto known = [&](const char* field) {
@@ -365,13 +351,14 @@ json NodeRow(const json& node, Clock::WallTime now) {
 
 std::string ServiceExternalIp(const json& spec, const json& status, const std::string& type) {
   std::vector<std::string> external;
-  for (const json& ip : Items(AnyAt(spec, "/externalIPs"))) external.push_back(StringValue(ip));
+  for (const json& ip : ArrayValue(AnyAt(spec, "/externalIPs")))
+    external.push_back(StringValue(ip));
   if (type == "ClusterIP" || type == "NodePort") {
-    return external.empty() ? "<none>" : Join(external, ",");
+    return external.empty() ? "<none>" : JoinStrings(external, ",");
   }
   if (type == "LoadBalancer") {
     std::set<std::string> ingress;  // Sorted and de-duplicated, as kube's string set.
-    for (const json& in : Items(AnyAt(status, "/loadBalancer/ingress"))) {
+    for (const json& in : ArrayValue(AnyAt(status, "/loadBalancer/ingress"))) {
       if (!StringAt(in, "/ip").empty()) {
         ingress.insert(StringAt(in, "/ip"));
       } else if (!StringAt(in, "/hostname").empty()) {
@@ -381,9 +368,9 @@ std::string ServiceExternalIp(const json& spec, const json& status, const std::s
     std::vector<std::string> all(ingress.begin(), ingress.end());
     if (!external.empty()) {
       all.insert(all.end(), external.begin(), external.end());
-      return Join(all, ",");
+      return JoinStrings(all, ",");
     }
-    return all.empty() ? "<pending>" : Join(all, ",");
+    return all.empty() ? "<pending>" : JoinStrings(all, ",");
   }
   if (type == "ExternalName") return StringAt(spec, "/externalName");
   return "<unknown>";
@@ -395,10 +382,10 @@ json ServiceRow(const json& svc, Clock::WallTime now) {
   std::string type = StringAt(spec, "/type");
   if (type.empty()) type = "ClusterIP";
   std::string cluster_ip;
-  const json& cluster_ips = Items(AnyAt(spec, "/clusterIPs"));
+  const json& cluster_ips = ArrayValue(AnyAt(spec, "/clusterIPs"));
   cluster_ip = cluster_ips.empty() ? StringAt(spec, "/clusterIP") : StringValue(cluster_ips[0]);
   std::vector<std::string> ports;
-  for (const json& p : Items(AnyAt(spec, "/ports"))) {
+  for (const json& p : ArrayValue(AnyAt(spec, "/ports"))) {
     std::string protocol = StringAt(p, "/protocol");
     if (protocol.empty()) protocol = "TCP";
     std::string text = std::to_string(Int(AnyAt(p, "/port")));
@@ -408,13 +395,13 @@ json ServiceRow(const json& svc, Clock::WallTime now) {
   return {{"cells",
            {Name(svc), type, cluster_ip.empty() ? "<none>" : cluster_ip,
             ServiceExternalIp(spec, AnyAt(svc, "/status"), type),
-            ports.empty() ? "<none>" : Join(ports, ","), Age(svc, now),
+            ports.empty() ? "<none>" : JoinStrings(ports, ","), Age(svc, now),
             FormatLabels(AnyAt(spec, "/selector"))}}};
 }
 
 // "10.0.0.1:80,10.0.0.2:80,10.0.0.3:80 + 2 more...": at most three addresses.
 std::string FormatEndpoints(const json& endpoints) {
-  const json& subsets = Items(AnyAt(endpoints, "/subsets"));
+  const json& subsets = ArrayValue(AnyAt(endpoints, "/subsets"));
   if (subsets.empty()) return "<none>";
   constexpr size_t kMax = 3;
   std::vector<std::string> shown;
@@ -424,8 +411,8 @@ std::string FormatEndpoints(const json& endpoints) {
     if (shown.size() < kMax) shown.push_back(std::move(text));
   };
   for (const json& subset : subsets) {
-    const json& addresses = Items(AnyAt(subset, "/addresses"));
-    const json& ports = Items(AnyAt(subset, "/ports"));
+    const json& addresses = ArrayValue(AnyAt(subset, "/addresses"));
+    const json& ports = ArrayValue(AnyAt(subset, "/ports"));
     if (ports.empty()) {  // Headless services may have no ports.
       for (const json& a : addresses) add(StringAt(a, "/ip"));
       continue;
@@ -438,7 +425,7 @@ std::string FormatEndpoints(const json& endpoints) {
       }
     }
   }
-  std::string text = Join(shown, ",");
+  std::string text = JoinStrings(shown, ",");
   if (count > kMax) text += " + " + std::to_string(count - kMax) + " more...";
   return text;
 }
@@ -478,7 +465,7 @@ json ServiceAccountRow(const json& account, Clock::WallTime now) {
 // GetAccessModesAsString: "RWO,ROX,RWX,RWOP" in that order, each once.
 std::string AccessModes(const json& modes) {
   std::set<std::string> present;
-  for (const json& m : Items(modes)) present.insert(StringValue(m));
+  for (const json& m : ArrayValue(modes)) present.insert(StringValue(m));
   std::vector<std::string> out;
   const std::pair<const char*, const char*> kShort[] = {{"ReadWriteOnce", "RWO"},
                                                         {"ReadOnlyMany", "ROX"},
@@ -487,7 +474,7 @@ std::string AccessModes(const json& modes) {
   for (const auto& [mode, abbreviation] : kShort) {
     if (present.count(mode)) out.push_back(abbreviation);
   }
-  return Join(out, ",");
+  return JoinStrings(out, ",");
 }
 
 json PvcRow(const json& pvc, Clock::WallTime now) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/json/fields.h"
+#include "common/time_format.h"
 #include "localcluster/apiserver/json_fields.h"
 
 namespace sluice::apiserver {
@@ -118,8 +119,8 @@ void MarkAsDeleting(json& object, Clock::WallTime now) {
   json& meta = MutableMetadata(object);
   const std::string existing = StringAt(object, "/metadata/deletionTimestamp");
   if (existing.empty()) BumpGeneration(object);
-  const std::optional<Clock::WallTime> at = ParseMetaTime(existing);
-  if (existing.empty() || !at || *at > now) meta["deletionTimestamp"] = FormatMetaTime(now);
+  const std::optional<Clock::WallTime> at = TryParseTime(existing);
+  if (existing.empty() || !at || *at > now) meta["deletionTimestamp"] = FormatTime(now);
   meta["deletionGracePeriodSeconds"] = 0;
 }
 
@@ -139,10 +140,10 @@ Decision DecideGeneric(const ResourceInfo& info, const json& current, const Dele
     if (running && *running != 0) {
       // A graceful deletion is running: a request may only shorten it.
       if (!requested || *requested >= *running) return {Action::kPending, {}};
-      const std::optional<Clock::WallTime> at = ParseMetaTime(timestamp);
+      const std::optional<Clock::WallTime> at = TryParseTime(timestamp);
       const Clock::WallTime start = at ? *at - std::chrono::seconds(*running) : now;
       json& meta = MutableMetadata(object);
-      meta["deletionTimestamp"] = FormatMetaTime(start + std::chrono::seconds(*requested));
+      meta["deletionTimestamp"] = FormatTime(start + std::chrono::seconds(*requested));
       meta["deletionGracePeriodSeconds"] = *requested;
       graceful = true;
       grace = *requested;
@@ -161,7 +162,7 @@ Decision DecideGeneric(const ResourceInfo& info, const json& current, const Dele
     }
     if (period < 0) period = 1;
     json& meta = MutableMetadata(object);
-    meta["deletionTimestamp"] = FormatMetaTime(now + std::chrono::seconds(period));
+    meta["deletionTimestamp"] = FormatTime(now + std::chrono::seconds(period));
     meta["deletionGracePeriodSeconds"] = period;
     BumpGeneration(object);
     graceful = true;
@@ -189,7 +190,7 @@ Decision DecideNamespace(const ResourceInfo& info, const json& current,
                          const DeleteOptions& options, Clock::WallTime now) {
   if (StringAt(current, "/metadata/deletionTimestamp").empty()) {
     json object = current;
-    MutableMetadata(object)["deletionTimestamp"] = FormatMetaTime(now);
+    MutableMetadata(object)["deletionTimestamp"] = FormatTime(now);
     json& status = object["status"];
     if (!status.is_object()) status = json::object();
     status["phase"] = "Terminating";
@@ -299,6 +300,24 @@ Result<std::optional<std::string>> OptionalString(const json& object, const char
   return std::optional<std::string>(it->get<std::string>());
 }
 
+// What the body and the query share once read: the policy against orphanDependents, the
+// propagation, dryRun.
+Result<DeleteOptions> Finish(DeleteOptions options, const std::optional<std::string>& policy,
+                             const std::vector<std::string>& dry_run) {
+  if (policy && options.orphan_dependents) {
+    return Status::Unprocessable(
+        std::string(kInvalidPrefix) + "propagationPolicy: Invalid value: " + Quote(*policy) +
+            ": orphanDependents and deletionPropagation cannot be both set",
+        "propagationPolicy");
+  }
+  if (policy) {
+    SLUICE_ASSIGN_OR_RETURN(options.propagation, ParsePropagation(*policy));
+  }
+  SLUICE_RETURN_IF_ERROR(ValidateDryRun(dry_run));
+  options.dry_run = !dry_run.empty();
+  return options;
+}
+
 Result<DeleteOptions> FromBody(const json& body) {
   if (!body.is_object()) {
     return Status::InvalidArgument("DeleteOptions must be a JSON object", "body");
@@ -337,18 +356,7 @@ Result<DeleteOptions> FromBody(const json& body) {
       dry_run.push_back(item.get<std::string>());
     }
   }
-  if (policy && options.orphan_dependents) {
-    return Status::Unprocessable(
-        std::string(kInvalidPrefix) + "propagationPolicy: Invalid value: " + Quote(*policy) +
-            ": orphanDependents and deletionPropagation cannot be both set",
-        "propagationPolicy");
-  }
-  if (policy) {
-    SLUICE_ASSIGN_OR_RETURN(options.propagation, ParsePropagation(*policy));
-  }
-  SLUICE_RETURN_IF_ERROR(ValidateDryRun(dry_run));
-  options.dry_run = !dry_run.empty();
-  return options;
+  return Finish(std::move(options), policy, dry_run);
 }
 
 Result<DeleteOptions> FromQuery(const QueryParams& query) {
@@ -372,28 +380,7 @@ Result<DeleteOptions> FromQuery(const QueryParams& query) {
       dry_run.push_back(value);
     }
   }
-  if (policy && options.orphan_dependents) {
-    return Status::Unprocessable(
-        std::string(kInvalidPrefix) + "propagationPolicy: Invalid value: " + Quote(*policy) +
-            ": orphanDependents and deletionPropagation cannot be both set",
-        "propagationPolicy");
-  }
-  if (policy) {
-    SLUICE_ASSIGN_OR_RETURN(options.propagation, ParsePropagation(*policy));
-  }
-  SLUICE_RETURN_IF_ERROR(ValidateDryRun(dry_run));
-  options.dry_run = !dry_run.empty();
-  return options;
-}
-
-bool Digits(std::string_view s, size_t pos, size_t n, int& out) {
-  if (pos + n > s.size()) return false;
-  out = 0;
-  for (size_t i = pos; i < pos + n; ++i) {
-    if (s[i] < '0' || s[i] > '9') return false;
-    out = out * 10 + (s[i] - '0');
-  }
-  return true;
+  return Finish(std::move(options), policy, dry_run);
 }
 
 }  // namespace
@@ -467,65 +454,6 @@ int DeleteHttpStatus(const DeleteOptions& options, const DeleteOutcome& outcome)
 
 std::string StorageResourceKey(const ResourceInfo& info) {
   return (info.group.empty() ? std::string("core") : info.group) + "/" + info.plural;
-}
-
-std::string FormatMetaTime(Clock::WallTime t) {
-  const auto secs = std::chrono::floor<std::chrono::seconds>(t.time_since_epoch());
-  const time_t tt = static_cast<time_t>(secs.count());
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[80];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-  return buf;
-}
-
-std::optional<Clock::WallTime> ParseMetaTime(std::string_view s) {
-  int year, month, day, hour, minute, second;
-  if (!Digits(s, 0, 4, year) || s.size() < 20 || s[4] != '-' || !Digits(s, 5, 2, month) ||
-      s[7] != '-' || !Digits(s, 8, 2, day) || (s[10] != 'T' && s[10] != 't') ||
-      !Digits(s, 11, 2, hour) || s[13] != ':' || !Digits(s, 14, 2, minute) || s[16] != ':' ||
-      !Digits(s, 17, 2, second)) {
-    return std::nullopt;
-  }
-  if (hour > 23 || minute > 59 || second > 60) return std::nullopt;
-  const std::chrono::year_month_day date{std::chrono::year(year),
-                                         std::chrono::month(static_cast<unsigned>(month)),
-                                         std::chrono::day(static_cast<unsigned>(day))};
-  if (!date.ok()) return std::nullopt;
-  size_t pos = 19;
-  std::chrono::nanoseconds fraction{0};
-  if (pos < s.size() && s[pos] == '.') {
-    ++pos;
-    int64_t scale = 100000000;
-    const size_t start = pos;
-    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
-      fraction += std::chrono::nanoseconds((s[pos] - '0') * scale);
-      scale /= 10;
-      ++pos;
-    }
-    if (pos == start) return std::nullopt;
-  }
-  std::chrono::seconds offset{0};
-  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
-    ++pos;
-  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
-    int oh, om;
-    if (!Digits(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' ||
-        !Digits(s, pos + 4, 2, om) || oh > 23 || om > 59) {
-      return std::nullopt;
-    }
-    offset = std::chrono::hours(oh) + std::chrono::minutes(om);
-    if (s[pos] == '-') offset = -offset;
-    pos += 6;
-  } else {
-    return std::nullopt;
-  }
-  if (pos != s.size()) return std::nullopt;
-  const auto local = std::chrono::sys_days(date) + std::chrono::hours(hour) +
-                     std::chrono::minutes(minute) + std::chrono::seconds(second) - offset;
-  return Clock::WallTime(
-      std::chrono::duration_cast<Clock::WallTime::duration>(local.time_since_epoch() + fraction));
 }
 
 }  // namespace sluice::apiserver

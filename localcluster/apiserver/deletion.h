@@ -117,10 +117,4 @@ int DeleteHttpStatus(const DeleteOptions& options, const DeleteOutcome& outcome)
 // "core/pods", "sluice.dev/rolloutpools".
 std::string StorageResourceKey(const ResourceInfo& info);
 
-// metav1.Time: "2026-11-22T10:00:00Z" (UTC, whole seconds, truncated).
-std::string FormatMetaTime(Clock::WallTime t);
-// Parses RFC 3339 ("2026-11-22T10:00:00Z", optionally with a fraction and a "+hh:mm" offset);
-// nullopt when `text` is not one.
-std::optional<Clock::WallTime> ParseMetaTime(std::string_view text);
-
 }  // namespace sluice::apiserver

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/json/fields.h"
+#include "common/time_format.h"
 #include "localcluster/apiserver/deletion.h"
 #include "localcluster/apiserver/json_fields.h"
 
@@ -274,7 +275,7 @@ class Pass {
   void ExpirePod(const Item& pod) {
     if (!pod.finalizers.empty()) return;
     const std::optional<Clock::WallTime> at =
-        ParseMetaTime(StringAt(pod.stored.object, "/metadata/deletionTimestamp"));
+        TryParseTime(StringAt(pod.stored.object, "/metadata/deletionTimestamp"));
     if (!at || now_ < *at) return;
     DeleteOptions options;
     options.grace_period_seconds = 0;

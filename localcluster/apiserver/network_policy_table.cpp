@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "common/time_format.h"
 #include "localcluster/apiserver/deletion.h"
 
 namespace sluice::apiserver {
@@ -13,7 +14,7 @@ using nlohmann::json;
 
 json NetworkPolicyRow(const json& policy, Clock::WallTime now) {
   const std::string created = policy.value("/metadata/creationTimestamp"_json_pointer, "");
-  const std::optional<Clock::WallTime> t = ParseMetaTime(created);
+  const std::optional<Clock::WallTime> t = TryParseTime(created);
   const std::string age =
       t ? HumanDuration(std::chrono::duration_cast<std::chrono::seconds>(now - *t))
         : std::string("<unknown>");

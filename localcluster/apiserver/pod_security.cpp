@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "common/go_quote.h"
+#include "common/join_strings.h"
 #include "common/json/fields.h"
 #include "localcluster/apiserver/pod_security_checks.h"
 
@@ -16,21 +17,6 @@ namespace {
 
 using nlohmann::json;
 using Strings = std::vector<std::string>;
-
-// Missing, null and ill-typed fields all read as unset.
-const json& Items(const json& list) {
-  static const json kEmpty = json::array();
-  return list.is_array() ? list : kEmpty;
-}
-
-std::string Join(const Strings& items, const std::string& separator) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += separator;
-    out += items[i];
-  }
-  return out;
-}
 
 std::string NameOf(const json& object) { return StringField(object, "name"); }
 
@@ -112,11 +98,11 @@ std::string Aggregate(const openapi::FieldErrors& errors) {
     }
   }
   if (messages.size() == 1) return messages.front();
-  return "[" + Join(messages, ", ") + "]";
+  return "[" + JoinStrings(messages, ", ") + "]";
 }
 
 bool HasController(const json& pod, std::string& uid) {
-  for (const json& owner : Items(AnyAt(pod, "/metadata/ownerReferences"))) {
+  for (const json& owner : ArrayValue(AnyAt(pod, "/metadata/ownerReferences"))) {
     if (AnyField(owner, "controller") == true) {
       uid = StringField(owner, "uid");
       return true;
@@ -192,13 +178,13 @@ std::string PodSecurityForbiddenMessage(const std::string& pod_name, PodSecurity
                                         const std::vector<std::string>& violations) {
   const std::string subject = pod_name.empty() ? "pods" : "pods " + GoQuote(pod_name);
   return subject + " is forbidden: violates PodSecurity " + GoQuote(LevelVersion(level, version)) +
-         ": " + Join(violations, ", ");
+         ": " + JoinStrings(violations, ", ");
 }
 
 std::string PodSecurityWarning(PodSecurityLevel level, const std::string& version,
                                const std::vector<std::string>& violations) {
   return "would violate PodSecurity " + GoQuote(LevelVersion(level, version)) + ": " +
-         Join(violations, ", ");
+         JoinStrings(violations, ", ");
 }
 
 PodSecurityDecision AdmitPodSecurity(const NamespacePodSecurity& policy, const json& pod) {
@@ -226,15 +212,15 @@ bool PodSecurityIgnoresSubresource(const std::string& subresource) {
 
 bool PodSecurityUpdateMatters(const json& pod, const json& old_pod) {
   for (const char* list : {"containers", "initContainers"}) {
-    const json& now = Items(AnyField(AnyField(pod, "spec"), list));
-    const json& before = Items(AnyField(AnyField(old_pod, "spec"), list));
+    const json& now = ArrayValue(AnyField(AnyField(pod, "spec"), list));
+    const json& before = ArrayValue(AnyField(AnyField(old_pod, "spec"), list));
     if (now.size() != before.size()) return true;
     for (size_t i = 0; i < now.size(); ++i) {
       if (AnyField(now[i], "image") != AnyField(before[i], "image")) return true;
     }
   }
-  const json& old_ephemeral = Items(AnyAt(old_pod, "/spec/ephemeralContainers"));
-  for (const json& c : Items(AnyAt(pod, "/spec/ephemeralContainers"))) {
+  const json& old_ephemeral = ArrayValue(AnyAt(old_pod, "/spec/ephemeralContainers"));
+  for (const json& c : ArrayValue(AnyAt(pod, "/spec/ephemeralContainers"))) {
     auto old = std::find_if(old_ephemeral.begin(), old_ephemeral.end(),
                             [&](const json& o) { return NameOf(o) == NameOf(c); });
     if (old == old_ephemeral.end() || AnyField(c, "image") != AnyField(*old, "image")) return true;
@@ -311,7 +297,7 @@ std::vector<std::string> NamespaceEnforceWarnings(const std::string& namespace_n
     }
     if (reasons.empty()) continue;
     const std::string name = StringAt(*pod, "/metadata/name");
-    auto [it, added] = by_reasons.try_emplace(Join(reasons, ", "), Seen{name, 0});
+    auto [it, added] = by_reasons.try_emplace(JoinStrings(reasons, ", "), Seen{name, 0});
     if (!added && name < it->second.pod) it->second.pod = name;
     ++it->second.count;
   }

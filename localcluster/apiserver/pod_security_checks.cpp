@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/go_quote.h"
+#include "common/join_strings.h"
 #include "common/json/fields.h"
 
 namespace sluice::apiserver {
@@ -30,23 +31,9 @@ Strings StringItems(const json& list) {
   return out;
 }
 
-const json& Items(const json& list) {
-  static const json kEmpty = json::array();
-  return list.is_array() ? list : kEmpty;
-}
-
-std::string Join(const Strings& items, const std::string& separator) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += separator;
-    out += items[i];
-  }
-  return out;
-}
-
 // Kube's joinQuote: `"a", "b"`, with no escaping inside.
 std::string JoinQuote(const Strings& items) {
-  return items.empty() ? std::string() : "\"" + Join(items, "\", \"") + "\"";
+  return items.empty() ? std::string() : "\"" + JoinStrings(items, "\", \"") + "\"";
 }
 std::string JoinQuote(const SortedSet& items) {
   return JoinQuote(Strings(items.begin(), items.end()));
@@ -70,7 +57,7 @@ struct PodView {
 
   PodView(const json& m, const json& s) : metadata(m), spec(s) {
     for (const char* list : {"initContainers", "containers", "ephemeralContainers"}) {
-      for (const json& c : Items(AnyField(spec, list))) containers.push_back(&c);
+      for (const json& c : ArrayValue(AnyField(spec, list))) containers.push_back(&c);
     }
   }
   const json& PodContext(const char* key) const {
@@ -93,7 +80,7 @@ std::string Setters(bool pod, const Strings& containers) {
   Strings setters;
   if (pod) setters.push_back("pod");
   if (!containers.empty()) setters.push_back(Containers(containers));
-  return Join(setters, " and ");
+  return JoinStrings(setters, " and ");
 }
 
 // ---- Baseline checks (kube's policy package, v1.32) ----
@@ -174,12 +161,12 @@ CheckResult HostNamespaces(const PodView& pod) {
     if (IsTrue(AnyField(pod.spec, field))) shared.push_back(std::string(field) + "=true");
   }
   if (shared.empty()) return std::nullopt;
-  return Failure{"host namespaces", Join(shared, ", ")};
+  return Failure{"host namespaces", JoinStrings(shared, ", ")};
 }
 
 CheckResult HostPathVolumes(const PodView& pod) {
   Strings volumes;
-  for (const json& v : Items(AnyField(pod.spec, "volumes"))) {
+  for (const json& v : ArrayValue(AnyField(pod.spec, "volumes"))) {
     if (!AnyField(v, "hostPath").is_null()) volumes.push_back(StringField(v, "name"));
   }
   if (volumes.empty()) return std::nullopt;
@@ -192,7 +179,7 @@ CheckResult HostPorts(const PodView& pod) {
   SortedSet ports;  // Sorted as strings, as kube's are.
   for (const json* c : pod.containers) {
     bool bad = false;
-    for (const json& port : Items(AnyField(*c, "ports"))) {
+    for (const json& port : ArrayValue(AnyField(*c, "ports"))) {
       const json& host_port = AnyField(port, "hostPort");
       if (!host_port.is_number_integer() || host_port.get<int64_t>() == 0) continue;
       bad = true;
@@ -204,7 +191,7 @@ CheckResult HostPorts(const PodView& pod) {
   return Failure{"hostPort", Containers(bad_containers) + " " +
                                  Pluralize("uses", "use", bad_containers.size()) + " " +
                                  Pluralize("hostPort", "hostPorts", ports.size()) + " " +
-                                 Join(Strings(ports.begin(), ports.end()), ", ")};
+                                 JoinStrings(Strings(ports.begin(), ports.end()), ", ")};
 }
 
 CheckResult Privileged(const PodView& pod) {
@@ -270,9 +257,9 @@ CheckResult SeLinuxOptions(const PodView& pod) {
   }
   if (set_user) bad_data.push_back("user may not be set");
   if (set_role) bad_data.push_back("role may not be set");
-  return Failure{"seLinuxOptions",
-                 Setters(bad_pod, bad_containers) +
-                     " set forbidden securityContext.seLinuxOptions: " + Join(bad_data, "; ")};
+  return Failure{"seLinuxOptions", Setters(bad_pod, bad_containers) +
+                                       " set forbidden securityContext.seLinuxOptions: " +
+                                       JoinStrings(bad_data, "; ")};
 }
 
 bool ValidSeccompType(const std::string& type) {
@@ -329,12 +316,12 @@ CheckResult Sysctls(const PodView& pod) {
                                                            "net.ipv4.tcp_rmem",
                                                            "net.ipv4.tcp_wmem"};
   Strings forbidden;  // In pod order, repeats kept, as kube lists them.
-  for (const json& sysctl : Items(pod.PodContext("sysctls"))) {
+  for (const json& sysctl : ArrayValue(pod.PodContext("sysctls"))) {
     const std::string name = StringField(sysctl, "name");
     if (!kAllowed.contains(name)) forbidden.push_back(name);
   }
   if (forbidden.empty()) return std::nullopt;
-  return Failure{"forbidden sysctls", Join(forbidden, ", ")};
+  return Failure{"forbidden sysctls", JoinStrings(forbidden, ", ")};
 }
 
 CheckResult WindowsHostProcess(const PodView& pod) {
@@ -401,7 +388,7 @@ CheckResult CapabilitiesRestricted(const PodView& pod) {
                       " in securityContext.capabilities.add");
   }
   if (details.empty()) return std::nullopt;
-  return Failure{"unrestricted capabilities", Join(details, "; ")};
+  return Failure{"unrestricted capabilities", JoinStrings(details, "; ")};
 }
 
 CheckResult RestrictedVolumes(const PodView& pod) {
@@ -433,7 +420,7 @@ CheckResult RestrictedVolumes(const PodView& pod) {
                                             "storageos"};
   Strings bad_volumes;
   SortedSet types;
-  for (const json& v : Items(AnyField(pod.spec, "volumes"))) {
+  for (const json& v : ArrayValue(AnyField(pod.spec, "volumes"))) {
     const bool allowed = std::any_of(std::begin(kAllowed), std::end(kAllowed),
                                      [&](const char* key) { return !AnyField(v, key).is_null(); });
     if (allowed) continue;

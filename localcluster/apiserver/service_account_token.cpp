@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "common/json/fields.h"
+#include "common/time_format.h"
 #include "localcluster/apiserver/deletion.h"
 #include "localcluster/apiserver/jwt.h"
 #include "localcluster/apiserver/object_rules.h"
@@ -91,7 +92,7 @@ std::string Quoted(const std::vector<std::string>& values) {
 bool DeletedTooLongAgo(const json& object, Clock::WallTime now) {
   const std::string deleted = StringAt(object, "/metadata/deletionTimestamp");
   if (deleted.empty()) return false;
-  const std::optional<Clock::WallTime> at = ParseMetaTime(deleted);
+  const std::optional<Clock::WallTime> at = TryParseTime(deleted);
   return !at || *at < now - std::chrono::seconds(kBoundObjectDeletionGraceSeconds);
 }
 

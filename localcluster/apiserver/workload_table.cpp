@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "common/json/fields.h"
+#include "common/time_format.h"
 #include "localcluster/apiserver/deletion.h"
 #include "localcluster/apiserver/network_policy_table.h"
 
@@ -13,7 +14,7 @@ using nlohmann::json;
 
 std::string Age(const json& object, Clock::WallTime now) {
   const std::string created = object.value("/metadata/creationTimestamp"_json_pointer, "");
-  std::optional<Clock::WallTime> t = ParseMetaTime(created);
+  std::optional<Clock::WallTime> t = TryParseTime(created);
   if (!t) return "<unknown>";
   return HumanDuration(std::chrono::duration_cast<std::chrono::seconds>(now - *t));
 }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/join_strings.h"
+
 namespace sluice::autoscale {
 namespace {
 
@@ -40,15 +42,6 @@ int64_t CeilCount(double value, double target) {
   if (ratio >= kMaxRatio) return static_cast<int64_t>(kMaxRatio);
   const auto count = static_cast<int64_t>(std::ceil(ratio - kSlack * std::max(1.0, ratio)));
   return std::max<int64_t>(count, 1);
-}
-
-std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (i > 0) out += sep;
-    out += parts[i];
-  }
-  return out;
 }
 
 // "pending-work=420 (target 100/replica) -> 5".
@@ -157,7 +150,8 @@ ScaleDecision Decide(const api::RolloutPoolSpecAutoscaling& spec, int64_t curren
     d.scaling_active = false;
     d.scaling_active_reason = "FailedGetMetrics";
     d.scaling_active_message =
-        "the autoscaler could not compute a replica count, keeping the size: " + Join(errors, "; ");
+        "the autoscaler could not compute a replica count, keeping the size: " +
+        JoinStrings(errors, "; ");
     if (!limit.empty()) SetLimited(d, limit, floor, upper);
     if (d.changed) {
       d.reason = "New size: " + std::to_string(d.desired) + "; reason: " +
@@ -166,7 +160,7 @@ ScaleDecision Decide(const api::RolloutPoolSpecAutoscaling& spec, int64_t curren
     } else {
       d.reason = "Size stays " + std::to_string(current);
     }
-    d.reason += "; failed to get metrics: " + Join(errors, "; ");
+    d.reason += "; failed to get metrics: " + JoinStrings(errors, "; ");
     return d;
   }
 
@@ -222,7 +216,8 @@ ScaleDecision Decide(const api::RolloutPoolSpecAutoscaling& spec, int64_t curren
     names.push_back(p.name);
     described.push_back(Describe(p));
   }
-  d.scaling_active_message = "the autoscaler computed the replica count from " + Join(names, ", ");
+  d.scaling_active_message =
+      "the autoscaler computed the replica count from " + JoinStrings(names, ", ");
 
   if (d.changed) {
     std::string cause;
@@ -239,7 +234,7 @@ ScaleDecision Decide(const api::RolloutPoolSpecAutoscaling& spec, int64_t curren
   } else {
     d.reason = "Size stays " + std::to_string(current);
   }
-  d.reason += "; " + Join(described, ", ");
+  d.reason += "; " + JoinStrings(described, ", ");
   if (d.scaling_limited) d.reason += "; " + d.scaling_limited_reason;
   return d;
 }

@@ -5,6 +5,7 @@
 #include <map>
 #include <vector>
 
+#include "common/join_strings.h"
 #include "operator/controllers/external_engine.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
@@ -40,15 +41,6 @@ std::vector<std::string> Policies(const json& pool) {
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-std::string Join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (const std::string& item : items) {
-    if (!out.empty()) out += sep;
-    out += item;
-  }
   return out;
 }
 
@@ -159,7 +151,7 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
   json args = json::array({
       "--dataflow-url=" + DataflowEndpoint(dataflow),
       std::string("--token-file=") + kRolloutTokenDir + "/token",
-      "--policies=" + Join(policies, ","),
+      "--policies=" + JoinStrings(policies, ","),
       "--engine=" + engine.value("type", std::string("builtin")),
       "--tensor-parallel-size=" + std::to_string(engine.value("tensorParallelSize", int64_t{1})),
       "--max-batch-tokens=" + std::to_string(engine.value("maxBatchTokens", int64_t{8192})),

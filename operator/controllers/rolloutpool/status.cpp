@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "common/join_strings.h"
 #include "operator/controllers/labels.h"
 
 namespace sluice::controllers {
@@ -21,15 +22,6 @@ struct RegionCounts {
 
 // "1 replica", "3 replicas".
 std::string Replicas(int64_t n) { return std::to_string(n) + (n == 1 ? " replica" : " replicas"); }
-
-std::string Join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (const std::string& item : items) {
-    if (!out.empty()) out += sep;
-    out += item;
-  }
-  return out;
-}
 
 api::Condition Make(const char* type, bool status, const char* reason, std::string message,
                     int64_t generation) {
@@ -181,10 +173,11 @@ json PoolStatus(const json& pool, const std::vector<ReplicaObservation>& replica
              "scaling from " + std::to_string(total) + " to " + Replicas(desired), generation),
         now);
   } else if (!moving.empty()) {
-    api::SetCondition(conditions,
-                      Make("Progressing", true, "Rebalancing",
-                           "moving replicas between regions: " + Join(moving, ", "), generation),
-                      now);
+    api::SetCondition(
+        conditions,
+        Make("Progressing", true, "Rebalancing",
+             "moving replicas between regions: " + JoinStrings(moving, ", "), generation),
+        now);
   } else {
     api::SetCondition(conditions,
                       Make("Progressing", false, "NewReplicaSetAvailable",
@@ -213,15 +206,15 @@ json PoolStatus(const json& pool, const std::vector<ReplicaObservation>& replica
         conditions,
         Make("RegionDegraded", true, "InsufficientCapacity", settled_message, generation), now);
   } else if (unschedulable) {
-    api::SetCondition(
-        conditions,
-        Make("RegionDegraded", true, "ReplicasUnschedulable", Join(problems, "; "), generation),
-        now);
+    api::SetCondition(conditions,
+                      Make("RegionDegraded", true, "ReplicasUnschedulable",
+                           JoinStrings(problems, "; "), generation),
+                      now);
   } else if (unplaced > 0) {
-    api::SetCondition(
-        conditions,
-        Make("RegionDegraded", true, "InsufficientCapacity", Join(problems, "; "), generation),
-        now);
+    api::SetCondition(conditions,
+                      Make("RegionDegraded", true, "InsufficientCapacity",
+                           JoinStrings(problems, "; "), generation),
+                      now);
   } else {
     api::SetCondition(
         conditions,
@@ -245,7 +238,7 @@ std::string SettledMessage(const placement::Refusals& refusals,
                       (refusal.message.empty() ? "Unschedulable" : refusal.message));
   }
   return Replicas(waiting) + (waiting == 1 ? " waits" : " wait") +
-         " for a node: no placement region has room (refused: " + Join(regions, "; ") +
+         " for a node: no placement region has room (refused: " + JoinStrings(regions, "; ") +
          "); they start when the region where they wait has room (change the placement to try "
          "every region again)";
 }

@@ -91,6 +91,11 @@ TEST(JsonFieldsTest, ObjectAndArrayFieldsFallBackToEmptyValues) {
   EXPECT_TRUE(ArrayField(null, "items").empty());
   // The reference points into the document.
   EXPECT_EQ(&ArrayField(kDoc, "items"), &kDoc["items"]);
+  // ArrayValue: the same for a value already in hand.
+  EXPECT_EQ(&ArrayValue(kDoc["items"]), &kDoc["items"]);
+  EXPECT_TRUE(ArrayValue(null).is_array());
+  EXPECT_TRUE(ArrayValue(number).empty());
+  EXPECT_TRUE(ArrayValue(kDoc["spec"]).empty());
 }
 
 TEST(JsonFieldsTest, PointerReadersFollowEveryStep) {

@@ -22,5 +22,20 @@ TEST(TimeFormatTest, FormatsAndParsesRfc3339) {
   EXPECT_FALSE(ParseTime("2026-13-22T10:00:00Z").ok());
 }
 
+TEST(TimeFormatTest, MetaTimeIsWholeSecondsAndBadTimesDoNotParse) {
+  using std::chrono::seconds;
+  const Clock::WallTime t{seconds(1767225600) + std::chrono::milliseconds(999)};
+  EXPECT_EQ(FormatTime(t), "2026-01-01T00:00:00Z");
+  EXPECT_EQ(TryParseTime("2026-01-01T00:00:00Z"), Clock::WallTime(seconds(1767225600)));
+  EXPECT_EQ(TryParseTime("2026-01-01T01:00:00.5+01:00"),
+            Clock::WallTime(seconds(1767225600) + std::chrono::milliseconds(500)));
+  for (const char* bad :
+       {"", "2026-01-01", "2026-02-30T00:00:00Z", "2026-01-01T00:00:00", "2026-01-01T00:00:00Zjunk",
+        "2026-01-01T25:00:00Z", "2026-01-01T00:00:00+24:00", "2026-01-01T00:00:00+01:60"}) {
+    EXPECT_FALSE(TryParseTime(bad).has_value()) << bad;
+    EXPECT_FALSE(ParseTime(bad).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace sluice

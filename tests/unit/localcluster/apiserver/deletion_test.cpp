@@ -579,17 +579,5 @@ TEST(ParseDeleteOptionsTest, ErrorsNameTheField) {
   }
 }
 
-TEST(MetaTimeTest, FormatsAndParses) {
-  const Clock::WallTime t{seconds(1767225600) + std::chrono::milliseconds(999)};
-  EXPECT_EQ(FormatMetaTime(t), "2026-01-01T00:00:00Z");
-  EXPECT_EQ(ParseMetaTime("2026-01-01T00:00:00Z"), Clock::WallTime(seconds(1767225600)));
-  EXPECT_EQ(ParseMetaTime("2026-01-01T01:00:00.5+01:00"),
-            Clock::WallTime(seconds(1767225600) + std::chrono::milliseconds(500)));
-  for (const char* bad : {"", "2026-01-01", "2026-02-30T00:00:00Z", "2026-01-01T00:00:00",
-                          "2026-01-01T00:00:00Zjunk", "2026-01-01T25:00:00Z"}) {
-    EXPECT_FALSE(ParseMetaTime(bad).has_value()) << bad;
-  }
-}
-
 }  // namespace
 }  // namespace sluice::apiserver

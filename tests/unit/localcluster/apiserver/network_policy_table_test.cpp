@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/time_format.h"
 #include "localcluster/apiserver/builtin_table.h"
 #include "localcluster/apiserver/deletion.h"
 #include "localcluster/apiserver/resource_registry.h"
@@ -21,7 +22,7 @@ TEST(NetworkPolicyTableTest, NamePodSelectorAge) {
   const ResourceRegistry registry = ResourceRegistry::WithBuiltins();
   const ResourceInfo* info = registry.Find("networking.k8s.io", "v1", "networkpolicies");
   ASSERT_NE(info, nullptr);
-  const Clock::WallTime now = *ParseMetaTime("2026-11-29T10:05:00Z");
+  const Clock::WallTime now = *TryParseTime("2026-11-29T10:05:00Z");
   const json selecting = json::parse(R"({"metadata": {"name": "arith-rollout-ingress",
       "creationTimestamp": "2026-11-29T10:00:00Z"},
       "spec": {"podSelector": {"matchLabels": {"app.kubernetes.io/component": "rollout",

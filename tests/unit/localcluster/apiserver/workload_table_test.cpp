@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/time_format.h"
 #include "localcluster/apiserver/deletion.h"
 
 namespace sluice::apiserver {
@@ -23,7 +24,7 @@ TEST(WorkloadTableTest, LabelSelectorsPrintAsKubectlPrintsThem) {
 }
 
 TEST(WorkloadTableTest, DeploymentAndReplicaSetRowsHaveKubesColumns) {
-  const Clock::WallTime now = *ParseMetaTime("2026-11-29T10:05:00Z");
+  const Clock::WallTime now = *TryParseTime("2026-11-29T10:05:00Z");
   const json template_spec = json::parse(R"({"spec": {"containers": [
       {"name": "web", "image": "nginx:1"}, {"name": "log", "image": "busybox"}]}})");
   const json deployment = {
