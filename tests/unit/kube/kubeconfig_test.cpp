@@ -10,32 +10,17 @@
 
 #include "common/time_format.h"
 #include "kube/in_cluster.h"
+#include "tests/support/temp_dir.h"
 
 namespace sluice::kube {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
+// A directory of this test's own, removed with everything in it.
+class TempDir : public ::sluice::test_support::TempDir {
  public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "kubecfg-XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  fs::path Write(const std::string& name, const std::string& text, bool exec = false) const {
-    const fs::path p = path_ / name;
-    std::ofstream(p) << text;
-    if (exec) chmod(p.c_str(), 0755);
-    return p;
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
+  TempDir() : ::sluice::test_support::TempDir("kubecfg") {}
 };
 
 constexpr char kMain[] = R"(apiVersion: v1

@@ -19,6 +19,7 @@
 
 #include "localcluster/apiserver/memory_storage.h"
 #include "localcluster/apiserver/sqlite_storage.h"
+#include "tests/support/temp_dir.h"
 
 namespace sluice::apiserver {
 namespace storage_test {
@@ -31,24 +32,10 @@ constexpr std::chrono::nanoseconds kNoWait{0};
 // write returns.
 constexpr seconds kEventWait{10};
 
-// A directory under /tmp unique to this process and test, removed on destruction.
-class TempDir {
+// A directory of this test's own, removed with everything in it.
+class TempDir : public ::sluice::test_support::TempDir {
  public:
-  TempDir() {
-    std::string pattern = "/tmp/sluice_storage_test_" + std::to_string(getpid()) + "_XXXXXX";
-    SLUICE_CHECK(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : ::sluice::test_support::TempDir("sluice_storage_test") {}
 };
 
 SqliteStorageOptions At(const std::string& path) {
@@ -67,7 +54,7 @@ class MemoryBackend {
 class SqliteBackend {
  public:
   std::unique_ptr<Storage> Open(const WatchHubOptions& watch) {
-    SqliteStorageOptions options = At(dir_.path() + "/store.db");
+    SqliteStorageOptions options = At(dir_.str() + "/store.db");
     options.watch = watch;
     Result<std::unique_ptr<SqliteStorage>> opened = SqliteStorage::Open(options);
     SLUICE_CHECK(opened.ok());
@@ -630,7 +617,7 @@ TYPED_TEST(ApiserverStorageTest, ConcurrentWritersAndWatchersSeeEveryEventInOrde
 
 class ApiserverStorageSqliteTest : public ::testing::Test {
  protected:
-  std::string Path() const { return dir_.path() + "/store.db"; }
+  std::string Path() const { return dir_.str() + "/store.db"; }
   std::unique_ptr<SqliteStorage> MustOpen() {
     Result<std::unique_ptr<SqliteStorage>> opened = SqliteStorage::Open(At(Path()));
     SLUICE_CHECK(opened.ok());
@@ -718,7 +705,7 @@ TEST_F(ApiserverStorageSqliteTest, NotADatabaseIsReported) {
   Result<std::unique_ptr<SqliteStorage>> opened = SqliteStorage::Open(At(Path()));
   EXPECT_EQ(opened.status().code(), StatusCode::kCorruption) << opened.status().ToString();
   EXPECT_NE(opened.status().message().find("sqlite"), std::string::npos);
-  EXPECT_EQ(SqliteStorage::Open(At(dir_.path() + "/missing/dir/x.db")).status().code(),
+  EXPECT_EQ(SqliteStorage::Open(At(dir_.str() + "/missing/dir/x.db")).status().code(),
             StatusCode::kInternal);
 }
 

@@ -39,7 +39,7 @@ TEST(DataflowWalTest, TornTailAtEveryOffsetIsCutAndAppendsContinue) {
   WalOptions options;
   options.dir = dir.path();
   options.fsync = false;  // Only speed: the recovery logic is the same.
-  const std::string segment = dir.path() + "/" + SegmentName(1);
+  const std::string segment = dir.str() + "/" + SegmentName(1);
   {
     auto wal = OpenReplayed(options);
     AppendSequential(*wal, 4, 100);
@@ -75,7 +75,7 @@ TEST(DataflowWalTest, GarbageTailIsCut) {
   TempDir dir;
   WalOptions options;
   options.dir = dir.path();
-  const std::string segment = dir.path() + "/" + SegmentName(1);
+  const std::string segment = dir.str() + "/" + SegmentName(1);
   {
     auto wal = OpenReplayed(options);
     AppendSequential(*wal, 3, 100);
@@ -104,7 +104,7 @@ TEST(DataflowWalTest, EmbeddedFramesAreNotMistakenForRecords) {
   TempDir dir;
   WalOptions options;
   options.dir = dir.path();
-  const std::string segment = dir.path() + "/" + SegmentName(1);
+  const std::string segment = dir.str() + "/" + SegmentName(1);
   Result<std::string> inner = wire::EncodeFrame(0x0101, std::string(300, 'g'));
   ASSERT_TRUE(inner.ok());
   {
@@ -124,7 +124,7 @@ TEST(DataflowWalTest, DamageBeforeValidRecordsIsCorruption) {
   TempDir dir;
   WalOptions options;
   options.dir = dir.path();
-  const std::string segment = dir.path() + "/" + SegmentName(1);
+  const std::string segment = dir.str() + "/" + SegmentName(1);
   constexpr size_t kFrame = 100 + kWalRecordOverheadBytes;
   {
     auto wal = OpenReplayed(options);
@@ -167,8 +167,8 @@ TEST(DataflowWalTest, DamageInAnEarlierSegmentOrAMissingSegmentIsCorruption) {
     AppendSequential(*wal, 12, 100);
   }
   ASSERT_EQ(FilesWithPrefix(dir.path(), "wal-").size(), 3u);
-  const std::string first = dir.path() + "/" + SegmentName(1);
-  const std::string middle = dir.path() + "/" + SegmentName(5);
+  const std::string first = dir.str() + "/" + SegmentName(1);
+  const std::string middle = dir.str() + "/" + SegmentName(5);
   const std::string first_bytes = ReadFile(first);
   FlipByte(first, first_bytes.size() - 10);  // The last record of a segment that is not last.
   {

@@ -89,8 +89,8 @@ TEST(DataflowWalTest, CorruptSnapshotFallsBackOrFails) {
   TempDir dir;
   WalOptions options;
   options.dir = dir.path();
-  const std::string snap5 = dir.path() + "/snapshot-00000000000000000005.bin";
-  const std::string snap12 = dir.path() + "/snapshot-00000000000000000012.bin";
+  const std::string snap5 = dir.str() + "/snapshot-00000000000000000005.bin";
+  const std::string snap12 = dir.str() + "/snapshot-00000000000000000012.bin";
   std::string snap5_bytes;
   {
     auto wal = OpenReplayed(options);
@@ -128,7 +128,7 @@ TEST(DataflowWalTest, SnapshotNewerThanTheLog) {
   TempDir dir;
   WalOptions options;
   options.dir = dir.path();
-  const std::string segment = dir.path() + "/" + SegmentName(1);
+  const std::string segment = dir.str() + "/" + SegmentName(1);
   {
     auto wal = OpenReplayed(options);
     AppendSequential(*wal, 10, 50);

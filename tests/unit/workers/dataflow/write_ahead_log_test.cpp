@@ -54,7 +54,7 @@ uint64_t HistogramCount(const metrics::Registry& registry, std::string_view name
 TEST(DataflowWalTest, RoundTripAcrossReopen) {
   TempDir dir;
   WalOptions options;
-  options.dir = dir.path() + "/nested/wal";  // Created on Open.
+  options.dir = dir.str() + "/nested/wal";  // Created on Open.
   {
     Replayed replayed;
     auto wal = OpenReplayed(options, &replayed);
@@ -239,7 +239,7 @@ TEST(DataflowWalTest, SegmentsRollAndReplayInOrder) {
   for (uint64_t first = 1; first <= 35; first += 5) expected.push_back(SegmentName(first));
   EXPECT_EQ(FilesWithPrefix(dir.path(), "wal-"), expected);
   for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(fs::file_size(dir.path() + "/" + expected[i]), 5 * kFrame) << expected[i];
+    EXPECT_EQ(fs::file_size(dir.str() + "/" + expected[i]), 5 * kFrame) << expected[i];
   }
   Replayed replayed;
   auto wal = OpenReplayed(options, &replayed);

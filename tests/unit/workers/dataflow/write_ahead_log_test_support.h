@@ -25,28 +25,15 @@
 #include "common/check.h"
 #include "common/metrics/registry.h"
 #include "common/status.h"
+#include "tests/support/temp_dir.h"
 #include "workers/dataflow/write_ahead_log.h"
 
 namespace sluice::dataflow::wal_test_support {
 
-// A directory under /tmp unique to this process and test, removed on destruction.
-class TempDir {
+// A directory of this test's own, removed with everything in it.
+class TempDir : public ::sluice::test_support::TempDir {
  public:
-  TempDir() {
-    std::string pattern = "/tmp/sluice_wal_test_" + std::to_string(getpid()) + "_XXXXXX";
-    SLUICE_CHECK(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : ::sluice::test_support::TempDir("sluice_wal_test") {}
 };
 
 // Deterministic contents for a record identified by `id`, `size` bytes (at least the id).

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tests/support/read_file.h"
+#include "tests/support/temp_dir.h"
 #include "workers/model/model_config.h"
 #include "workers/model/safetensors.h"
 
@@ -34,26 +35,10 @@ void WriteFile(const fs::path& path, std::string_view text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
-class TempDir {
+// A directory of this test's own, removed with everything in it.
+class TempDir : public ::sluice::test_support::TempDir {
  public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ =
-        fs::temp_directory_path() / ("sluice_model_download_test_" + std::to_string(::getpid()) +
-                                     "_" + std::to_string(counter.fetch_add(1)));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
+  TempDir() : ::sluice::test_support::TempDir("sluice_model_download_test") {}
 };
 
 // Tensors of a few hundred bytes each, so a small shard limit gives several shards.

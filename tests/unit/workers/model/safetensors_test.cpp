@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
+
 namespace sluice::model {
 namespace safetensors_test {
 
@@ -21,27 +23,10 @@ namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-class TempDir {
+// A directory of this test's own, removed with everything in it.
+class TempDir : public ::sluice::test_support::TempDir {
  public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() / ("sluice_safetensors_test_" + std::to_string(::getpid()) +
-                                         "_" + std::to_string(counter.fetch_add(1)));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
+  TempDir() : ::sluice::test_support::TempDir("sluice_safetensors_test") {}
 };
 
 std::vector<std::byte> ToBytes(std::string_view s) {

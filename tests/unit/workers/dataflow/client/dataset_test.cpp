@@ -16,32 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
+
 namespace sluice::dataflow {
 namespace {
 // ---- Temporary files. ----
 
-class TempDir {
+// A directory of this test's own, removed with everything in it.
+class TempDir : public ::sluice::test_support::TempDir {
  public:
-  TempDir() {
-    static int counter = 0;
-    path_ = std::filesystem::path(testing::TempDir()) /
-            ("sluice_dataset_test_" + std::to_string(::getpid()) + "_" + std::to_string(++counter));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  // Writes `contents` byte for byte to `name` and returns its path.
-  std::string Write(const std::string& name, const std::string& contents) const {
-    const std::string p = (path_ / name).string();
-    std::ofstream(p, std::ios::binary) << contents;
-    return p;
-  }
-  std::string path() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
+  TempDir() : ::sluice::test_support::TempDir("sluice_dataset_test") {}
 };
 
 Status LoadError(const std::string& path, const FieldNames& fields = {}) {
@@ -500,7 +484,7 @@ TEST(DatasetJsonlTest, EmptyMissingAndDirectory) {
   const std::string empty = dir.Write("empty.jsonl", "\n  \r\n\n");
   EXPECT_EQ(LoadError(empty).message(), "dataset file " + empty + " has no rows");
   EXPECT_EQ(LoadError(dir.Write("zero.jsonl", "")).code(), StatusCode::kInvalidArgument);
-  const Status missing = LoadError(dir.path() + "/nope.jsonl");
+  const Status missing = LoadError(dir.str() + "/nope.jsonl");
   EXPECT_EQ(missing.code(), StatusCode::kNotFound);
   EXPECT_NE(missing.message().find("nope.jsonl"), std::string::npos);
   const Status directory = LoadError(dir.path());
