@@ -17,6 +17,7 @@
 #include "common/http/client.h"
 #include "tests/e2e/apiserver_process.h"
 #include "tests/support/free_port.h"
+#include "tests/support/wait_until.h"
 
 namespace sluice::e2e {
 
@@ -165,12 +166,7 @@ class NodeProcess {
 // Polls `condition` every 100 ms until it holds or `timeout` passes.
 inline bool WaitUntil(const std::function<bool()>& condition,
                       std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return condition();
+  return ::sluice::test_support::WaitUntil(condition, timeout, std::chrono::milliseconds(100));
 }
 
 }  // namespace sluice::e2e

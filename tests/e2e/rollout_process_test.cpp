@@ -26,6 +26,7 @@
 #include "tests/e2e/apiserver_process.h"
 #include "tests/e2e/child_process.h"
 #include "tests/e2e/dataflow_process.h"
+#include "tests/support/wait_until.h"
 
 namespace sluice::e2e {
 namespace {
@@ -48,12 +49,7 @@ json GetJson(http::Client& c, const std::string& path) {
 // Polls `probe` every 100 ms until it returns true or `timeout` passes.
 template <typename F>
 bool Eventually(F probe, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (probe()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return probe();
+  return ::sluice::test_support::WaitUntil(probe, timeout, std::chrono::milliseconds(100));
 }
 
 constexpr char kPolicy[] = R"({"metadata": {"name": "actor", "namespace": "rl"},

@@ -38,6 +38,7 @@
 #include "localcluster/apiserver/sqlite_storage.h"
 #include "localcluster/apiserver/watch_hub.h"
 #include "tests/support/read_file.h"
+#include "tests/support/wait_until.h"
 
 namespace sluice::apiserver::api_server_testing {
 
@@ -253,12 +254,7 @@ class ApiServerTest : public ::testing::Test {
 
   // Polls `done` every 20 ms for up to `timeout`.
   static bool Eventually(const std::function<bool()>& done, milliseconds timeout = seconds(5)) {
-    const auto deadline = SteadyClock::now() + timeout;
-    while (SteadyClock::now() < deadline) {
-      if (done()) return true;
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    return done();
+    return ::sluice::test_support::WaitUntil(done, timeout, milliseconds(20));
   }
 
   // Waits until the garbage collector has finished `n` more passes than when called (so with

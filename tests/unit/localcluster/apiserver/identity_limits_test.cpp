@@ -13,6 +13,7 @@
 
 #include "common/process/cancellation.h"
 #include "localcluster/apiserver/watch_quota.h"
+#include "tests/support/wait_until.h"
 #include "tests/unit/localcluster/apiserver/in_process_api_server.h"
 
 namespace sluice::apiserver {
@@ -95,12 +96,8 @@ class IdentityLimitsApiTest : public InProcessApiServerTest {
   }
 
   bool Eventually(const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (done()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return done();
+    return ::sluice::test_support::WaitUntil(done, std::chrono::seconds(10),
+                                             std::chrono::milliseconds(20));
   }
 };
 

@@ -20,6 +20,7 @@
 #include "common/json/fields.h"
 #include "localcluster/node/node_agent.h"
 #include "tests/support/in_process_api_server.h"
+#include "tests/support/wait_until.h"
 
 namespace sluice::node {
 namespace node_lifecycle_test {
@@ -31,12 +32,7 @@ const kube::GroupVersionResource kPods{"", "v1", "pods", true};
 
 bool WaitFor(const std::function<bool()>& done,
              std::chrono::milliseconds limit = std::chrono::seconds(15)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
+  return ::sluice::test_support::WaitUntil(done, limit);
 }
 
 class NodeLifecycleTest : public ::testing::Test {

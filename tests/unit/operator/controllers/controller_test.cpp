@@ -20,6 +20,7 @@
 #include "kube/errors.h"
 #include "kube/informer.h"
 #include "kube/rest_client.h"
+#include "tests/support/wait_until.h"
 #include "tests/unit/kube/test_server.h"
 
 namespace sluice::controllers {
@@ -40,12 +41,7 @@ std::string CollectionPath(const kube::GroupVersionResource& gvr) {
 
 // Polls `pred` (real time, bounded); returns its last value.
 bool WaitUntil(const std::function<bool()>& pred) {
-  const auto deadline = std::chrono::steady_clock::now() + kWaitLimit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(1));
-  }
-  return true;
+  return ::sluice::test_support::WaitUntil(pred, kWaitLimit, milliseconds(1));
 }
 
 // An API server holding objects per collection path (namespace "ns") that answers lists with the

@@ -23,6 +23,7 @@
 #include "common/http/json_body.h"
 #include "common/http/server.h"
 #include "common/logging/logger.h"
+#include "tests/support/wait_until.h"
 #include "tests/unit/workers/rollout/workflows/scripted_backend.h"
 #include "workers/rollout/rollout_worker.h"
 
@@ -130,12 +131,7 @@ class LeaseDataflow {
 };
 
 bool WaitFor(const std::function<bool()>& done, milliseconds limit = seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return done();
+  return ::sluice::test_support::WaitUntil(done, limit, milliseconds(5));
 }
 
 TEST(RolloutWorkerLeaseTest, RenewsEveryThirdOfTheLeaseOnItsClockAndAWithdrawnLeaseEndsTheEpisode) {
