@@ -17,6 +17,10 @@
 #include <thread>
 #include <vector>
 
+#include "tests/e2e/spawned_process.h"
+#include "tests/support/read_file.h"
+#include "tests/support/shell.h"
+
 namespace sluice::e2e {
 
 inline std::string BinDir() { return SLUICE_BIN_DIR; }
@@ -40,37 +44,10 @@ inline std::string KubectlBinary() {
 
 inline bool HaveKubectl() { return ::access(KubectlBinary().c_str(), X_OK) == 0; }
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together.
-};
-
-inline std::string Quote(const std::string& s);
-
-// Runs a bash command line and captures its output.
-inline CommandResult RunShell(const std::string& command) {
-  CommandResult result;
-  FILE* pipe = popen(("bash -c " + Quote(command + " 2>&1")).c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) result.output.append(buf, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-inline std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
+// A command's exit code and its stdout and stderr together (RunShell).
+using CommandResult = test_support::ShellResult;
+using test_support::RunShell;
+inline std::string Quote(const std::string& s) { return test_support::ShellQuote(s); }
 
 // One sluice-apiserver process. Start() waits for the kubeconfig it writes and for /readyz.
 class ApiServerProcess {
@@ -82,54 +59,26 @@ class ApiServerProcess {
   bool Start(int port = 0) {
     std::filesystem::create_directories(state_dir_);
     std::filesystem::remove(Kubeconfig());
-    const std::string binary = BinDir() + "/sluice-apiserver";
     std::vector<std::string> args = {
-        binary, "--state-dir", state_dir_, "--port", std::to_string(port), "--log-level", "warn"};
+        BinDir() + "/sluice-apiserver", "--state-dir", state_dir_, "--port",
+        std::to_string(port),           "--log-level", "warn"};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      const std::string log = state_dir_ + "/apiserver.log";
-      FILE* out = std::freopen(log.c_str(), "a", stderr);
-      (void)out;
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(binary.c_str(), argv.data());
-      _exit(127);
-    }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (std::filesystem::exists(Kubeconfig()) &&
-          Kubectl("get --raw /readyz").output.find("ok") != std::string::npos) {
-        return true;
-      }
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
+    pid_ = SpawnLogged(std::move(args), state_dir_ + "/apiserver.log", /*append=*/true);
+    return AwaitReady(
+        pid_,
+        [&] {
+          return std::filesystem::exists(Kubeconfig()) &&
+                 Kubectl("get --raw /readyz").output.find("ok") != std::string::npos;
+        },
+        std::chrono::seconds(30));
   }
 
   // Sends `signal` and reaps the process.
-  void Kill(int signal) {
-    if (pid_ <= 0) return;
-    ::kill(pid_, signal);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
+  void Kill(int signal) { KillAndReap(pid_, signal); }
 
   std::string Kubeconfig() const { return state_dir_ + "/kubeconfig"; }
   const std::string& state_dir() const { return state_dir_; }
-  std::string Log() const {
-    std::ifstream in(state_dir_ + "/apiserver.log");
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
+  std::string Log() const { return test_support::ReadFileOrEmpty(state_dir_ + "/apiserver.log"); }
 
   CommandResult Kubectl(const std::string& args) const {
     return RunShell(KubectlBinary() + " --kubeconfig " + Quote(Kubeconfig()) + " " + args);

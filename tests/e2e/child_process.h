@@ -21,6 +21,9 @@
 
 #include "common/http/client.h"
 #include "tests/e2e/apiserver_process.h"
+#include "tests/e2e/spawned_process.h"
+#include "tests/support/read_file.h"
+#include "tests/support/wait_until.h"
 
 namespace sluice::e2e {
 
@@ -28,34 +31,14 @@ class ChildProcess {
  public:
   ChildProcess(const std::string& program, std::vector<std::string> flags, std::string log)
       : log_(std::move(log)) {
-    const std::string binary = BinDir() + "/" + program;
-    std::vector<std::string> args = {binary};
+    std::vector<std::string> args = {BinDir() + "/" + program};
     args.insert(args.end(), flags.begin(), flags.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      FILE* out = std::freopen(log_.c_str(), "w", stderr);
-      (void)out;
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(binary.c_str(), argv.data());
-      _exit(127);
-    }
+    pid_ = SpawnLogged(std::move(args), log_, /*append=*/false);
   }
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
-  ~ChildProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  std::string Log() const {
-    std::ifstream in(log_);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
+  ~ChildProcess() { KillAndReap(pid_, SIGKILL); }
+  std::string Log() const { return test_support::ReadFileOrEmpty(log_); }
   pid_t pid() const { return pid_; }  // -1 once waited for.
   void Signal(int sig) {
     if (pid_ > 0) ::kill(pid_, sig);
@@ -79,21 +62,15 @@ class ChildProcess {
   // A client (bearer `token`, no retries) of the HTTP server the child logged it listens on
   // ("msg":"listening","url":...), within 60 s; null when it never did.
   std::unique_ptr<http::Client> Connect(const std::string& token) {
-    const std::regex port_re("\"msg\":\"listening\",\"url\":\"http://[0-9.]+:([0-9]+)\"");
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::smatch m;
-      const std::string log = Log();
-      if (std::regex_search(log, m, port_re)) {
-        http::ClientOptions co;
-        co.base_url = "http://127.0.0.1:" + std::string(m[1]);
-        co.max_attempts = 1;
-        if (!token.empty()) co.token = http::TokenSource::FromValue(token);
-        return std::move(http::Client::Create(co)).value();
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return nullptr;
+    std::optional<int> port;
+    test_support::WaitUntil([&] { return (port = ListeningPort(Log())).has_value(); },
+                            std::chrono::seconds(60), std::chrono::milliseconds(50));
+    if (!port) return nullptr;
+    http::ClientOptions co;
+    co.base_url = "http://127.0.0.1:" + std::to_string(*port);
+    co.max_attempts = 1;
+    if (!token.empty()) co.token = http::TokenSource::FromValue(token);
+    return std::move(http::Client::Create(co)).value();
   }
 
  private:

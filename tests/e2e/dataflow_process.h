@@ -22,6 +22,8 @@
 
 #include "common/http/client.h"
 #include "tests/e2e/apiserver_process.h"
+#include "tests/e2e/spawned_process.h"
+#include "tests/support/read_file.h"
 
 namespace sluice::e2e {
 
@@ -42,57 +44,34 @@ class DataflowProcess {
   // how) or 20 s pass.
   bool Start(const std::vector<std::string>& flags) {
     ++starts_;
-    const std::string binary = BinDir() + "/sluice-dataflow";
-    std::vector<std::string> args = {binary, "--address=127.0.0.1", "--port=0",
-                                     "--wal-dir=" + dir_ + "/wal", "--log-level=info"};
+    std::vector<std::string> args = {BinDir() + "/sluice-dataflow", "--address=127.0.0.1",
+                                     "--port=0", "--wal-dir=" + dir_ + "/wal", "--log-level=info"};
     if (!token_.empty()) args.push_back("--token-file=" + dir_ + "/token");
     args.insert(args.end(), flags.begin(), flags.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      FILE* out = std::freopen(LogPath().c_str(), "w", stderr);
-      (void)out;
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(binary.c_str(), argv.data());
-      _exit(127);
-    }
-    const std::regex port_re("\"msg\":\"listening\",\"url\":\"[^\"]*\",\"port\":([0-9]+)");
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::smatch m;
-      const std::string log = Log();
-      if (std::regex_search(log, m, port_re)) {
-        http::ClientOptions co;
-        co.base_url = "http://127.0.0.1:" + std::string(m[1]);
-        base_url_ = co.base_url;
-        co.max_attempts = 1;
-        if (!token_.empty()) co.token = http::TokenSource::FromValue(token_);
-        client_ = std::move(http::Client::Create(co)).value();
-        Result<http::Response> ready = client_->Get("/readyz");
-        if (ready.ok() && ready->status == 200) return true;
-      }
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        exit_status_ = status;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
+    pid_ = SpawnLogged(std::move(args), LogPath(), /*append=*/false);
+    return AwaitReady(
+        pid_,
+        [&] {
+          const std::optional<int> port = ListeningPort(Log());
+          if (!port) return false;
+          http::ClientOptions co;
+          co.base_url = "http://127.0.0.1:" + std::to_string(*port);
+          base_url_ = co.base_url;
+          co.max_attempts = 1;
+          if (!token_.empty()) co.token = http::TokenSource::FromValue(token_);
+          client_ = std::move(http::Client::Create(co)).value();
+          Result<http::Response> ready = client_->Get("/readyz");
+          return ready.ok() && ready->status == 200;
+        },
+        std::chrono::seconds(20), std::chrono::milliseconds(10), &exit_status_);
   }
 
   // Sends `signal` and reaps the process; returns its wait status (the last one when it is not
   // running).
   int Kill(int signal) {
     if (pid_ <= 0) return exit_status_;
-    ::kill(pid_, signal);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    exit_status_ = status;
-    return status;
+    exit_status_ = KillAndReap(pid_, signal);
+    return exit_status_;
   }
 
   // GET /v1/status, or null when it fails.
@@ -108,12 +87,7 @@ class DataflowProcess {
   int exit_status() const { return exit_status_; }
   // The current (latest) start's log.
   std::string LogPath() const { return dir_ + "/dataflow-" + std::to_string(starts_) + ".log"; }
-  std::string Log() const {
-    std::ifstream in(LogPath());
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
+  std::string Log() const { return test_support::ReadFileOrEmpty(LogPath()); }
 
  private:
   std::string dir_;

@@ -16,7 +16,9 @@
 
 #include "common/http/client.h"
 #include "tests/e2e/apiserver_process.h"
+#include "tests/e2e/spawned_process.h"
 #include "tests/support/free_port.h"
+#include "tests/support/read_file.h"
 #include "tests/support/wait_until.h"
 
 namespace sluice::e2e {
@@ -85,46 +87,19 @@ class NodeProcess {
                                      "--log-level",
                                      "info"};
     args.insert(args.end(), extra.begin(), extra.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      const std::string log = state_dir_ + "/node.log";
-      FILE* out = std::freopen(log.c_str(), "a", stderr);
-      (void)out;
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (Ready()) return true;
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
+    pid_ = SpawnLogged(std::move(args), state_dir_ + "/node.log", /*append=*/true);
+    return AwaitReady(
+        pid_, [&] { return Ready(); }, std::chrono::seconds(30));
   }
 
   // Sends `signal`, waits for the exit and returns the exit status (-1 if none ran).
   int Stop(int signal) {
     if (pid_ <= 0) return -1;
-    ::kill(pid_, signal);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
+    const int status = KillAndReap(pid_, signal);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
 
-  std::string Log() const {
-    std::ifstream in(state_dir_ + "/node.log");
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
+  std::string Log() const { return test_support::ReadFileOrEmpty(state_dir_ + "/node.log"); }
   const std::string& state_dir() const { return state_dir_; }
   int port() const { return port_; }
 

@@ -23,6 +23,7 @@
 
 #include "common/yaml/yaml_json.h"
 #include "tests/support/read_file.h"
+#include "tests/support/shell.h"
 
 namespace sluice::helm_test {
 
@@ -42,17 +43,7 @@ inline std::filesystem::path RepoDir() {
 
 inline std::filesystem::path ChartDir() { return RepoDir() / "helm" / "sluice"; }
 
-inline std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
+using test_support::ShellQuote;
 
 inline std::string ReadText(const std::filesystem::path& path) {
   return test_support::ReadFileOrEmpty(path);

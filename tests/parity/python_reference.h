@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/shell.h"
+
 namespace sluice::parity {
 
 // The folder holding the pinned Python packages.
@@ -60,11 +62,7 @@ struct ReferenceRun {
   std::string output;  // stdout and stderr together, or why it could not start.
 };
 
-inline std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+using test_support::ShellQuote;
 
 // hf_reference.py with `args` (each passed as one argument).
 inline ReferenceRun RunReference(const std::vector<std::string>& args) {
