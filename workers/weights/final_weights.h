@@ -15,16 +15,28 @@
 //       not parse, is another version or does not have the digest. 404: a policy the dataflow
 //       does not serve. 409: not the policy's newest announced version, or not its announced
 //       digest (a version number never names two images). 503 until the dataflow has recovered.
+//   PUT /v1/final/<policy>/v1/weights/<version>/parts/<offset>
+//       body: bytes offset .. offset + n - 1 of the image, with the digest header and
+//       X-Sluice-Weights-Size: the image's size in bytes. For an image larger than the body cap:
+//       parts in order, offset 0 first (which starts the upload over). 202 {"received", "size"}
+//       until the last part, then what the whole PUT answers. 409 for an offset other than the
+//       bytes received so far (the message says how many), or a part of another upload; 400 for
+//       a part past the size. A part received already (a retry) is answered without being
+//       appended again.
 //   GET /v1/final/<policy>/v1/weights...          weight_routes.h over the held version: the list,
 //                                                 the full image (with Range), and 409 for deltas
 //
 // Rollout workers fetch from there when neither their relay nor the trainer serves an announced
-// version (workers/rollout/weight_updater.h). An image larger than the dataflow server's request
-// body cap (--max-body-bytes) is refused with 413 before it is read.
+// version (workers/rollout/weight_updater.h). A whole PUT larger than the dataflow server's request
+// body cap (--max-body-bytes) is refused with 413 before it is read; DataflowClient then sends the
+// image in parts.
 //
 // Durability: an accepted image is written to <dir>/<policy>.safetensors (WriteFileAtomic: file
 // and directory synced) before the reply, and Load() reads the files back when the dataflow
-// starts. Memory: every held image, one per policy that uploaded one.
+// starts. The parts of an upload collect in <dir>/<policy>.upload; an upload a restart
+// interrupted is dropped (Load removes the file) and the trainer, which got no answer, sends it
+// again from offset 0. Memory: every held image, one per policy that uploaded one, and the image
+// being checked when its last part arrives.
 //
 // Thread safety: every method may be called from any thread; uploads are serialized among
 // themselves. `announced` is called on the server's worker threads.
@@ -46,6 +58,9 @@
 #include "workers/weights/weight_store.h"
 
 namespace sluice::weights {
+
+// The image's size in bytes, on each part of a part upload.
+inline constexpr std::string_view kWeightsSizeHeader = "X-Sluice-Weights-Size";
 
 class FinalWeights {
  public:
@@ -75,6 +90,18 @@ class FinalWeights {
   Result<bool> Put(const std::string& policy, int64_t version, std::string_view digest,
                    std::string image);
 
+  // What a part upload answers: the bytes received so far, and once the last part is in, whether
+  // the image was stored now (Put's answer).
+  struct PartProgress {
+    uint64_t received = 0;
+    uint64_t size = 0;
+    std::optional<bool> created;  // Set when the upload is complete.
+  };
+  // Accepts bytes `offset` .. offset + part.size() - 1 of the `size`-byte image of `version` (the
+  // PUT .../parts/<offset> above).
+  Result<PartProgress> PutPart(const std::string& policy, int64_t version, std::string_view digest,
+                               uint64_t size, uint64_t offset, std::string_view part);
+
   // The version held for `policy`; nullopt when none.
   std::optional<int64_t> Held(const std::string& policy) const;
 
@@ -86,12 +113,26 @@ class FinalWeights {
 
  private:
   struct PolicyImages;
+  struct Upload {  // A part upload in progress.
+    int64_t version = 0;
+    std::string digest;
+    uint64_t size = 0;
+    uint64_t received = 0;
+  };
   std::string PathOf(const std::string& policy) const;
+  std::string UploadPathOf(const std::string& policy) const;
+  // Put's checks of the policy, the digest and the announcement.
+  Result<PolicyImages*> CheckUpload(const std::string& policy, int64_t version,
+                                    std::string_view digest);
+  // Parses, checks, writes and publishes `image`; put_mu_ held.
+  Result<bool> StoreLocked(PolicyImages& images, const std::string& policy, int64_t version,
+                           std::string_view digest, std::string image);
 
   const std::string dir_;
   const AnnouncedLookup announced_;
   std::map<std::string, std::unique_ptr<PolicyImages>> policies_;
-  std::mutex put_mu_;  // Serializes uploads.
+  std::mutex put_mu_;                      // Serializes uploads.
+  std::map<std::string, Upload> uploads_;  // By policy; guarded by put_mu_.
 };
 
 }  // namespace sluice::weights

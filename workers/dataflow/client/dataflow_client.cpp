@@ -143,18 +143,49 @@ Status DataflowClient::Announce(const std::string& policy, const VersionAnnounce
 }
 
 Result<bool> DataflowClient::PutFinalWeights(const std::string& policy, int64_t version,
-                                             const std::string& digest, std::string image) {
+                                             const std::string& digest, std::string image,
+                                             size_t part_bytes) {
+  constexpr size_t kSmallestPart = size_t{64} << 10;
   const std::string path = "/v1/final/" + policy + "/v1/weights/" + std::to_string(version);
-  http::Request req;
-  req.method = "PUT";
-  req.path = path;
-  req.headers.emplace("X-Sluice-Weights-Digest", digest);
-  req.body = std::move(image);
-  req.content_type = "application/octet-stream";
-  Result<http::Response> res = client_->Send(std::move(req));
-  if (!res.ok()) return res.status();
-  SLUICE_RETURN_IF_ERROR(res->ToStatus().WithContext("PUT " + path));
-  return res->status == 201;
+  auto put = [&](const std::string& to, std::string body, bool part) {
+    http::Request req;
+    req.method = "PUT";
+    req.path = to;
+    req.headers.emplace("X-Sluice-Weights-Digest", digest);
+    if (part) req.headers.emplace("X-Sluice-Weights-Size", std::to_string(image.size()));
+    req.body = std::move(body);
+    req.content_type = "application/octet-stream";
+    return client_->Send(std::move(req));
+  };
+  part_bytes = std::max(part_bytes, kSmallestPart);
+  if (image.size() <= part_bytes) {
+    Result<http::Response> res = put(path, image, false);
+    if (!res.ok()) return res.status();
+    // Past the dataflow's body cap: in parts instead.
+    if (res->status != 413) {
+      SLUICE_RETURN_IF_ERROR(res->ToStatus().WithContext("PUT " + path));
+      return res->status == 201;
+    }
+    part_bytes = std::max(image.size() / 2, kSmallestPart);
+  }
+  size_t offset = 0;
+  while (true) {
+    const size_t n = std::min(part_bytes, image.size() - offset);
+    const std::string part_path = path + "/parts/" + std::to_string(offset);
+    Result<http::Response> res = put(part_path, image.substr(offset, n), true);
+    if (!res.ok()) return res.status();
+    if (res->status == 413 && part_bytes > kSmallestPart) {
+      part_bytes = std::max(part_bytes / 2, kSmallestPart);
+      continue;
+    }
+    SLUICE_RETURN_IF_ERROR(res->ToStatus().WithContext("PUT " + part_path));
+    if (res->status != 202) return res->status == 201;  // The last part: stored, or held.
+    offset += n;
+    if (offset >= image.size()) {
+      return Status::Internal("PUT " + part_path + ": the dataflow still waits for bytes after " +
+                              "the last part (202)");
+    }
+  }
 }
 
 Result<TrainRowsPage> DataflowClient::TrainRows(int64_t offset, int64_t limit) {

@@ -112,10 +112,14 @@ class DataflowClient {
   // PUT /v1/final/{policy}/v1/weights/{version} with the version's safetensors image and its
   // digest: the dataflow keeps it as the policy's final weights, for rollout replicas created
   // after the trainer is gone (workers/weights/final_weights.h). True when stored now, false when
-  // that image was held already. Errors: the dataflow's (Conflict when the version or digest is
-  // not the newest announced one, TooLarge past its body cap), Unavailable when unreachable.
+  // that image was held already. An image over `part_bytes` goes in parts of at most that many
+  // bytes (PUT .../parts/<offset>, offset 0 first), and a part the dataflow refuses as too large
+  // (its --max-body-bytes is smaller) is sent again in halves, down to 64 KiB. Errors: the
+  // dataflow's (Conflict when the version or digest is not the newest announced one),
+  // Unavailable when unreachable (a retry starts the upload over).
   Result<bool> PutFinalWeights(const std::string& policy, int64_t version,
-                               const std::string& digest, std::string image);
+                               const std::string& digest, std::string image,
+                               size_t part_bytes = size_t{32} << 20);
 
   // GET /v1/dataset/train?offset=N&limit=M: train rows offset .. offset+limit-1 (fewer at the end
   // of the split, none from an offset at or past it). InvalidArgument for an offset < 0 or a

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
 
@@ -17,6 +18,7 @@
 #include "common/http/server.h"
 #include "common/logging/logger.h"
 #include "tests/unit/workers/weights/weight_fixtures.h"
+#include "workers/dataflow/client/dataflow_client.h"
 #include "workers/weights/weight_snapshot.h"
 
 namespace sluice::weights {
@@ -185,6 +187,133 @@ TEST_F(FinalWeightsTest, RoutesAcceptTheUploadAndServeTheImage) {
   EXPECT_EQ(image.body, Image(v3_));
   EXPECT_EQ(image.Header("X-Sluice-Weights-Digest"), v3_->digest());
   EXPECT_EQ(client->Get("/v1/final/actor/v1/weights/3/delta?from=2").value().status, 409);
+  server.Shutdown();
+}
+
+TEST_F(FinalWeightsTest, PartsInOrderMakeTheImageAndRetriedPartsAreAnswered) {
+  std::unique_ptr<FinalWeights> final_weights = Make();
+  const std::string image = Image(v3_);
+  const uint64_t size = image.size();
+  const uint64_t third = size / 3;
+  auto part = [&](uint64_t offset, uint64_t n, std::string digest = "") {
+    return final_weights->PutPart("actor", 3, digest.empty() ? v3_->digest() : digest, size, offset,
+                                  std::string_view(image).substr(offset, n));
+  };
+
+  // The checks of a whole upload, and the part's own.
+  EXPECT_EQ(part(0, third, "sha256:other").status().code(), StatusCode::kConflict);
+  Result<FinalWeights::PartProgress> past =
+      final_weights->PutPart("actor", 3, v3_->digest(), size, size - 1, "xy");
+  EXPECT_EQ(past.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(past.status().field(), "offset");
+  Result<FinalWeights::PartProgress> no_size =
+      final_weights->PutPart("actor", 3, v3_->digest(), 0, 0, "");
+  EXPECT_EQ(no_size.status().field(), "X-Sluice-Weights-Size");
+  EXPECT_EQ(part(third, third).status().code(), StatusCode::kConflict);  // Nothing under way.
+
+  Result<FinalWeights::PartProgress> first = part(0, third);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->received, third);
+  EXPECT_FALSE(first->created.has_value());
+  Result<FinalWeights::PartProgress> skipped = part(2 * third, size - 2 * third);
+  EXPECT_EQ(skipped.status().code(), StatusCode::kConflict);
+  EXPECT_NE(skipped.status().message().find(std::to_string(third) + " bytes received"),
+            std::string::npos)
+      << skipped.status().ToString();
+  ASSERT_TRUE(part(third, third).ok());
+  Result<FinalWeights::PartProgress> again = part(third, third);  // A retried part.
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->received, 2 * third);
+  EXPECT_EQ(final_weights->Held("actor"), std::nullopt);
+
+  Result<FinalWeights::PartProgress> last = part(2 * third, size - 2 * third);
+  ASSERT_TRUE(last.ok()) << last.status().ToString();
+  EXPECT_EQ(last->received, size);
+  EXPECT_EQ(last->created, true);
+  EXPECT_EQ(final_weights->Held("actor"), 3);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/actor.upload"));
+  EXPECT_EQ(part(2 * third, size - 2 * third)->created, false);  // The last part again.
+  EXPECT_EQ(part(0, third)->created, false);                     // Held: nothing to send.
+
+  // A restart reads it back.
+  std::unique_ptr<FinalWeights> restarted = Make();
+  ASSERT_TRUE(restarted->Load().ok());
+  EXPECT_EQ(restarted->Held("actor"), 3);
+}
+
+TEST_F(FinalWeightsTest, ADamagedPartStoresNothingAndARestartDropsAnUnfinishedUpload) {
+  std::unique_ptr<FinalWeights> final_weights = Make();
+  std::string image = Image(v3_);
+  image[image.size() - 1] ^= 0x5a;  // A tensor byte: the digest no longer matches.
+  const uint64_t half = image.size() / 2;
+  ASSERT_TRUE(final_weights
+                  ->PutPart("actor", 3, v3_->digest(), image.size(), 0,
+                            std::string_view(image).substr(0, half))
+                  .ok());
+  Result<FinalWeights::PartProgress> last = final_weights->PutPart(
+      "actor", 3, v3_->digest(), image.size(), half, std::string_view(image).substr(half));
+  EXPECT_EQ(last.status().code(), StatusCode::kInvalidArgument) << last.status().ToString();
+  EXPECT_EQ(final_weights->Held("actor"), std::nullopt);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/actor.upload"));
+
+  // An upload a restart cut short is dropped: its sender got no answer and starts over.
+  ASSERT_TRUE(final_weights
+                  ->PutPart("actor", 3, v3_->digest(), image.size(), 0,
+                            std::string_view(image).substr(0, half))
+                  .ok());
+  ASSERT_TRUE(std::filesystem::exists(dir_ + "/actor.upload"));
+  std::unique_ptr<FinalWeights> restarted = Make();
+  ASSERT_TRUE(restarted->Load().ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/actor.upload"));
+  EXPECT_EQ(restarted
+                ->PutPart("actor", 3, v3_->digest(), image.size(), half,
+                          std::string_view(image).substr(half))
+                .status()
+                .code(),
+            StatusCode::kConflict);
+}
+
+// DataflowClient::PutFinalWeights over HTTP: an image larger than the server's body cap goes in
+// parts, halved until they fit.
+TEST_F(FinalWeightsTest, TheClientSendsAnImageOverTheBodyCapInParts) {
+  std::mt19937_64 rng(5);
+  fixtures::Model big;
+  big.tensors.push_back(fixtures::RandomTensor("w", model::DType::kF32, {512, 256}, rng));
+  const WeightSnapshot v3 = WeightSnapshot::Build(big.Views(), 3).value();
+  announced_ = Announced{3, v3.digest()};
+  const std::string image(v3.image());
+  ASSERT_GT(image.size(), size_t{512} << 10);
+
+  log::Logger logger("test");
+  http::ServerOptions so;
+  so.access_log = false;
+  so.max_body_bytes = size_t{128} << 10;
+  so.shutdown_grace = std::chrono::milliseconds(500);
+  http::Server server(so, nullptr, logger);
+  std::unique_ptr<FinalWeights> final_weights = Make();
+  final_weights->Register(server);
+  ASSERT_TRUE(server.Start().ok());
+  http::ClientOptions co;
+  co.base_url = server.BaseUrl();
+  co.max_attempts = 1;
+  dataflow::DataflowClient client(std::shared_ptr<http::Client>(http::Client::Create(co).value()));
+
+  Result<bool> stored = client.PutFinalWeights("actor", 3, v3.digest(), image);
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_TRUE(*stored);
+  EXPECT_EQ(final_weights->Held("actor"), 3);
+  Result<bool> again = client.PutFinalWeights("actor", 3, v3.digest(), image, size_t{100} << 10);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_FALSE(*again);
+
+  // The served image is the one sent.
+  std::unique_ptr<http::Client> reader = http::Client::Create(co).value();
+  http::Response served = reader->Get("/v1/final/actor/v1/weights/3").value();
+  EXPECT_EQ(served.status, 200);
+  EXPECT_EQ(served.body, image);
+  // A conflict is the dataflow's error, not retried in smaller parts.
+  Result<bool> wrong = client.PutFinalWeights("actor", 2, v3.digest(), image);
+  EXPECT_EQ(wrong.status().code(), StatusCode::kConflict) << wrong.status().ToString();
   server.Shutdown();
 }
 
