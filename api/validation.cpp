@@ -2,7 +2,7 @@
 
 #include <regex>
 
-#include "api/crds.h"
+#include "api/crds/crds.h"
 #include "api/meta.h"
 #include "common/cel/schema_rules.h"
 #include "common/openapi/schema.h"

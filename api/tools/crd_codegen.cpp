@@ -8,8 +8,8 @@
 #include <fstream>
 #include <iostream>
 
-#include "api/codegen.h"
-#include "api/crds.h"
+#include "api/crds/codegen.h"
+#include "api/crds/crds.h"
 
 int main(int argc, char** argv) {
   const std::filesystem::path out_dir = argc > 1 ? argv[1] : "api/generated";

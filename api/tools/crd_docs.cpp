@@ -20,7 +20,7 @@
 #include <system_error>
 #include <vector>
 
-#include "api/crd_reference.h"
+#include "api/crds/crd_reference.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "api/crds.h"
+#include "api/crds/crds.h"
 #include "kube/errors.h"
 
 namespace sluice::cli {

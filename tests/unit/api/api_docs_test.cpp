@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "api/crd_reference.h"
+#include "api/crds/crd_reference.h"
 
 namespace sluice::api {
 namespace {

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api/codegen.h"
+#include "api/crds/codegen.h"
 
 namespace sluice::testing_crd_fields {
 

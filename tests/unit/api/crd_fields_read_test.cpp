@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "api/codegen.h"
-#include "api/crds.h"
+#include "api/crds/codegen.h"
+#include "api/crds/crds.h"
 #include "tests/unit/api/crd_field_walk.h"
 #include "tests/unit/api/test_files.h"
 

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "api/crds.h"
+#include "api/crds/crds.h"
 #include "api/validation.h"
 #include "common/openapi/schema.h"
 #include "common/yaml/yaml_json.h"

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "api/codegen.h"
-#include "api/crds.h"
+#include "api/crds/codegen.h"
+#include "api/crds/crds.h"
 #include "api/generated/dataflow_types.h"
 #include "api/generated/policy_types.h"
 #include "api/generated/rollout_pool_types.h"

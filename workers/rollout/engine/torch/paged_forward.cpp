@@ -8,7 +8,7 @@
 #include <vector>
 
 #if SLUICE_ENGINE_CUDA_KERNELS
-#include "workers/rollout/engine/torch/cuda_decode_kernels.h"
+#include "workers/rollout/engine/torch/cuda/cuda_decode_kernels.h"
 #endif
 
 namespace sluice::engine {

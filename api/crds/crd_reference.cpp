@@ -1,4 +1,4 @@
-#include "api/crd_reference.h"
+#include "api/crds/crd_reference.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "workers/rollout/engine/torch/cuda_decode_kernels.h"
+#include "workers/rollout/engine/torch/cuda/cuda_decode_kernels.h"
 
 #include <stdexcept>
 #include <string>

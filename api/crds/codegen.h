@@ -20,7 +20,7 @@
 
 #include <string>
 
-#include "api/crds.h"
+#include "api/crds/crds.h"
 
 namespace sluice::api {
 

@@ -1,4 +1,4 @@
-#include "api/crds.h"
+#include "api/crds/crds.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "api/codegen.h"
+#include "api/crds/codegen.h"
 
 #include <algorithm>
 #include <set>
