@@ -24,6 +24,7 @@
 #include "common/logging/logger.h"
 #include "common/metrics/exposition.h"
 #include "common/metrics/registry.h"
+#include "tests/support/test_client.h"
 #include "tests/unit/common/example_queries.h"
 #include "tests/unit/common/scraped_metric.h"
 #include "tests/unit/workers/dataflow/dataflow_service_test_support.h"
@@ -533,11 +534,8 @@ TEST(DataflowClientTest, AnnounceSendsEvaluateOnlyWhenSet) {
                 http::ReplyJson(res, json::object());
               });
   ASSERT_TRUE(server.Start().ok());
-  http::ClientOptions co;
-  co.base_url = server.BaseUrl();
-  co.max_attempts = 1;
   DataflowClient dataflow{
-      std::shared_ptr<http::Client>(std::move(http::Client::Create(co)).value())};
+      std::shared_ptr<http::Client>(::sluice::test_support::TestClient(server.BaseUrl()))};
   VersionAnnouncement v;
   v.number = 1;
   ASSERT_TRUE(dataflow.Announce("actor", v).ok());

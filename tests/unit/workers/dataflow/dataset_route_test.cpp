@@ -25,6 +25,7 @@
 #include "common/http/server.h"
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
+#include "tests/support/test_client.h"
 #include "tests/unit/workers/dataflow/sample_fixtures.h"
 #include "workers/dataflow/client/dataflow_client.h"
 #include "workers/dataflow/client/dataset.h"
@@ -217,11 +218,7 @@ class TrainRouteTest : public ::testing::Test {
   }
 
   std::unique_ptr<http::Client> MakeClient(const std::string& token) {
-    http::ClientOptions co;
-    co.base_url = server_->BaseUrl();
-    co.token = http::TokenSource::FromValue(token);
-    co.max_attempts = 1;
-    return std::move(http::Client::Create(co)).value();
+    return ::sluice::test_support::TestClient(server_->BaseUrl(), token);
   }
 
   http::Response Must(Result<http::Response> r) {

@@ -23,6 +23,7 @@
 #include "common/http/json_body.h"
 #include "common/http/server.h"
 #include "common/logging/logger.h"
+#include "tests/support/test_client.h"
 #include "tests/unit/workers/weights/weight_fixtures.h"
 #include "workers/rollout/rollout_worker.h"
 #include "workers/weights/weight_routes.h"
@@ -187,12 +188,9 @@ class RolloutWorkerJoinTest : public ::testing::Test {
     routes_->Register(*trainer_);
     ASSERT_TRUE(trainer_->Start().ok());
     dataflow_ = std::make_unique<ScriptedDataflow>(logger_);
-    http::ClientOptions co;
-    co.base_url = dataflow_->url();
-    co.token = http::TokenSource::FromValue(kToken);
-    co.max_attempts = 1;  // Every 503 reaches the worker's own retry.
-    client_ = std::make_unique<dataflow::DataflowClient>(
-        std::shared_ptr<http::Client>(std::move(http::Client::Create(co)).value()));
+    // Every 503 reaches the worker's own retry.
+    client_ = std::make_unique<dataflow::DataflowClient>(std::shared_ptr<http::Client>(
+        ::sluice::test_support::TestClient(dataflow_->url(), kToken)));
     WeightUpdaterOptions wo;
     wo.token = http::TokenSource::FromValue(kToken);
     wo.staging_dir = dir_ + "/staging";

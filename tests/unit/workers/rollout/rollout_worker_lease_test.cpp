@@ -23,6 +23,7 @@
 #include "common/http/json_body.h"
 #include "common/http/server.h"
 #include "common/logging/logger.h"
+#include "tests/support/test_client.h"
 #include "tests/support/wait_until.h"
 #include "tests/unit/workers/rollout/workflows/scripted_backend.h"
 #include "workers/rollout/rollout_worker.h"
@@ -138,12 +139,8 @@ TEST(RolloutWorkerLeaseTest, RenewsEveryThirdOfTheLeaseOnItsClockAndAWithdrawnLe
   FakeClock clock;
   LeaseDataflow dataflow;
   HeldBackend backend;
-  http::ClientOptions co;
-  co.base_url = dataflow.url();
-  co.token = http::TokenSource::FromValue(kToken);
-  co.max_attempts = 1;
   dataflow::DataflowClient client(
-      std::shared_ptr<http::Client>(std::move(http::Client::Create(co)).value()));
+      std::shared_ptr<http::Client>(::sluice::test_support::TestClient(dataflow.url(), kToken)));
   RolloutWorkerOptions options;
   options.worker_id = "pool-0";
   options.pool = "pool";

@@ -14,6 +14,7 @@
 
 #include "common/http/client.h"
 #include "common/metrics/registry.h"
+#include "tests/support/test_client.h"
 #include "tests/unit/workers/weights/weight_fixtures.h"
 
 namespace sluice::trainer {
@@ -49,11 +50,8 @@ class ExportRouteTest : public ::testing::Test {
   }
 
   http::Response Post(const std::string& path, const std::string& token = kToken) {
-    http::ClientOptions co;
-    co.base_url = server_->BaseUrl();
-    if (!token.empty()) co.token = http::TokenSource::FromValue(token);
-    co.max_attempts = 1;
-    std::unique_ptr<http::Client> client = std::move(http::Client::Create(co)).value();
+    std::unique_ptr<http::Client> client =
+        ::sluice::test_support::TestClient(server_->BaseUrl(), token);
     http::Request req;
     req.method = "POST";
     req.path = path;

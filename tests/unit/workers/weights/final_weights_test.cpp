@@ -17,6 +17,7 @@
 #include "common/http/client.h"
 #include "common/http/server.h"
 #include "common/logging/logger.h"
+#include "tests/support/test_client.h"
 #include "tests/unit/workers/weights/weight_fixtures.h"
 #include "workers/dataflow/client/dataflow_client.h"
 #include "workers/weights/weight_snapshot.h"
@@ -153,10 +154,7 @@ TEST_F(FinalWeightsTest, RoutesAcceptTheUploadAndServeTheImage) {
   std::unique_ptr<FinalWeights> final_weights = Make();
   final_weights->Register(server);
   ASSERT_TRUE(server.Start().ok());
-  http::ClientOptions co;
-  co.base_url = server.BaseUrl();
-  co.max_attempts = 1;
-  std::unique_ptr<http::Client> client = http::Client::Create(co).value();
+  std::unique_ptr<http::Client> client = ::sluice::test_support::TestClient(server.BaseUrl());
 
   auto put = [&](const std::string& path, const std::string& digest, std::string body) {
     http::Request req;
@@ -293,10 +291,8 @@ TEST_F(FinalWeightsTest, TheClientSendsAnImageOverTheBodyCapInParts) {
   std::unique_ptr<FinalWeights> final_weights = Make();
   final_weights->Register(server);
   ASSERT_TRUE(server.Start().ok());
-  http::ClientOptions co;
-  co.base_url = server.BaseUrl();
-  co.max_attempts = 1;
-  dataflow::DataflowClient client(std::shared_ptr<http::Client>(http::Client::Create(co).value()));
+  dataflow::DataflowClient client(
+      std::shared_ptr<http::Client>(::sluice::test_support::TestClient(server.BaseUrl())));
 
   Result<bool> stored = client.PutFinalWeights("actor", 3, v3.digest(), image);
   ASSERT_TRUE(stored.ok()) << stored.status().ToString();
@@ -307,7 +303,7 @@ TEST_F(FinalWeightsTest, TheClientSendsAnImageOverTheBodyCapInParts) {
   EXPECT_FALSE(*again);
 
   // The served image is the one sent.
-  std::unique_ptr<http::Client> reader = http::Client::Create(co).value();
+  std::unique_ptr<http::Client> reader = ::sluice::test_support::TestClient(server.BaseUrl());
   http::Response served = reader->Get("/v1/final/actor/v1/weights/3").value();
   EXPECT_EQ(served.status, 200);
   EXPECT_EQ(served.body, image);

@@ -20,6 +20,7 @@
 #include "common/metrics/exposition.h"
 #include "common/metrics/registry.h"
 #include "tests/support/read_file.h"
+#include "tests/support/test_client.h"
 #include "tests/unit/workers/weights/weight_fixtures.h"
 #include "workers/weights/weight_fetcher.h"
 #include "workers/weights/weight_routes.h"
@@ -67,11 +68,7 @@ class WeightHttpTest : public ::testing::Test {
   }
 
   std::unique_ptr<http::Client> MakeClient(const std::string& token) {
-    http::ClientOptions co;
-    co.base_url = server_->BaseUrl();
-    if (!token.empty()) co.token = http::TokenSource::FromValue(token);
-    co.max_attempts = 1;
-    return std::move(http::Client::Create(co)).value();
+    return ::sluice::test_support::TestClient(server_->BaseUrl(), token);
   }
 
   http::Response GetWithRange(const std::string& path, const std::string& range) {
@@ -384,10 +381,7 @@ TEST(WeightFetchResumeTest, ResumesAfterTheConnectionBreaks) {
   const int port = server.bind_to_any_port("127.0.0.1");
   std::thread t([&] { server.listen_after_bind(); });
   while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  http::ClientOptions co;
-  co.base_url = "http://127.0.0.1:" + std::to_string(port);
-  co.max_attempts = 1;
-  auto client = std::move(http::Client::Create(co)).value();
+  auto client = ::sluice::test_support::TestClient("http://127.0.0.1:" + std::to_string(port));
   char tmpl[] = "/tmp/sluice-weights-resume-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   Result<FetchStats> stats = FetchFull(*client, 5, dir + "/m.safetensors");
@@ -428,10 +422,7 @@ class RecordingImageServer {
   }
 
   std::unique_ptr<http::Client> Client() const {
-    http::ClientOptions co;
-    co.base_url = "http://127.0.0.1:" + std::to_string(port_);
-    co.max_attempts = 1;
-    return std::move(http::Client::Create(co)).value();
+    return ::sluice::test_support::TestClient("http://127.0.0.1:" + std::to_string(port_));
   }
   std::vector<std::string> ranges() const {
     std::lock_guard<std::mutex> lock(mu_);
