@@ -95,14 +95,10 @@ class HelmScratch {
                                 " HELM_DATA_HOME=" + ShellQuote(dir_ + "/data") + " " +
                                 ShellQuote(HelmBinary()) + " " + args + " 2>" +
                                 ShellQuote(err_file);
+    const test_support::ShellResult run = test_support::RunShell(command, /*merge_stderr=*/false);
     HelmResult result;
-    FILE* pipe = ::popen(("bash -c " + ShellQuote(command)).c_str(), "r");
-    if (pipe == nullptr) return result;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) result.out.append(buf, n);
-    const int status = ::pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.exit_code = run.exit_code;
+    result.out = run.output;
     result.err = ReadText(err_file);
     return result;
   }
