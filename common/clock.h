@@ -38,6 +38,15 @@ class SystemClock final : public Clock {
   static SystemClock& Instance();
 };
 
+// `clock`, or the process-wide system clock when it is null: what the optional clock of an
+// options struct means ("null: the system clock").
+inline Clock& ClockOrSystem(Clock* clock) {
+  return clock != nullptr ? *clock : SystemClock::Instance();
+}
+inline const Clock& ClockOrSystem(const Clock* clock) {
+  return clock != nullptr ? *clock : SystemClock::Instance();
+}
+
 // A clock that moves only when told to. Starts at an arbitrary fixed point.
 class FakeClock final : public Clock {
  public:

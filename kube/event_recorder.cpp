@@ -10,9 +10,7 @@
 namespace sluice::kube {
 
 EventRecorder::EventRecorder(DynamicClient& client, EventRecorderOptions options)
-    : client_(client),
-      options_(std::move(options)),
-      clock_(options_.clock ? *options_.clock : SystemClock::Instance()) {}
+    : client_(client), options_(std::move(options)), clock_(ClockOrSystem(options_.clock)) {}
 
 int EventRecorder::dropped() const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -48,9 +48,7 @@ std::string EncodeQuery(const std::vector<std::pair<std::string, std::string>>& 
 }
 
 RestClient::RestClient(RestConfig config, RestClientOptions options)
-    : config_(std::move(config)),
-      options_(options),
-      clock_(options.clock ? options.clock : &SystemClock::Instance()) {}
+    : config_(std::move(config)), options_(options), clock_(&ClockOrSystem(options.clock)) {}
 
 RestClient::~RestClient() = default;
 

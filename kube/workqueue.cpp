@@ -23,8 +23,7 @@ struct Workqueue::Metrics {
 };
 
 Workqueue::Workqueue(WorkqueueOptions options)
-    : options_(std::move(options)),
-      clock_(options_.clock ? options_.clock : &SystemClock::Instance()) {
+    : options_(std::move(options)), clock_(&ClockOrSystem(options_.clock)) {
   if (metrics::Registry* r = options_.registry) {
     const std::vector<std::string> labels = {options_.name};
     metrics_ = std::make_unique<Metrics>(Metrics{

@@ -75,7 +75,7 @@ struct NodeAgent::NodeRuntime {
 NodeAgent::NodeAgent(kube::RestClient& rest, NodeAgentOptions options)
     : rest_(rest),
       options_(std::move(options)),
-      clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Instance()),
+      clock_(ClockOrSystem(options_.clock)),
       log_("node"),
       client_(rest),
       events_(client_, kube::EventRecorderOptions{"kubelet", "", 1.0, 25, 4096, nullptr}) {

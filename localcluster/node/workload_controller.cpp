@@ -25,7 +25,7 @@ std::string OwnerKey(const char* kind, const json& object) {
 
 WorkloadController::WorkloadController(kube::RestClient& rest, WorkloadControllerOptions options)
     : options_(std::move(options)),
-      clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Instance()),
+      clock_(ClockOrSystem(options_.clock)),
       log_("workloads"),
       client_(rest),
       deployment_events_(client_, kube::EventRecorderOptions{"deployment-controller", "", 1.0, 25,

@@ -80,7 +80,7 @@ struct Controller::Metrics {
 
 Controller::Controller(ControllerOptions options, kube::Informer& primary, ReconcileFunc reconcile)
     : options_(std::move(options)),
-      clock_(options_.clock != nullptr ? options_.clock : &SystemClock::Instance()),
+      clock_(&ClockOrSystem(options_.clock)),
       reconcile_(std::move(reconcile)) {
   SLUICE_CHECK(reconcile_ != nullptr);
   options_.max_concurrent_reconciles = std::max(1, options_.max_concurrent_reconciles);

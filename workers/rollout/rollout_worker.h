@@ -115,9 +115,7 @@ class RolloutWorker {
   nlohmann::json StatusJson() const;
 
   // options_.clock, or the system clock: the worker's time.
-  Clock& clock() const {
-    return options_.clock != nullptr ? *options_.clock : SystemClock::Instance();
-  }
+  Clock& clock() const { return ClockOrSystem(options_.clock); }
 
  private:
   struct Episode;

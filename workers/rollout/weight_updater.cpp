@@ -21,9 +21,7 @@ struct WeightUpdater::PolicyState {
 WeightUpdater::WeightUpdater(const std::vector<std::string>& policies, int64_t initial_version,
                              WeightUpdaterOptions options, WeightSink* sink,
                              metrics::Registry* registry)
-    : options_(std::move(options)),
-      clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Instance()),
-      sink_(sink) {
+    : options_(std::move(options)), clock_(ClockOrSystem(options_.clock)), sink_(sink) {
   for (const std::string& p : policies) {
     auto chunk = options_.chunk_bytes.find(p);
     auto state =

@@ -79,7 +79,7 @@ DataflowController::DataflowController(kube::DynamicClient& client, DataflowInfo
       informers_(informers),
       events_(events),
       options_(std::move(options)),
-      clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Instance()) {}
+      clock_(ClockOrSystem(options_.clock)) {}
 
 Status DataflowController::EnsureChildren(const json& df, std::string* pod_state) {
   const std::string ns = StringAt(df, "/metadata/namespace", "default");

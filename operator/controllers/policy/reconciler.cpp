@@ -118,10 +118,7 @@ json PolicyStatus(const json& policy, const std::vector<const json*>& jobs,
 
 PolicyController::PolicyController(kube::DynamicClient& client, PolicyInformers informers,
                                    kube::EventRecorder& events, Clock* clock)
-    : client_(client),
-      informers_(informers),
-      events_(events),
-      clock_(clock != nullptr ? *clock : SystemClock::Instance()) {}
+    : client_(client), informers_(informers), events_(events), clock_(ClockOrSystem(clock)) {}
 
 std::vector<std::string> PolicyController::PoliciesOfJob(const json& job) {
   const std::string ns = StringAt(job, "/metadata/namespace", "default");

@@ -69,7 +69,7 @@ RolloutPoolController::RolloutPoolController(kube::DynamicClient& client,
       informers_(informers),
       events_(events),
       options_(std::move(options)),
-      clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Instance()),
+      clock_(ClockOrSystem(options_.clock)),
       workers_(options_.worker_timeout) {
   if (options_.registry != nullptr) {
     metrics_ = std::make_unique<RolloutPoolMetrics>(*options_.registry);

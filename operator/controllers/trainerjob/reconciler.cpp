@@ -41,7 +41,7 @@ TrainerJobController::TrainerJobController(kube::DynamicClient& client,
       informers_(informers),
       events_(events),
       options_(std::move(options)),
-      clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Instance()) {}
+      clock_(ClockOrSystem(options_.clock)) {}
 
 std::vector<std::string> TrainerJobController::JobsReferencing(const json& object,
                                                                const std::string& field) const {

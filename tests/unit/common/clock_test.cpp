@@ -61,5 +61,15 @@ TEST(SystemClockTest, MonotonicDoesNotGoBack) {
   EXPECT_LE(a, b);
 }
 
+TEST(ClockOrSystemTest, AGivenClockIsUsedAndNullMeansTheSystemClock) {
+  FakeClock fake;
+  Clock* given = &fake;
+  const Clock* given_const = &fake;
+  EXPECT_EQ(&ClockOrSystem(given), &fake);
+  EXPECT_EQ(&ClockOrSystem(given_const), &fake);
+  EXPECT_EQ(&ClockOrSystem(static_cast<Clock*>(nullptr)), &SystemClock::Instance());
+  EXPECT_EQ(&ClockOrSystem(static_cast<const Clock*>(nullptr)), &SystemClock::Instance());
+}
+
 }  // namespace
 }  // namespace sluice

@@ -9,7 +9,7 @@
 namespace sluice::rollout {
 
 EngineBackend::EngineBackend(engine::EngineOptions options)
-    : clock_(options.clock != nullptr ? *options.clock : SystemClock::Instance()),
+    : clock_(ClockOrSystem(options.clock)),
       engine_(std::make_unique<engine::Engine>(std::move(options))) {
   thread_ = std::thread([this, token = stop_.Token()] { engine_->Run(token); });
 }

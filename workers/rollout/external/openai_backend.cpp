@@ -167,7 +167,7 @@ Result<std::vector<Completion>> OpenAiBackend::ParseReply(const http::Response& 
 
 Result<std::vector<Completion>> OpenAiBackend::Generate(const GenerateRequest& request,
                                                         const CancellationToken& cancel) {
-  const Clock& clock = options_.clock != nullptr ? *options_.clock : SystemClock::Instance();
+  const Clock& clock = ClockOrSystem(options_.clock);
   const Clock::MonoTime start = clock.Now();
   if (request.policy != policy_) {
     return Status::InvalidArgument(

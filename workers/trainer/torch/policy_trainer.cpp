@@ -268,7 +268,7 @@ Result<std::unique_ptr<PolicyTrainer>> PolicyTrainer::Create(const TrainerSettin
 
 Result<StepReport> PolicyTrainer::Step(const dataflow::Batch& batch) {
   Impl& im = *impl_;
-  const Clock& clock = im.options.clock != nullptr ? *im.options.clock : SystemClock::Instance();
+  const Clock& clock = ClockOrSystem(im.options.clock);
   const Clock::MonoTime start = clock.Now();
   const int rank = im.comm->rank();
   const int world = im.comm->world_size();

@@ -59,9 +59,7 @@ struct TrainingLoopParts {
 };
 
 // parts.clock, or the system clock.
-inline Clock& LoopClock(const TrainingLoopParts& parts) {
-  return parts.clock != nullptr ? *parts.clock : SystemClock::Instance();
-}
+inline Clock& LoopClock(const TrainingLoopParts& parts) { return ClockOrSystem(parts.clock); }
 
 // A step that failed: `what` names it for the log ("training step failed").
 struct LoopFailure {

@@ -59,8 +59,7 @@ uint64_t Engine::SampleSeed(uint64_t request_seed, int32_t index) {
 }
 
 Engine::Engine(EngineOptions options)
-    : options_(std::move(options)),
-      clock_(options_.clock != nullptr ? *options_.clock : SystemClock::Instance()) {}
+    : options_(std::move(options)), clock_(ClockOrSystem(options_.clock)) {}
 Engine::~Engine() = default;
 
 Status Engine::AddPolicy(const std::string& name, std::shared_ptr<model::DecoderModel> model,
