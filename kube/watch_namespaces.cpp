@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/ascii.h"
+
 namespace sluice::kube {
 namespace {
 
@@ -12,21 +14,15 @@ bool IsDns1123Label(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-'; });
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 Result<std::vector<std::string>> ParseWatchNamespaces(std::string_view flag) {
-  if (Trim(flag).empty()) return std::vector<std::string>{""};
+  if (StripAsciiSpace(flag).empty()) return std::vector<std::string>{""};
   std::vector<std::string> out;
   size_t start = 0;
   while (start <= flag.size()) {
     const size_t comma = std::min(flag.find(',', start), flag.size());
-    const std::string_view name = Trim(flag.substr(start, comma - start));
+    const std::string_view name = StripAsciiSpace(flag.substr(start, comma - start));
     if (name.empty()) {
       return Status::InvalidArgument("empty namespace name in \"" + std::string(flag) + "\"",
                                      "namespace");

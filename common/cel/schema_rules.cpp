@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 
+#include "common/ascii.h"
 #include "common/cel/program.h"
 #include "common/json/fields.h"
 
@@ -42,25 +43,20 @@ std::string RulePath(const std::string& path, const json& rule) {
 // evaluation errors are errors, as kube-apiserver refuses such a CRD).
 enum class Wording { kResource, kDefault };
 
-std::string Trim(const std::string& s) {
-  const size_t first = s.find_first_not_of(" \t\n\r");
-  if (first == std::string::npos) return "";
-  return s.substr(first, s.find_last_not_of(" \t\n\r") - first + 1);
-}
-
 // kube's ruleErrorString: the rule's message if it has one, else the rule.
 std::string RuleErrorString(const json& rule) {
-  const std::string message = Trim(StringField(rule, "message"));
-  return message.empty() ? Trim(StringField(rule, "rule")) : message;
+  const std::string message(StripAsciiSpace(StringField(rule, "message")));
+  return message.empty() ? std::string(StripAsciiSpace(StringField(rule, "rule"))) : message;
 }
 
 // kube-apiserver's field error for a rule that evaluated to false: by the rule's reason,
 // "Invalid value: \"object\": <message>" (the default), "Forbidden: <message>", "Required
 // value: <message>" or "Duplicate value: \"object\"", where "object" is the node's type.
 std::string KubeFailureMessage(const json& schema, const json& rule) {
-  const std::string message = Trim(StringField(rule, "message"));
+  const std::string message(StripAsciiSpace(StringField(rule, "message")));
   const std::string detail =
-      message.empty() ? "failed rule: " + Trim(StringField(rule, "rule")) : message;
+      message.empty() ? "failed rule: " + std::string(StripAsciiSpace(StringField(rule, "rule")))
+                      : message;
   const std::string type = "\"" + StringField(schema, "type") + "\"";
   const std::string reason = StringField(rule, "reason");
   if (reason == "FieldValueForbidden") return "Forbidden: " + detail;

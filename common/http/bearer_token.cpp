@@ -7,21 +7,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/ascii.h"
+
 namespace sluice::http {
-namespace {
-
-std::string Trim(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return {};
-  const auto last = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(first, last - first + 1));
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::shared_ptr<TokenSource> TokenSource::FromValue(std::string token) {
   std::shared_ptr<TokenSource> source(new TokenSource());
-  source->token_ = Trim(token);
+  source->token_ = std::string(StripAsciiSpace(token));
   return source;
 }
 
@@ -43,7 +36,7 @@ Status TokenSource::ReloadLocked() {
   if (!in) return Status::InvalidArgument("token file " + path_->string() + ": cannot open");
   std::ostringstream text;
   text << in.rdbuf();
-  std::string token = Trim(text.str());
+  std::string token(StripAsciiSpace(text.str()));
   if (token.empty()) return Status::InvalidArgument("token file " + path_->string() + " is empty");
   token_ = std::move(token);
   mtime_ = mtime;

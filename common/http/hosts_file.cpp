@@ -6,15 +6,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/ascii.h"
+
 namespace sluice::http {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 bool IsIpAddress(const std::string& s) {
   unsigned char buf[16];
@@ -40,7 +35,7 @@ HostsTable ParseHostsFile(std::string_view text) {
     std::string address;
     if (!(fields >> address)) continue;  // Blank or comment-only.
     std::vector<std::string> names;
-    for (std::string name; fields >> name;) names.push_back(Lower(name));
+    for (std::string name; fields >> name;) names.push_back(AsciiLower(name));
     if (names.empty() || !IsIpAddress(address)) {
       table.bad_lines.push_back(line_no);
       continue;
@@ -83,7 +78,7 @@ std::optional<std::string> HostsFileResolver::Lookup(std::string_view host) {
 std::vector<std::string> HostsFileResolver::LookupAll(std::string_view host) {
   std::lock_guard<std::mutex> lock(mu_);
   RefreshLocked();
-  auto it = table_.addresses.find(Lower(host));
+  auto it = table_.addresses.find(AsciiLower(host));
   if (it == table_.addresses.end()) return {};
   return it->second;
 }

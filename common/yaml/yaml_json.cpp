@@ -5,14 +5,10 @@
 #include <cmath>
 #include <limits>
 
+#include "common/ascii.h"
+
 namespace sluice::yaml {
 namespace {
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 std::string Where(const YAML::Node& node) {
   const YAML::Mark mark = node.Mark();
@@ -23,7 +19,7 @@ std::string Where(const YAML::Node& node) {
 
 // A plain (unquoted) scalar typed by the YAML 1.2 core schema.
 nlohmann::json PlainScalar(const std::string& s) {
-  const std::string l = Lower(s);
+  const std::string l = AsciiLower(s);
   if (l.empty() || l == "null" || l == "~") return nullptr;
   if (l == "true") return true;
   if (l == "false") return false;

@@ -5,6 +5,7 @@
 
 #include <string_view>
 
+#include "common/ascii.h"
 #include "common/file/atomic_file.h"
 #include "localcluster/apiserver/secret_file.h"
 
@@ -13,16 +14,9 @@ namespace {
 
 constexpr size_t kTokenBytes = 32;
 
-std::string Trim(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return {};
-  const auto last = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(first, last - first + 1));
-}
-
 Result<std::string> ReadToken(const std::string& path) {
   SLUICE_ASSIGN_OR_RETURN(const std::string text, ReadSmallFile(path, "access token file"));
-  std::string token = Trim(text);
+  std::string token(StripAsciiSpace(text));
   if (token.empty()) {
     return Status::InvalidArgument("access token file " + path +
                                    " is empty; delete it to generate a new token");

@@ -6,23 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "common/ascii.h"
+
 namespace sluice::apiserver {
 namespace {
 
 using nlohmann::json;
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 // Splits on a separator outside double quotes.
 std::vector<std::string_view> Split(std::string_view s, char sep) {
@@ -42,17 +31,17 @@ std::vector<std::string_view> Split(std::string_view s, char sep) {
 
 bool MediaRangeIsAggregatedV2(std::string_view range) {
   const std::vector<std::string_view> parts = Split(range, ';');
-  if (Lower(Trim(parts[0])) != "application/json") return false;
+  if (AsciiLower(StripAsciiSpace(parts[0])) != "application/json") return false;
   std::map<std::string, std::string> params;
   for (size_t i = 1; i < parts.size(); ++i) {
-    const std::string_view param = Trim(parts[i]);
+    const std::string_view param = StripAsciiSpace(parts[i]);
     const size_t eq = param.find('=');
     if (eq == std::string_view::npos) continue;
-    std::string_view value = Trim(param.substr(eq + 1));
+    std::string_view value = StripAsciiSpace(param.substr(eq + 1));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
       value = value.substr(1, value.size() - 2);
     }
-    params[Lower(Trim(param.substr(0, eq)))] = std::string(value);
+    params[AsciiLower(StripAsciiSpace(param.substr(0, eq)))] = std::string(value);
   }
   if (auto q = params.find("q"); q != params.end()) {
     // q=0 (or 0.0, 0.000) means "not acceptable".

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "common/ascii.h"
 #include "common/join_strings.h"
 #include "common/json/fields.h"
 #include "localcluster/apiserver/workload_table.h"
@@ -29,19 +30,6 @@ int64_t Int(const json& v) {
 
 // Present and not null (a Go pointer or struct field that is set).
 bool Has(const json& v) { return !v.is_null(); }
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string TrimSpace(const std::string& s) {
-  size_t begin = 0;
-  size_t end = s.size();
-  while (begin < end && std::isspace(static_cast<unsigned char>(s[begin]))) ++begin;
-  while (end > begin && std::isspace(static_cast<unsigned char>(s[end - 1]))) --end;
-  return s.substr(begin, end - begin);
-}
 
 // ---- Time. ----
 
@@ -530,7 +518,7 @@ json EventRowFrom(const json& event, const EventFields& f, Clock::WallTime now) 
     count = 1;  // Singleton events carry no count in the new API.
   }
 
-  const std::string kind = Lower(StringAt(f.regarding, "/kind"));
+  const std::string kind = AsciiLower(StringAt(f.regarding, "/kind"));
   const std::string name = StringAt(f.regarding, "/name");
   const std::string target = name.empty() ? kind : kind + "/" + name;
 
@@ -542,8 +530,8 @@ json EventRowFrom(const json& event, const EventFields& f, Clock::WallTime now) 
 
   return {{"cells",
            {last_seen, StringAt(event, "/type"), StringAt(event, "/reason"), target,
-            StringAt(f.regarding, "/fieldPath"), source, TrimSpace(f.message), first_seen, count,
-            Name(event)}}};
+            StringAt(f.regarding, "/fieldPath"), source, std::string(StripAsciiSpace(f.message)),
+            first_seen, count, Name(event)}}};
 }
 
 json CoreEventRow(const json& event, Clock::WallTime now) {

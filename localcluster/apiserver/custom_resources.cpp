@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/ascii.h"
 #include "common/cel/schema_rules.h"
 #include "common/openapi/schema.h"
 #include "common/time_format.h"
@@ -13,12 +14,6 @@ namespace sluice::apiserver {
 namespace {
 
 using nlohmann::json;
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 }  // namespace
 
@@ -136,7 +131,7 @@ json AcceptedCrdStatus(const json& crd, const json& previous_status, Clock::Wall
   json names = spec.value("names", json::object());
   const std::string kind = names.value("kind", "");
   if (!names.contains("listKind")) names["listKind"] = kind + "List";
-  if (!names.contains("singular")) names["singular"] = Lower(kind);
+  if (!names.contains("singular")) names["singular"] = AsciiLower(kind);
   const std::string ts = FormatTime(now);
   auto condition = [&](const std::string& type, const std::string& reason,
                        const std::string& message) {

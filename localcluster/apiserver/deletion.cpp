@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/go_quote.h"
 #include "common/json/fields.h"
 #include "common/time_format.h"
 #include "localcluster/apiserver/json_fields.h"
@@ -238,14 +239,12 @@ Status InvalidType(std::string field, std::string_view want) {
   return Status::InvalidArgument(field + " must be " + std::string(want), field);
 }
 
-std::string Quote(std::string_view s) { return json(std::string(s)).dump(); }
-
 Result<Propagation> ParsePropagation(const std::string& value) {
   if (value == "Foreground") return Propagation::kForeground;
   if (value == "Background") return Propagation::kBackground;
   if (value == "Orphan") return Propagation::kOrphan;
   return Status::Unprocessable(std::string(kInvalidPrefix) +
-                                   "propagationPolicy: Unsupported value: " + Quote(value) +
+                                   "propagationPolicy: Unsupported value: " + GoQuote(value) +
                                    ": supported values: \"Foreground\", \"Background\", "
                                    "\"Orphan\", \"nil\"",
                                "propagationPolicy");
@@ -255,7 +254,7 @@ Status ValidateDryRun(const std::vector<std::string>& values) {
   for (const std::string& v : values) {
     if (v == "All") continue;
     std::string list;
-    for (const std::string& item : values) list += (list.empty() ? "" : ", ") + Quote(item);
+    for (const std::string& item : values) list += (list.empty() ? "" : ", ") + GoQuote(item);
     return Status::Unprocessable(std::string(kInvalidPrefix) +
                                      "dryRun: Unsupported value: []string{" + list +
                                      "}: supported values: \"All\"",
@@ -265,7 +264,7 @@ Status ValidateDryRun(const std::vector<std::string>& values) {
 }
 
 Result<int64_t> ParseInt64(const std::string& field, const std::string& text) {
-  const std::string error = field + " must be an integer: " + Quote(text);
+  const std::string error = field + " must be an integer: " + GoQuote(text);
   if (text.empty()) return Status::InvalidArgument(error, field);
   size_t i = (text[0] == '-' || text[0] == '+') ? 1 : 0;
   if (i == text.size()) return Status::InvalidArgument(error, field);
@@ -288,7 +287,7 @@ Result<bool> ParseBool(const std::string& field, const std::string& text) {
   for (const char* f : {"0", "f", "F", "false", "FALSE", "False"}) {
     if (text == f) return false;
   }
-  return Status::InvalidArgument(field + " must be true or false: " + Quote(text), field);
+  return Status::InvalidArgument(field + " must be true or false: " + GoQuote(text), field);
 }
 
 // The optional string member `name` of `object` (null counts as absent).
@@ -306,7 +305,7 @@ Result<DeleteOptions> Finish(DeleteOptions options, const std::optional<std::str
                              const std::vector<std::string>& dry_run) {
   if (policy && options.orphan_dependents) {
     return Status::Unprocessable(
-        std::string(kInvalidPrefix) + "propagationPolicy: Invalid value: " + Quote(*policy) +
+        std::string(kInvalidPrefix) + "propagationPolicy: Invalid value: " + GoQuote(*policy) +
             ": orphanDependents and deletionPropagation cannot be both set",
         "propagationPolicy");
   }

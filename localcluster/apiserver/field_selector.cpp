@@ -4,17 +4,12 @@
 #include <tuple>
 #include <utility>
 
+#include "common/ascii.h"
+
 namespace sluice::apiserver {
 namespace {
 
 using nlohmann::json;
-
-std::string_view Trim(std::string_view s) {
-  auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-  while (!s.empty() && ws(s.front())) s.remove_prefix(1);
-  while (!s.empty() && ws(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 // Splits on commas not preceded by an escaping backslash.
 std::vector<std::string_view> SplitTerms(std::string_view s) {
@@ -125,9 +120,9 @@ bool FieldSelector::RequiresExactMatch(std::string_view field, std::string* valu
 Result<FieldSelector> ParseFieldSelector(std::string_view text,
                                          const std::vector<std::string>& allowed_fields) {
   FieldSelector selector;
-  if (Trim(text).empty()) return selector;
+  if (StripAsciiSpace(text).empty()) return selector;
   for (std::string_view term : SplitTerms(text)) {
-    if (Trim(term).empty()) continue;
+    if (StripAsciiSpace(term).empty()) continue;
     size_t pos = std::string_view::npos;
     size_t op_len = 0;
     bool negated = false;
@@ -145,12 +140,13 @@ Result<FieldSelector> ParseFieldSelector(std::string_view text,
       return Status::InvalidArgument("invalid selector: '" + std::string(text) +
                                      "'; can't understand '" + std::string(term) + "'");
     }
-    std::string field(Trim(term.substr(0, pos)));
+    std::string field(StripAsciiSpace(term.substr(0, pos)));
     bool allowed =
         field == "metadata.name" || field == "metadata.namespace" ||
         std::find(allowed_fields.begin(), allowed_fields.end(), field) != allowed_fields.end();
     if (!allowed) return Status::InvalidArgument("field label not supported: " + field);
-    SLUICE_ASSIGN_OR_RETURN(std::string value, UnescapeValue(Trim(term.substr(pos + op_len))));
+    SLUICE_ASSIGN_OR_RETURN(std::string value,
+                            UnescapeValue(StripAsciiSpace(term.substr(pos + op_len))));
     selector.requirements_.push_back({std::move(field), negated, std::move(value)});
   }
   std::sort(selector.requirements_.begin(), selector.requirements_.end(),

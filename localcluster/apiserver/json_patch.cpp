@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <utility>
 
+#include "common/go_quote.h"
 #include "common/json/json_depth.h"
 
 namespace sluice::apiserver {
@@ -10,8 +11,6 @@ namespace {
 
 using nlohmann::json;
 using Tokens = std::vector<std::string>;
-
-std::string Quote(std::string_view s) { return json(std::string(s)).dump(); }
 
 Tokens Prefix(const Tokens& tokens, size_t n) {
   return Tokens(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(n));
@@ -30,8 +29,8 @@ Result<size_t> ArrayIndex(const std::string& token, const Tokens& parent_path) {
                 token.find_first_not_of("0123456789") == std::string::npos &&
                 (token.size() == 1 || token[0] != '0');
   if (!digits) {
-    return Status::Unprocessable("invalid array index " + Quote(token) + " in " +
-                                 Quote(FormatJsonPointer(parent_path)));
+    return Status::Unprocessable("invalid array index " + GoQuote(token) + " in " +
+                                 GoQuote(FormatJsonPointer(parent_path)));
   }
   return static_cast<size_t>(std::stoull(token));
 }
@@ -44,25 +43,25 @@ Result<json*> Resolve(json& doc, const Tokens& tokens) {
     if (cur->is_object()) {
       auto it = cur->find(t);
       if (it == cur->end()) {
-        return Status::Unprocessable("unable to find key " + Quote(t) + " in " +
-                                     Quote(FormatJsonPointer(Prefix(tokens, i))));
+        return Status::Unprocessable("unable to find key " + GoQuote(t) + " in " +
+                                     GoQuote(FormatJsonPointer(Prefix(tokens, i))));
       }
       cur = &*it;
     } else if (cur->is_array()) {
       if (t == "-") {
         return Status::Unprocessable("index \"-\" refers past the end of the array at " +
-                                     Quote(FormatJsonPointer(Prefix(tokens, i))));
+                                     GoQuote(FormatJsonPointer(Prefix(tokens, i))));
       }
       SLUICE_ASSIGN_OR_RETURN(size_t idx, ArrayIndex(t, Prefix(tokens, i)));
       if (idx >= cur->size()) {
         return Status::Unprocessable("index " + t + " out of bounds for array of length " +
                                      std::to_string(cur->size()) + " at " +
-                                     Quote(FormatJsonPointer(Prefix(tokens, i))));
+                                     GoQuote(FormatJsonPointer(Prefix(tokens, i))));
       }
       cur = &(*cur)[idx];
     } else {
-      return Status::Unprocessable("unable to find key " + Quote(t) + " in " +
-                                   Quote(FormatJsonPointer(Prefix(tokens, i))) + ": a " +
+      return Status::Unprocessable("unable to find key " + GoQuote(t) + " in " +
+                                   GoQuote(FormatJsonPointer(Prefix(tokens, i))) + ": a " +
                                    cur->type_name() + " has no members");
     }
   }
@@ -90,13 +89,13 @@ Status Add(json& doc, const Tokens& path, json value) {
     if (idx > parent->size()) {
       return Status::Unprocessable("index " + last + " out of bounds for array of length " +
                                    std::to_string(parent->size()) + " at " +
-                                   Quote(FormatJsonPointer(parent_path)));
+                                   GoQuote(FormatJsonPointer(parent_path)));
     }
     parent->insert(parent->begin() + static_cast<std::ptrdiff_t>(idx), std::move(value));
     return Status::Ok();
   }
-  return Status::Unprocessable("unable to add key " + Quote(last) + " to " +
-                               Quote(FormatJsonPointer(parent_path)) + ": a " +
+  return Status::Unprocessable("unable to add key " + GoQuote(last) + " to " +
+                               GoQuote(FormatJsonPointer(parent_path)) + ": a " +
                                parent->type_name() + " has no members");
 }
 
@@ -132,7 +131,7 @@ Status ApplyOperation(json& doc, const json& op) {
   const std::string name = op_it->get<std::string>();
   if (name != "add" && name != "remove" && name != "replace" && name != "move" && name != "copy" &&
       name != "test") {
-    return Status::InvalidArgument("unknown op " + Quote(name) +
+    return Status::InvalidArgument("unknown op " + GoQuote(name) +
                                    " (expected add, remove, replace, move, copy or test)");
   }
   auto path_it = op.find("path");
@@ -160,7 +159,7 @@ Status ApplyOperation(json& doc, const json& op) {
     if (path.size() + JsonValueDepth(placed) > kMaxJsonDepth) {
       return Status::InvalidArgument("the result would nest deeper than " +
                                      std::to_string(kMaxJsonDepth) + " levels at " +
-                                     Quote(FormatJsonPointer(path)));
+                                     GoQuote(FormatJsonPointer(path)));
     }
     return Status::Ok();
   };
@@ -176,7 +175,7 @@ Status ApplyOperation(json& doc, const json& op) {
     SLUICE_ASSIGN_OR_RETURN(json * node, Resolve(doc, path));
     if (*node != *value_it) {
       return Status::Unprocessable("test operation failed: value at " +
-                                   Quote(FormatJsonPointer(path)) + " is " + Brief(*node) +
+                                   GoQuote(FormatJsonPointer(path)) + " is " + Brief(*node) +
                                    ", expected " + Brief(*value_it));
     }
     return Status::Ok();
@@ -188,8 +187,8 @@ Status ApplyOperation(json& doc, const json& op) {
   // move
   if (from == path) return Status::Ok();
   if (IsProperPrefix(from, path)) {
-    return Status::Unprocessable("unable to move " + Quote(FormatJsonPointer(from)) +
-                                 " into its own child " + Quote(FormatJsonPointer(path)));
+    return Status::Unprocessable("unable to move " + GoQuote(FormatJsonPointer(from)) +
+                                 " into its own child " + GoQuote(FormatJsonPointer(path)));
   }
   SLUICE_RETURN_IF_ERROR(Remove(doc, from));
   return Add(doc, path, std::move(value));
@@ -201,7 +200,7 @@ Result<Tokens> ParseJsonPointer(std::string_view pointer) {
   Tokens tokens;
   if (pointer.empty()) return tokens;
   if (pointer[0] != '/') {
-    return Status::InvalidArgument("JSON pointer " + Quote(pointer) +
+    return Status::InvalidArgument("JSON pointer " + GoQuote(pointer) +
                                    " must be empty or begin with '/'");
   }
   std::string cur;
@@ -215,7 +214,7 @@ Result<Tokens> ParseJsonPointer(std::string_view pointer) {
     if (c == '~') {
       char next = i + 1 < pointer.size() ? pointer[i + 1] : '\0';
       if (next != '0' && next != '1') {
-        return Status::InvalidArgument("JSON pointer " + Quote(pointer) +
+        return Status::InvalidArgument("JSON pointer " + GoQuote(pointer) +
                                        " has an invalid escape: '~' must be followed by 0 or 1");
       }
       cur += next == '0' ? '~' : '/';
@@ -261,7 +260,7 @@ Result<json> ApplyJsonPatch(const json& target, const json& patch) {
           auto p = op.find("path");
           context += " (";
           context += o != op.end() && o->is_string() ? o->get<std::string>() : "?";
-          if (p != op.end() && p->is_string()) context += " " + Quote(p->get<std::string>());
+          if (p != op.end() && p->is_string()) context += " " + GoQuote(p->get<std::string>());
           context += ")";
         }
         return Status(s.code(), context + ": " + s.message());

@@ -8,6 +8,9 @@
 #include <utility>
 #include <variant>
 
+#include "common/ascii.h"
+#include "common/go_quote.h"
+
 namespace sluice::apiserver {
 namespace {
 
@@ -70,10 +73,8 @@ void Append(std::string& errors, std::string_view msg) {
   errors += msg;
 }
 
-std::string Quote(std::string_view s) { return json(std::string(s)).dump(); }
-
 std::string InvalidValue(std::string_view path, std::string_view value, std::string_view msg) {
-  return std::string(path) + ": Invalid value: " + Quote(value) + ": " + std::string(msg);
+  return std::string(path) + ": Invalid value: " + GoQuote(value) + ": " + std::string(msg);
 }
 
 std::string_view OperatorText(LabelOperator op) {
@@ -175,7 +176,6 @@ struct Token {
   std::string literal;
 };
 
-bool IsWhitespace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 bool IsSpecial(char c) {
   return c == '=' || c == '!' || c == '(' || c == ')' || c == ',' || c == '>' || c == '<';
 }
@@ -184,7 +184,7 @@ std::vector<Token> Lex(std::string_view s) {
   std::vector<Token> out;
   size_t i = 0;
   while (true) {
-    while (i < s.size() && IsWhitespace(s[i])) ++i;
+    while (i < s.size() && IsAsciiSpace(s[i])) ++i;
     if (i >= s.size()) break;
     char c = s[i];
     if (IsSpecial(c)) {
@@ -211,7 +211,7 @@ std::vector<Token> Lex(std::string_view s) {
       continue;
     }
     size_t start = i;
-    while (i < s.size() && !IsWhitespace(s[i]) && !IsSpecial(s[i])) ++i;
+    while (i < s.size() && !IsAsciiSpace(s[i]) && !IsSpecial(s[i])) ++i;
     std::string word(s.substr(start, i - start));
     Tok t = word == "in" ? Tok::kIn : word == "notin" ? Tok::kNotIn : Tok::kIdentifier;
     out.push_back({t, std::move(word)});
@@ -603,7 +603,7 @@ Result<LabelSelector> FromLabelSelectorJson(const json& selector) {
       } else if (op_name == "DoesNotExist") {
         r.op = LabelOperator::kDoesNotExist;
       } else {
-        return Status::InvalidArgument(Quote(op_name) + " is not a valid label selector operator",
+        return Status::InvalidArgument(GoQuote(op_name) + " is not a valid label selector operator",
                                        path + ".operator");
       }
       if (auto vals = e.find("values"); vals != e.end() && !vals->is_null()) {

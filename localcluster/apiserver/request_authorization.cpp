@@ -4,6 +4,7 @@
 #include <cctype>
 #include <optional>
 
+#include "common/ascii.h"
 #include "common/json/fields.h"
 #include "localcluster/apiserver/api_errors.h"
 
@@ -13,13 +14,6 @@ namespace {
 using nlohmann::json;
 
 constexpr char kServiceAccountPrefix[] = "system:serviceaccount:";
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 Status ReadAll(Storage& storage, const std::string& resource, std::vector<json>* out) {
   std::string token;
@@ -86,7 +80,7 @@ AuthorizationAttributes AttributesOf(const RequestInfo& info, std::string_view m
   AuthorizationAttributes a;
   if (!info.is_resource_request) {
     a.resource_request = false;
-    a.verb = Lower(method);
+    a.verb = AsciiLower(method);
     a.path = info.path;
     return a;
   }

@@ -8,17 +8,12 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/ascii.h"
 #include "common/file/atomic_file.h"
 #include "common/file/read_file.h"
 
 namespace sluice::cli {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 std::string_view Basename(std::string_view path) {
   const size_t slash = path.rfind('/');
@@ -34,7 +29,7 @@ std::optional<std::string> ReadWholeFile(const std::string& path) {
 }  // namespace
 
 std::optional<pid_t> ParsePid(std::string_view text) {
-  text = Trim(text);
+  text = StripAsciiSpace(text);
   int64_t value = 0;
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, value);

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "common/ascii.h"
+
 namespace sluice::model {
 namespace {
 
@@ -11,16 +13,6 @@ constexpr std::array<std::string_view, 4> kLlama3Markers = {
     "<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
 constexpr std::array<std::string_view, 5> kPlainMarkers = {"<|system|>", "<|user|>",
                                                            "<|assistant|>", "<|tool|>", "<|end|>"};
-
-bool IsWhitespace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsWhitespace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsWhitespace(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 bool ValidRole(std::string_view role) {
   if (role.empty()) return false;
@@ -123,7 +115,7 @@ Result<std::string> ChatTemplate::Render(std::span<const ChatMessage> messages,
         out += "<|start_header_id|>";
         out += m.role;
         out += "<|end_header_id|>\n\n";
-        out += Trim(m.content);
+        out += StripAsciiSpace(m.content);
         out += "<|eot_id|>";
         break;
       case Kind::kPlain:

@@ -3,6 +3,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/ascii.h"
 #include "common/process/cancellation.h"
 #include "workers/rollout/environments/arithmetic_expression.h"
 #include "workers/rollout/environments/calculator_environment.h"
@@ -12,14 +13,6 @@
 
 namespace sluice::trainer {
 namespace {
-
-constexpr std::string_view kSpaces = " \t\n\r\f\v";
-
-std::string_view Trim(std::string_view s) {
-  const size_t begin = s.find_first_not_of(kSpaces);
-  if (begin == std::string_view::npos) return {};
-  return s.substr(begin, s.find_last_not_of(kSpaces) - begin + 1);
-}
 
 Status BadRow(const dataflow::PromptRow& row, const std::string& what) {
   return Status::InvalidArgument("training row " + row.id + " " + what, "spec.warmStart");
@@ -31,7 +24,7 @@ std::optional<std::string> RowExpression(const dataflow::PromptRow& row) {
   if (!row.row.is_object()) return std::nullopt;
   const auto it = row.row.find("expression");
   if (it == row.row.end() || !it->is_string()) return std::nullopt;
-  const std::string_view expression = Trim(it->get_ref<const std::string&>());
+  const std::string_view expression = StripAsciiSpace(it->get_ref<const std::string&>());
   if (expression.empty()) return std::nullopt;
   return std::string(expression);
 }
@@ -66,7 +59,8 @@ Result<dataflow::Batch> CalculatorWarmStartBatch(
     }
     const std::string answer_text = rollout::FormatFinalAnswer(format, row->answer);
     if (rollout::FindToolCall(format, answer_text) ||
-        rollout::ExtractFinalAnswer(format, answer_text) != std::string(Trim(row->answer))) {
+        rollout::ExtractFinalAnswer(format, answer_text) !=
+            std::string(StripAsciiSpace(row->answer))) {
       return BadRow(*row,
                     "has an answer the workflow would not read back as the final answer (it "
                     "contains a workflow.toolCall marker)");

@@ -7,16 +7,14 @@
 #include <string>
 #include <system_error>
 
+#include "common/ascii.h"
+
 namespace sluice::rollout {
 
 namespace {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
 std::string FormatNumber(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.12g", v);
@@ -250,7 +248,7 @@ class Evaluator {
   static Status Error(std::string message) { return Status::InvalidArgument(std::move(message)); }
 
   void SkipSpace() {
-    while (!AtEnd() && IsSpace(text_[pos_])) ++pos_;
+    while (!AtEnd() && IsAsciiSpace(text_[pos_])) ++pos_;
   }
   bool AtEnd() const { return pos_ >= text_.size(); }
   bool At(char c) const { return !AtEnd() && text_[pos_] == c; }

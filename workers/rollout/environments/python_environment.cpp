@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/ascii.h"
 #include "workers/rollout/sandbox/sandboxed_process.h"
 
 namespace sluice::rollout {
@@ -18,14 +19,6 @@ constexpr double kCpuSeconds = 5;
 constexpr int64_t kMemoryBytes = int64_t{256} << 20;
 // Enough of each stream to fill an observation; the rest is dropped by the sandbox.
 constexpr int64_t kStreamBytes = 2 * kPythonObservationBytes;
-
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 // At most `max_bytes` of `text`, not splitting a UTF-8 sequence.
 std::string_view CutUtf8(std::string_view text, size_t max_bytes) {
@@ -47,7 +40,7 @@ std::string StatusLine(const SandboxResult& run) {
 }  // namespace
 
 std::string StripCodeFence(std::string_view arguments) {
-  std::string_view program = Trim(arguments);
+  std::string_view program = StripAsciiSpace(arguments);
   if (program.substr(0, 3) != "```") return std::string(program);
   // The opening fence's line (with its info string, "```python") goes; so does a closing fence.
   const size_t newline = program.find('\n');
@@ -55,7 +48,7 @@ std::string StripCodeFence(std::string_view arguments) {
   if (program.size() >= 3 && program.substr(program.size() - 3) == "```") {
     program.remove_suffix(3);
   }
-  return std::string(Trim(program));
+  return std::string(StripAsciiSpace(program));
 }
 
 PythonEnvironment::PythonEnvironment(std::chrono::seconds timeout)

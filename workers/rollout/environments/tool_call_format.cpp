@@ -4,18 +4,14 @@
 #include <array>
 #include <utility>
 
+#include "common/ascii.h"
+
 namespace sluice::rollout {
 
 namespace {
 
 constexpr std::string_view kFieldPrefix = "workflow.toolCall";
 constexpr std::string_view kSpaces = " \t\n\r\f\v";
-
-std::string_view Trim(std::string_view s) {
-  const size_t begin = s.find_first_not_of(kSpaces);
-  if (begin == std::string_view::npos) return {};
-  return s.substr(begin, s.find_last_not_of(kSpaces) - begin + 1);
-}
 
 // The text between the first `open` and the first `close` after it; nullopt unless both occur.
 std::optional<std::string_view> Between(std::string_view text, std::string_view open,
@@ -73,13 +69,13 @@ std::optional<ToolCall> FindToolCall(const ToolCallFormat& format, std::string_v
   // the first complete call.
   std::optional<std::string_view> inner = Between(text, format.call_open, format.call_close);
   if (!inner) return std::nullopt;
-  const std::string_view body = Trim(*inner);
+  const std::string_view body = StripAsciiSpace(*inner);
   // An empty call ("<tool></tool>") is still a call, with an empty name: the environment then
   // answers that no such tool exists, which tells the model what it did wrong.
   const size_t name_end = std::min(body.find_first_of(kSpaces), body.size());
   ToolCall call;
   call.name = std::string(body.substr(0, name_end));
-  call.arguments = std::string(Trim(body.substr(name_end)));
+  call.arguments = std::string(StripAsciiSpace(body.substr(name_end)));
   return call;
 }
 
@@ -87,7 +83,7 @@ std::string ExtractFinalAnswer(const ToolCallFormat& format, std::string_view te
   // The first marked answer, like the first call: a model that restates its answer later in the
   // turn does not get to change it.
   std::optional<std::string_view> inner = Between(text, format.answer_open, format.answer_close);
-  return std::string(Trim(inner ? *inner : text));
+  return std::string(StripAsciiSpace(inner ? *inner : text));
 }
 
 std::string FormatToolCall(const ToolCallFormat& format, std::string_view name,

@@ -3,30 +3,15 @@
 #include <cstddef>
 #include <vector>
 
+#include "common/ascii.h"
+
 namespace sluice::rollout {
 namespace {
 
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
 bool IsAlnum(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
-char AsciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string LowerCopy(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = AsciiLower(c);
-  return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-bool IsBlank(std::string_view s) { return Trim(s).empty(); }
+bool IsBlank(std::string_view s) { return StripAsciiSpace(s).empty(); }
 
 // The length of the box command ("\boxed", "\fbox") starting at `pos`, or 0 when none starts
 // there. The name must end there: "\boxedfoo" is another command.
@@ -47,12 +32,12 @@ std::string_view StripBoldClose(std::string_view line) {
   if (body.ends_with('.')) body.remove_suffix(1);
   if (!body.ends_with('*')) return line;
   while (!body.empty() && body.back() == '*') body.remove_suffix(1);
-  return Trim(body);
+  return StripAsciiSpace(body);
 }
 
 // The content of the last marker-introduced line: see FinalAnswerText. Empty when no marker.
 std::string_view AfterAnswerMarker(std::string_view text) {
-  const std::string lower = LowerCopy(text);
+  const std::string lower = AsciiLower(text);
   constexpr std::string_view kWord = "answer";
   size_t pos = lower.rfind(kWord);
   while (pos != std::string::npos) {
@@ -81,7 +66,7 @@ std::string_view AfterAnswerMarker(std::string_view text) {
           size_t line_end = text.find('\n', begin);
           if (line_end == std::string_view::npos) line_end = text.size();
           const std::string_view line = text.substr(begin, line_end - begin);
-          if (!IsBlank(line)) return StripBoldClose(Trim(line));
+          if (!IsBlank(line)) return StripBoldClose(StripAsciiSpace(line));
           begin = line_end + 1;
         }
         return {};
@@ -116,7 +101,7 @@ std::string ExtractBoxed(std::string_view text) {
         continue;
       }
       size_t k = i + command;
-      while (k < text.size() && IsSpace(text[k])) ++k;
+      while (k < text.size() && IsAsciiSpace(text[k])) ++k;
       if (k < text.size() && text[k] == '{') {
         open.push_back({k + 1, true});
         i = k + 1;
@@ -124,7 +109,7 @@ std::string ExtractBoxed(std::string_view text) {
       }
       if (k > i + command) {  // "\boxed 42": TeX's single-token argument, written out.
         size_t end = k;
-        while (end < text.size() && !IsSpace(text[end]) && text[end] != '$') ++end;
+        while (end < text.size() && !IsAsciiSpace(text[end]) && text[end] != '$') ++end;
         if (end > k) {
           best = text.substr(k, end - k);
           found = true;
@@ -153,7 +138,7 @@ std::string ExtractBoxed(std::string_view text) {
 std::string ExtractAnswerTag(std::string_view text) {
   constexpr std::string_view kOpen = "<answer>";
   constexpr std::string_view kClose = "</answer>";
-  const std::string lower = LowerCopy(text);
+  const std::string lower = AsciiLower(text);
   // The last opening tag that a closing tag follows, paired with the first closing tag after it.
   const size_t last_close = lower.rfind(kClose);
   if (last_close == std::string::npos) return {};
@@ -166,20 +151,20 @@ std::string ExtractAnswerTag(std::string_view text) {
 
 std::string FinalAnswerText(std::string_view response) {
   const std::string boxed = ExtractBoxed(response);
-  if (!IsBlank(boxed)) return std::string(Trim(boxed));
+  if (!IsBlank(boxed)) return std::string(StripAsciiSpace(boxed));
   const std::string tagged = ExtractAnswerTag(response);
-  if (!IsBlank(tagged)) return std::string(Trim(tagged));
+  if (!IsBlank(tagged)) return std::string(StripAsciiSpace(tagged));
   const std::string_view marked = AfterAnswerMarker(response);
   if (!marked.empty()) return std::string(marked);
-  return std::string(Trim(response));
+  return std::string(StripAsciiSpace(response));
 }
 
 std::string NormaliseAnswer(std::string_view text) {
   std::string s;
   s.reserve(text.size());
   bool pending_space = false;
-  for (char c : Trim(text)) {
-    if (IsSpace(c)) {
+  for (char c : StripAsciiSpace(text)) {
+    if (IsAsciiSpace(c)) {
       pending_space = true;
       continue;
     }
@@ -207,7 +192,7 @@ std::string NormaliseAnswer(std::string_view text) {
       v = v.substr(1, v.size() - 2);
       changed = true;
     }
-    const std::string_view trimmed = Trim(v);
+    const std::string_view trimmed = StripAsciiSpace(v);
     if (trimmed.size() != v.size()) {
       v = trimmed;
       changed = true;

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/ascii.h"
 #include "common/json/options_reader.h"
 #include "workers/rollout/sandbox/sandboxed_process.h"
 
@@ -36,12 +37,6 @@ std::string_view TrimRight(std::string_view s) {
   return s;
 }
 
-std::string_view Trim(std::string_view s) {
-  s = TrimRight(s);
-  while (!s.empty() && (IsSpace(s.front()) || s.front() == '\n')) s.remove_prefix(1);
-  return s;
-}
-
 // Each line without trailing whitespace, then without trailing blank lines.
 std::string NormaliseOutput(std::string_view text) {
   std::string out;
@@ -61,7 +56,8 @@ std::string NormaliseOutput(std::string_view text) {
 std::string LastLine(std::string_view text) {
   text = TrimRight(text);
   const size_t newline = text.rfind('\n');
-  std::string_view line = Trim(newline == std::string_view::npos ? text : text.substr(newline + 1));
+  std::string_view line =
+      StripAsciiSpace(newline == std::string_view::npos ? text : text.substr(newline + 1));
   if (line.size() > kExcerptBytes) return std::string(line.substr(0, kExcerptBytes)) + "...";
   return std::string(line);
 }
@@ -162,17 +158,17 @@ std::string ExtractProgram(std::string_view response, CodeLanguage language) {
     const size_t newline = rest.find('\n');
     const std::string_view line = rest.substr(0, newline);
     rest = newline == std::string_view::npos ? std::string_view() : rest.substr(newline + 1);
-    const std::string_view trimmed = Trim(line);
+    const std::string_view trimmed = StripAsciiSpace(line);
     const bool fence = trimmed.substr(0, 3) == "```";
     if (!inside && fence) {
-      std::string_view info = Trim(trimmed.substr(3));
+      std::string_view info = StripAsciiSpace(trimmed.substr(3));
       info = info.substr(0, info.find_first_of(" \t{"));
       std::string tag(info);
       std::transform(tag.begin(), tag.end(), tag.begin(),
                      [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
       blocks.push_back({std::move(tag), ""});
       inside = true;
-    } else if (inside && fence && Trim(trimmed.substr(3)).empty()) {
+    } else if (inside && fence && StripAsciiSpace(trimmed.substr(3)).empty()) {
       inside = false;
     } else if (inside) {
       blocks.back().body.append(line);
@@ -246,7 +242,7 @@ RewardOutcome CodeExecReward::Score(const RewardInput& input) const {
     if (!first_failure.empty()) outcome.detail += "; " + first_failure;
     return outcome;
   };
-  if (Trim(program).empty()) return summary(0, "no program in the response");
+  if (StripAsciiSpace(program).empty()) return summary(0, "no program in the response");
 
   SandboxSpec run;
   run.limits.wall_seconds = options_.timeout_seconds;
@@ -268,7 +264,7 @@ RewardOutcome CodeExecReward::Score(const RewardInput& input) const {
     if (!compiled.ok()) return ErrorOutcome("sandbox: " + compiled.status().ToString());
     if (std::optional<std::string> why = RunFailure(*compiled, compile.limits)) {
       // g++'s first "error:" line says most; its last line is only "compilation terminated".
-      std::string_view log = Trim(compiled->stderr_data);
+      std::string_view log = StripAsciiSpace(compiled->stderr_data);
       const size_t error_at = log.find("error:");
       if (compiled->exit_code > 0 && error_at != std::string_view::npos) {
         log = log.substr(error_at);

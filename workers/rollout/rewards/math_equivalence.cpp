@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/ascii.h"
 #include "common/json/options_reader.h"
 #include "workers/rollout/rewards/answer_extraction.h"
 
@@ -18,17 +19,8 @@ namespace {
 
 constexpr size_t kNpos = std::string_view::npos;
 
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 int BracketDelta(char c) {
   if (c == '(' || c == '[' || c == '{') return 1;
@@ -80,7 +72,7 @@ std::vector<size_t> MatchBraces(std::string_view s) {
 // Whether nothing but whitespace, '$' and '.' follows position `from`.
 bool OnlyClosingAfter(std::string_view s, size_t from) {
   for (size_t i = from; i < s.size(); ++i) {
-    if (!IsSpace(s[i]) && s[i] != '$' && s[i] != '.') return false;
+    if (!IsAsciiSpace(s[i]) && s[i] != '$' && s[i] != '.') return false;
   }
   return true;
 }
@@ -135,10 +127,10 @@ std::string CleanCommands(std::string_view s) {
       out += "\\frac";
     } else if (OneOf(name, kTextCommands)) {
       size_t open = i;
-      while (open < s.size() && IsSpace(s[open])) ++open;
+      while (open < s.size() && IsAsciiSpace(s[open])) ++open;
       if (open < s.size() && s[open] == '{' && closing[open] != kNpos) {
         const size_t close = closing[open];
-        const bool unit = OnlyClosingAfter(s, close + 1) && !Trim(out).empty();
+        const bool unit = OnlyClosingAfter(s, close + 1) && !StripAsciiSpace(out).empty();
         if (!unit) out.append(s.substr(open + 1, close - open - 1));
         i = close + 1;
       }
@@ -161,7 +153,7 @@ std::string_view RightHandSide(std::string_view s) {
     if (i > 0 && (s[i - 1] == '<' || s[i - 1] == '>' || s[i - 1] == '!')) return s;
     last_eq = i;
   }
-  return last_eq == kNpos ? s : Trim(s.substr(last_eq + 1));
+  return last_eq == kNpos ? s : StripAsciiSpace(s.substr(last_eq + 1));
 }
 
 bool HasTopLevelComma(std::string_view s) {
@@ -200,12 +192,12 @@ bool IsGroupedNumber(std::string_view s) {
 
 // The cleaned form of an answer (see the header), with no whitespace left.
 std::string Prepare(std::string_view text) {
-  std::string s(Trim(text));
+  std::string s(StripAsciiSpace(text));
   // A box, or a box in a box: its content is the answer.
   for (int unwrap = 0; unwrap < 4; ++unwrap) {
     const std::string boxed = ExtractBoxed(s);
-    if (Trim(boxed).empty()) break;
-    s = std::string(Trim(boxed));
+    if (StripAsciiSpace(boxed).empty()) break;
+    s = std::string(StripAsciiSpace(boxed));
   }
   std::string_view v = s;
   for (bool changed = true; changed;) {
@@ -214,7 +206,7 @@ std::string Prepare(std::string_view text) {
          {std::pair<std::string_view, std::string_view>{"\\(", "\\)"},
           std::pair<std::string_view, std::string_view>{"\\[", "\\]"}}) {
       if (v.size() >= 4 && v.starts_with(open) && v.ends_with(close)) {
-        v = Trim(v.substr(2, v.size() - 4));
+        v = StripAsciiSpace(v.substr(2, v.size() - 4));
         changed = true;
       }
     }
@@ -231,14 +223,14 @@ std::string Prepare(std::string_view text) {
   const std::string cleaned = CleanCommands(unified);
   // A list of equations ("x=1, y=2") keeps its elements whole here; the comparison takes
   // each element's right-hand side (ScalarEquivalent).
-  const std::string_view whole = Trim(cleaned);
+  const std::string_view whole = StripAsciiSpace(cleaned);
   std::string_view rhs = RightHandSide(whole);
   const bool grouped = IsGroupedNumber(rhs);
   if (!grouped && HasTopLevelComma(whole)) rhs = whole;
   std::string out;
   out.reserve(rhs.size());
   for (char c : rhs) {
-    if (IsSpace(c) || (grouped && c == ',')) continue;
+    if (IsAsciiSpace(c) || (grouped && c == ',')) continue;
     out.push_back(c);
   }
   if (!out.empty() && out.back() == '.') out.pop_back();
