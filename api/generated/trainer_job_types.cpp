@@ -414,6 +414,7 @@ Status FromJson(const nlohmann::json& j, std::string_view path, TrainerJobSpecWa
   SLUICE_RETURN_IF_ERROR(ReadField(j, "lr", path, &out->lr));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "promptsPerStep", path, &out->prompts_per_step));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "steps", path, &out->steps));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "warmupSteps", path, &out->warmup_steps));
   return Status::Ok();
 }
 
@@ -422,6 +423,7 @@ nlohmann::json ToJson(const TrainerJobSpecWarmStart& v) {
   WriteField(j, "lr", v.lr);
   WriteField(j, "promptsPerStep", v.prompts_per_step);
   WriteField(j, "steps", v.steps);
+  WriteField(j, "warmupSteps", v.warmup_steps);
   return j;
 }
 

@@ -439,14 +439,18 @@ nlohmann::json ToJson(const TrainerJobSpecTemplate& v);
 // steps follow as versions steps+1 .. steps+spec.steps; the KL reference is the warm-started model.
 // Unset: RL starts from the Policy's initial weights.
 struct TrainerJobSpecWarmStart {
-  // Constant learning rate of the supervised steps (AdamW with spec.optimizer's betas, eps and
-  // weight decay).
+  // Learning rate of the supervised steps after warmupSteps (AdamW with spec.optimizer's betas, eps
+  // and weight decay).
   double lr = 0.001;
   // Training-split prompts (one sequence each) per supervised step; the split is walked in a
   // shuffled order, epoch after epoch.
   int64_t prompts_per_step = 64;
   // Supervised steps (one optimizer update each).
   int64_t steps = 0;
+  // Steps of linear warm-up from 0 to lr at the start of the warm start (then constant); must be
+  // less than steps. A tiny model trained at a high constant rate from its first step can stall
+  // where it writes the answer's form but not the rule; a short warm-up avoids it.
+  int64_t warmup_steps = 0;
 
   friend bool operator==(const TrainerJobSpecWarmStart&, const TrainerJobSpecWarmStart&) = default;
 };

@@ -28,7 +28,7 @@ constexpr const char* kWarmStartDir = "warm-start";
 Result<std::vector<dataflow::PromptRow>> ShareRows(const WarmStartInputs& in) {
   std::string text;
   if (in.comm->rank() == 0) {
-    const Clock& clock = in.clock != nullptr ? *in.clock : SystemClock::Instance();
+    const Clock& clock = ClockOrSystem(in.clock);
     const Clock::MonoTime give_up = clock.Now() + in.fetch_timeout;
     Result<std::vector<dataflow::PromptRow>> rows = Status::Unavailable("not fetched");
     while (true) {
@@ -127,12 +127,19 @@ Status CopyWeights(const model::DecoderModel& from, model::DecoderModel& to) {
 Result<std::unique_ptr<PolicyTrainer>> RunWarmStart(const WarmStartInputs& in) {
   const TrainerSettings& base = *in.settings;
   const api::TrainerJobSpecWarmStart& ws = *base.spec.warm_start;
+  // The CRD's rule, again here: a warm-up as long as the warm start would never reach lr.
+  if (ws.warmup_steps < 0 || ws.warmup_steps >= ws.steps) {
+    return Status::InvalidArgument("must be at least 0 and less than spec.warmStart.steps (" +
+                                       std::to_string(ws.steps) + "), got " +
+                                       std::to_string(ws.warmup_steps),
+                                   "spec.warmStart.warmupSteps");
+  }
   TrainerSettings sft = base;
   sft.spec.algorithm = api::TrainerJobSpecAlgorithm{};
   sft.spec.algorithm.type = "sft";
   sft.spec.optimizer.lr = ws.lr;
   sft.spec.optimizer.schedule = "constant";
-  sft.spec.optimizer.warmup_steps = 0;
+  sft.spec.optimizer.warmup_steps = ws.warmup_steps;
   sft.spec.steps = ws.steps;
   sft.spec.warm_start.reset();
   sft.minibatches = 1;
@@ -163,7 +170,8 @@ Result<std::unique_ptr<PolicyTrainer>> RunWarmStart(const WarmStartInputs& in) {
                                    {"prompts_per_step", ws.prompts_per_step},
                                    {"rows", static_cast<int64_t>(rows.size())},
                                    {"role", base.warm_start_role},
-                                   {"lr", ws.lr}});
+                                   {"lr", ws.lr},
+                                   {"warmup_steps", ws.warmup_steps}});
   }
   while (trainer->step() < ws.steps) {
     if (in.stop.IsCancelled()) return Status::Cancelled("stopping");

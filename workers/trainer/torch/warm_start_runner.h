@@ -6,8 +6,9 @@
 //      run of this job), its state is loaded and nothing is trained again.
 //   2. Rows: rank 0 reads the Dataflow's whole training split (`fetch_rows`, retried until it
 //      answers) and broadcasts it, so every rank trains on the same rows.
-//   3. spec.warmStart.steps supervised steps (algorithm sft, constant learning rate
-//      spec.warmStart.lr, no warm-up, spec.optimizer's betas/eps/weight decay/clipping), each on
+//   3. spec.warmStart.steps supervised steps (algorithm sft, learning rate spec.warmStart.lr
+//      after a linear warm-up over spec.warmStart.warmupSteps, spec.optimizer's betas/eps/weight
+//      decay/clipping), each on
 //      spec.warmStart.promptsPerStep rows (WarmStartRows, seeded by the model source), in the
 //      transcript shape of the Policy's role (TrainerSettings::warm_start_transcript: warm_start.h,
 //      verifier_warm_start.h, calculator_warm_start.h).
@@ -54,9 +55,10 @@ struct WarmStartInputs {
 };
 
 // Runs (or resumes) the warm start. Errors: Cancelled on stop; InvalidArgument naming
-// spec.warmStart for an empty training split or a row the shape cannot use (no answer; for the
-// verifier, an answer without a digit; for the calculator, no usable "expression"); the
-// dataflow's, the collectives' and the checkpoint I/O's errors.
+// spec.warmStart.warmupSteps when it is not below spec.warmStart.steps; naming spec.warmStart for
+// an empty training split or a row the shape cannot use (no answer; for the verifier, an answer
+// without a digit; for the calculator, no usable "expression"); the dataflow's, the collectives'
+// and the checkpoint I/O's errors.
 Result<std::unique_ptr<PolicyTrainer>> RunWarmStart(const WarmStartInputs& in);
 
 // Copies every parameter of `from` into `to` (same architecture; InvalidArgument naming the
