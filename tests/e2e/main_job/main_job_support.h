@@ -167,6 +167,7 @@ struct ShortRun {
   int64_t eval_samples = 40;      // spec.evaluation.samples (demo: 400).
   int64_t warm_start_steps = 5;   // TrainerJob spec.warmStart.steps (demo: 60).
   int64_t prompts_per_step = 32;  // spec.warmStart.promptsPerStep (demo: 64).
+  int64_t warmup_steps = 1;       // spec.warmStart.warmupSteps (demo: 10), below warm_start_steps.
   int64_t steps = 25;             // TrainerJob spec.steps, the RL steps (demo: 590).
   int64_t rollout_replicas = 1;   // RolloutPool spec.replicas (demo: 2).
 };
@@ -181,6 +182,7 @@ inline std::vector<Edit> ShortRunEdits(const ShortRun& run) {
       {"\n  warmStart:\n    steps: 60\n    promptsPerStep: 64\n",
        "\n  warmStart:\n    steps: " + n(run.warm_start_steps) +
            "\n    promptsPerStep: " + n(run.prompts_per_step) + "\n"},
+      {"\n    warmupSteps: 10 ", "\n    warmupSteps: " + n(run.warmup_steps) + " "},
       {"\n  steps: 590 ", "\n  steps: " + n(run.steps) + " "},  // The TrainerJob's (RL) steps.
       {"\n  replicas: 2\n", "\n  replicas: " + n(run.rollout_replicas) + "\n"},  // The pool's.
   };
