@@ -133,6 +133,18 @@ nlohmann::json ToJson(const RolloutPoolSpecPlacement& v) {
   return j;
 }
 
+Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecSandbox* out) {
+  if (!j.is_object()) return convert::TypeError(path, "object");
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "isolation", path, &out->isolation));
+  return Status::Ok();
+}
+
+nlohmann::json ToJson(const RolloutPoolSpecSandbox& v) {
+  nlohmann::json j = nlohmann::json::object();
+  WriteField(j, "isolation", v.isolation);
+  return j;
+}
+
 Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecTemplateContainerSecurityContextCapabilities* out) {
   if (!j.is_object()) return convert::TypeError(path, "object");
   SLUICE_RETURN_IF_ERROR(ReadField(j, "add", path, &out->add));
@@ -364,6 +376,7 @@ Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpec*
   SLUICE_RETURN_IF_ERROR(ReadField(j, "placement", path, &out->placement));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "policies", path, &out->policies));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "replicas", path, &out->replicas));
+  SLUICE_RETURN_IF_ERROR(ReadField(j, "sandbox", path, &out->sandbox));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "template", path, &out->template_));
   SLUICE_RETURN_IF_ERROR(ReadField(j, "updateStrategy", path, &out->update_strategy));
   return Status::Ok();
@@ -378,6 +391,7 @@ nlohmann::json ToJson(const RolloutPoolSpec& v) {
   WriteField(j, "placement", v.placement);
   WriteField(j, "policies", v.policies);
   WriteField(j, "replicas", v.replicas);
+  WriteField(j, "sandbox", v.sandbox);
   WriteField(j, "template", v.template_);
   WriteField(j, "updateStrategy", v.update_strategy);
   return j;

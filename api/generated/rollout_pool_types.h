@@ -150,6 +150,20 @@ struct RolloutPoolSpecPlacement {
 Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecPlacement* out);
 nlohmann::json ToJson(const RolloutPoolSpecPlacement& v);
 
+// How the replicas isolate code the model writes (the codeExec reward, the python environment).
+// docs/security.md.
+struct RolloutPoolSpecSandbox {
+  // Namespaces: user, PID, mount, IPC, UTS and network namespaces; the code is refused where the
+  // kernel or the container runtime forbids them. BestEffort: namespaces where allowed, otherwise
+  // resource limits and the seccomp filter only. LimitsOnly: never namespaces; the code runs as the
+  // worker's user, can read its files and signal it.
+  std::string isolation = "Namespaces";
+
+  friend bool operator==(const RolloutPoolSpecSandbox&, const RolloutPoolSpecSandbox&) = default;
+};
+Status FromJson(const nlohmann::json& j, std::string_view path, RolloutPoolSpecSandbox* out);
+nlohmann::json ToJson(const RolloutPoolSpecSandbox& v);
+
 // Linux capabilities added to and dropped from the container runtime's default set.
 struct RolloutPoolSpecTemplateContainerSecurityContextCapabilities {
   // Capabilities to add, by name (NET_BIND_SERVICE, SYS_PTRACE); default none.
@@ -399,6 +413,9 @@ struct RolloutPoolSpec {
   std::vector<std::string> policies;
   // Desired number of replicas; written by the autoscaler when spec.autoscaling is set.
   int64_t replicas = 1;
+  // How the replicas isolate code the model writes (the codeExec reward, the python environment).
+  // docs/security.md.
+  RolloutPoolSpecSandbox sandbox;
   // How the operator builds each replica Pod.
   RolloutPoolSpecTemplate template_;
   // How replicas are replaced when spec.engine or spec.template changes.

@@ -62,6 +62,13 @@ config::Spec RolloutFlagSpec() {
       .Add(Option::String("staging-dir", "",
                           "Where full weight downloads land (resumable); default: a directory "
                           "under $TMPDIR."))
+      .Add(Option::Enum("sandbox-isolation", {"namespaces", "best-effort", "limits-only"},
+                        "namespaces",
+                        "How model-written code (code-execution rewards, the python "
+                        "environment) is isolated: namespaces (user, PID, mount, network; "
+                        "refuses to run the code where the kernel forbids them), best-effort "
+                        "(falls back to limits only), limits-only (resource limits and the "
+                        "seccomp filter; the code runs as this worker's user). docs/security.md."))
       .Add(Option::Duration("lease-wait", seconds(5), "Long-poll wait of an idle lease request."))
       .Add(Option::Duration("drain-grace", seconds(30),
                             "On SIGTERM: how long running episodes may take to finish before "

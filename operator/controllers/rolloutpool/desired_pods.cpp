@@ -21,6 +21,13 @@ using nlohmann::json;
 
 namespace {
 
+// spec.sandbox.isolation as sluice-rollout's --sandbox-isolation value.
+std::string SandboxIsolationFlag(const std::string& isolation) {
+  if (isolation == "BestEffort") return "best-effort";
+  if (isolation == "LimitsOnly") return "limits-only";
+  return "namespaces";
+}
+
 // spec.workflow.environment.tokenSecretRef of `dataflow` with its key defaulted ({"name",
 // "key"}), or null when `dataflow` is null or the field is unset.
 json EnvironmentTokenRef(const json* dataflow) {
@@ -112,6 +119,13 @@ std::string PoolTemplateHash(const json& pool, const std::vector<json>& policies
                  {"template", spec.value("template", json::object())},
                  {"policies", Policies(pool)},
                  {"dataflowRef", spec.value("dataflowRef", json::object())}};
+  // Only a weaker isolation than the worker's default rolls the replicas, so pods made before
+  // the field existed (which run with the default) are left alone.
+  if (const std::string isolation =
+          pool.value("/spec/sandbox/isolation"_json_pointer, std::string("Namespaces"));
+      isolation != "Namespaces") {
+    hashed["sandboxIsolation"] = isolation;
+  }
   const PolicyModelVolumes models = PolicyModelVolumesFor(Hosted(pool, policies));
   if (!models.empty()) hashed["models"] = {{"volumes", models.volumes}, {"mounts", models.mounts}};
   if (const json ref = EnvironmentTokenRef(dataflow); ref.is_object()) {
@@ -164,6 +178,9 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
       "--region=$(SLUICE_REGION)",
       "--replica=$(POD_NAME)",
       std::string("--policy-config=") + kRolloutConfigDir + "/rollout.json",
+      "--sandbox-isolation=" +
+          SandboxIsolationFlag(
+              pool.value("/spec/sandbox/isolation"_json_pointer, std::string("Namespaces"))),
   });
   const bool external = UsesExternalEngine(pool);
   // With an external engine the served Policy (the one spec.policies names) and its directory.

@@ -26,6 +26,7 @@
 #include "workers/rollout/rollout_flags.h"
 #include "workers/rollout/rollout_settings.h"
 #include "workers/rollout/rollout_worker.h"
+#include "workers/rollout/sandbox/sandbox_policy.h"
 #include "workers/rollout/weight_updater.h"
 #include "workers/rollout/worker_host.h"
 
@@ -65,6 +66,16 @@ int ServeRollout(service::Service& svc) {
     std::cerr << kProgram << ": flag --policy-config: " << settings.status().ToString() << "\n";
     return 2;
   }
+  // Model-written code never sees this worker's tokens, configuration, weights or caches.
+  SandboxPolicy sandbox;
+  sandbox.isolation = *ParseSandboxIsolation(cfg->GetString("sandbox-isolation"));
+  const char* tmpdir = std::getenv("TMPDIR");
+  sandbox.hidden_directories = WorkerHiddenDirectories(
+      {cfg->GetString("weights-volume"), cfg->GetString("model-cache-dir"),
+       cfg->GetString("staging-dir"), tmpdir != nullptr ? tmpdir : ""},
+      {cfg->GetString("token-file"), cfg->GetString("environment-token-file"),
+       cfg->GetString("policy-config")});
+  SetSandboxPolicy(sandbox);
   if (cfg->GetInt("threads") > 0) torch::set_num_threads(static_cast<int>(cfg->GetInt("threads")));
 
   // The environment server is user code outside the experiment: it gets its own credential, if

@@ -1,11 +1,8 @@
 #include "workers/rollout/sandbox/sandboxed_process.h"
 
 #include <fcntl.h>
-#include <linux/seccomp.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -13,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -23,15 +21,16 @@
 #include <optional>
 #include <set>
 
-#include "workers/rollout/sandbox/network_seccomp_filter.h"
+#include "common/file/read_file.h"
+#include "common/logging/logger.h"
+#include "workers/rollout/sandbox/mount_table.h"
+#include "workers/rollout/sandbox/sandbox_child.h"
+#include "workers/rollout/sandbox/sandbox_report.h"
+#include "workers/rollout/sandbox/sandbox_seccomp_filter.h"
 
 namespace sluice::rollout {
 
 namespace {
-
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC (1U << 2)
-#endif
 
 constexpr char kSandboxPath[] = "/usr/local/bin:/usr/bin:/bin";
 // How long output is still read after the process group was killed: the pipes reach EOF at once
@@ -164,154 +163,6 @@ class ScopedSigpipeBlock {
   bool was_pending_ = false;
 };
 
-// The steps of the child's setup, reported to the parent when one fails.
-enum class ChildStage : int {
-  kSetpgid = 1,
-  kSignals,
-  kDup,
-  kChdir,
-  kUserNamespaceMaps,
-  kRlimit,
-  kNoNewPrivs,
-  kSeccomp,
-  kExec,
-};
-
-const char* StageName(ChildStage stage) {
-  switch (stage) {
-    case ChildStage::kSetpgid:
-      return "setpgid";
-    case ChildStage::kSignals:
-      return "resetting signals";
-    case ChildStage::kDup:
-      return "dup2";
-    case ChildStage::kChdir:
-      return "chdir";
-    case ChildStage::kUserNamespaceMaps:
-      return "writing the user namespace's uid/gid maps";
-    case ChildStage::kRlimit:
-      return "setrlimit";
-    case ChildStage::kNoNewPrivs:
-      return "prctl(PR_SET_NO_NEW_PRIVS)";
-    case ChildStage::kSeccomp:
-      return "installing the seccomp filter";
-    case ChildStage::kExec:
-      return "execve";
-  }
-  return "setup";
-}
-
-struct ChildFailure {
-  int stage = 0;
-  int error = 0;
-};
-
-// Everything the child needs, prepared before fork: between fork and exec the child of a
-// multi-threaded process may only call async-signal-safe functions, so nothing here allocates.
-struct ChildPlan {
-  const char* program = nullptr;  // The resolved path.
-  char* const* argv = nullptr;
-  char* const* envp = nullptr;
-  const char* workdir = nullptr;
-  int stdin_fd = -1;
-  int stdout_fd = -1;
-  int stderr_fd = -1;
-  int status_fd = -1;  // Write end; ChildFailure on failure, EOF (close-on-exec) on success.
-  pid_t parent_pid = 0;
-  int max_fd = 1024;  // For the fallback when close_range is unavailable.
-  const char* uid_map = nullptr;
-  const char* gid_map = nullptr;
-  struct {
-    int resource;
-    rlimit value;
-  } limits[4];
-  sock_fprog filter{};
-};
-
-[[noreturn]] void ChildFail(const ChildPlan& plan, ChildStage stage, int error) {
-  const ChildFailure failure{static_cast<int>(stage), error};
-  ssize_t unused = ::write(plan.status_fd, &failure, sizeof(failure));
-  (void)unused;
-  ::_exit(127);
-}
-
-// Makes `fd` the descriptor `target`, without close-on-exec.
-bool MoveFd(int fd, int target) {
-  if (fd == target) return ::fcntl(fd, F_SETFD, 0) == 0;
-  return ::dup2(fd, target) == target;
-}
-
-bool WriteProcFile(const char* path, const char* text) {
-  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const size_t len = std::strlen(text);
-  const bool ok = ::write(fd, text, len) == static_cast<ssize_t>(len);
-  ::close(fd);
-  return ok;
-}
-
-// Runs in the child between fork and exec: async-signal-safe calls only.
-[[noreturn]] void RunChild(const ChildPlan& plan) {
-  // Handlers the worker installed must not run here; the parent blocked every signal around
-  // fork, so reset dispositions first, then unblock.
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
-  }
-  sigset_t none;
-  sigemptyset(&none);
-  if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) {
-    ChildFail(plan, ChildStage::kSignals, errno);
-  }
-  // The worker dying must not leave the program running (the forking thread waits for it, so
-  // this fires only when the whole worker goes).
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  if (::getppid() != plan.parent_pid) ::_exit(127);
-
-  if (::setpgid(0, 0) != 0) ChildFail(plan, ChildStage::kSetpgid, errno);
-
-  if (!MoveFd(plan.stdin_fd, STDIN_FILENO) || !MoveFd(plan.stdout_fd, STDOUT_FILENO) ||
-      !MoveFd(plan.stderr_fd, STDERR_FILENO)) {
-    ChildFail(plan, ChildStage::kDup, errno);
-  }
-  // No other descriptor of the worker (sockets, files) reaches the program.
-#ifdef SYS_close_range
-  if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
-#endif
-  {
-    for (int fd = 3; fd < plan.max_fd; ++fd) {
-      if (fd != plan.status_fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-    }
-  }
-
-  if (::chdir(plan.workdir) != 0) ChildFail(plan, ChildStage::kChdir, errno);
-
-  // Best effort: a network namespace with nothing but a down loopback. Unprivileged, through a
-  // user namespace that maps our own ids (files the program creates stay ours).
-  if (::unshare(CLONE_NEWNET) != 0 && ::unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0) {
-    if (!WriteProcFile("/proc/self/setgroups", "deny") ||
-        !WriteProcFile("/proc/self/uid_map", plan.uid_map) ||
-        !WriteProcFile("/proc/self/gid_map", plan.gid_map)) {
-      ChildFail(plan, ChildStage::kUserNamespaceMaps, errno);
-    }
-  }
-
-  for (const auto& limit : plan.limits) {
-    if (::setrlimit(limit.resource, &limit.value) != 0) {
-      ChildFail(plan, ChildStage::kRlimit, errno);
-    }
-  }
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-    ChildFail(plan, ChildStage::kNoNewPrivs, errno);
-  }
-  if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &plan.filter, 0, 0) != 0) {
-    ChildFail(plan, ChildStage::kSeccomp, errno);
-  }
-  ::execve(plan.program, plan.argv, plan.envp);
-  ChildFail(plan, ChildStage::kExec, errno);
-}
-
 bool IsPlainFileName(const std::string& name) {
   return !name.empty() && name != "." && name != ".." &&
          name.find_first_of(std::string("/\0", 2)) == std::string::npos;
@@ -362,6 +213,13 @@ Status ValidateSpec(const SandboxSpec& spec) {
   }
   if (l.max_file_bytes < 0) {
     return Status::InvalidArgument("must not be negative", "limits.max_file_bytes");
+  }
+  if (l.max_disk_bytes <= 0) {
+    return Status::InvalidArgument("must be positive", "limits.max_disk_bytes");
+  }
+  // The init of the PID namespace counts as one.
+  if (l.max_processes < 2) {
+    return Status::InvalidArgument("must be at least 2", "limits.max_processes");
   }
   return Status::Ok();
 }
@@ -474,13 +332,63 @@ int MillisUntil(Steady::time_point when, Steady::time_point now) {
   return static_cast<int>(std::min<int64_t>(ms, 1 << 30));
 }
 
-}  // namespace
+// Process-wide: once the kernel refused the namespaces, best-effort runs skip the attempt.
+std::atomic<bool> g_namespaces_refused{false};
 
-Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
-  SLUICE_RETURN_IF_ERROR(ValidateSpec(spec));
-  if (spec.cancel.IsCancelled()) return Status::Cancelled("sandboxed run cancelled");
+std::string IsolationRefusedMessage(const ChildFailure& failure) {
+  return std::string("sandbox: the kernel refused ") +
+         ChildStageName(static_cast<ChildStage>(failure.stage)) + " (" +
+         std::strerror(failure.error) +
+         "), so untrusted code is not run: without user, PID and mount namespaces it would run as "
+         "the worker's user, read the worker's files and tokens, signal it, and escape the wall "
+         "limit with setsid(). Allow unprivileged user namespaces (and unshare in the container's "
+         "seccomp profile), or accept resource limits and the seccomp filter alone: the "
+         "RolloutPool's spec.sandbox.isolation BestEffort or LimitsOnly (the worker's "
+         "--sandbox-isolation=best-effort or limits-only)";
+}
+
+// What one namespaced run needs beyond the spec, kept alive across fork.
+struct NamespacedSetup {
+  std::vector<ReadOnlyRemount> remounts;
+  std::vector<ChildRemount> child_remounts;
+  std::vector<const char*> hidden;
+  std::vector<ChildInputFile> inputs;
+  std::vector<const char*> collect;
+  std::string tmp_options;
+};
+
+Result<NamespacedSetup> PrepareNamespaced(const SandboxSpec& spec, const SandboxPolicy& policy) {
+  NamespacedSetup setup;
+  SLUICE_ASSIGN_OR_RETURN(std::string mountinfo, file::ReadWholeFile("/proc/self/mountinfo"));
+  // Mounts under /tmp and the hidden directories are covered anyway.
+  std::vector<std::string> covered = policy.hidden_directories;
+  covered.push_back("/tmp");
+  setup.remounts = ReadOnlyRemounts(mountinfo, covered);
+  for (const ReadOnlyRemount& r : setup.remounts) {
+    setup.child_remounts.push_back({r.path.c_str(), r.flags});
+  }
+  for (const std::string& dir : policy.hidden_directories) setup.hidden.push_back(dir.c_str());
+  int64_t input_bytes = 0;
+  for (const auto& [name, data] : spec.files) {
+    const bool executable = std::find(spec.executable_files.begin(), spec.executable_files.end(),
+                                      name) != spec.executable_files.end();
+    setup.inputs.push_back(
+        {name.c_str(), data.data(), data.size(), static_cast<mode_t>(executable ? 0755 : 0644)});
+    input_bytes += static_cast<int64_t>(data.size());
+  }
+  for (const std::string& name : spec.collect_files) setup.collect.push_back(name.c_str());
+  // The inputs come on top of what the program may write; tmpfs rounds up to whole pages.
+  setup.tmp_options =
+      "size=" + std::to_string(spec.limits.max_disk_bytes + input_bytes + (int64_t{64} << 10)) +
+      ",mode=0700";
+  return setup;
+}
+
+// One run in the given mode. When the namespaced setup was refused by the kernel, `*refused`
+// holds the failure and the status says so.
+Result<SandboxResult> RunOnce(const SandboxSpec& spec, const SandboxPolicy& policy, bool namespaced,
+                              std::optional<ChildFailure>* refused) {
   const SandboxLimits& limits = spec.limits;
-
   SandboxResult result;
   const std::string program = ResolveProgram(spec.argv[0]);
   if (program.empty()) {
@@ -490,16 +398,26 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
     return result;
   }
 
-  SLUICE_ASSIGN_OR_RETURN(TempDir dir, TempDir::Create());
-  for (const auto& [name, data] : spec.files) {
-    const bool executable = std::find(spec.executable_files.begin(), spec.executable_files.end(),
-                                      name) != spec.executable_files.end();
-    SLUICE_RETURN_IF_ERROR(WriteInputFile(dir.path(), name, data, executable));
+  // Limits only: a working directory on the worker's file system. Namespaced: the program's
+  // /tmp is a tmpfs of its own, filled by the init.
+  std::optional<TempDir> dir;
+  NamespacedSetup setup;
+  if (namespaced) {
+    SLUICE_ASSIGN_OR_RETURN(setup, PrepareNamespaced(spec, policy));
+  } else {
+    SLUICE_ASSIGN_OR_RETURN(TempDir created, TempDir::Create());
+    dir.emplace(std::move(created));
+    for (const auto& [name, data] : spec.files) {
+      const bool executable = std::find(spec.executable_files.begin(), spec.executable_files.end(),
+                                        name) != spec.executable_files.end();
+      SLUICE_RETURN_IF_ERROR(WriteInputFile(dir->path(), name, data, executable));
+    }
   }
+  const std::string workdir = namespaced ? "/tmp" : dir->path();
 
   // argv and envp as C arrays, built before fork.
-  std::vector<std::string> env = {std::string("PATH=") + kSandboxPath, "HOME=" + dir.path(),
-                                  "TMPDIR=" + dir.path(), "LANG=C.UTF-8"};
+  std::vector<std::string> env = {std::string("PATH=") + kSandboxPath, "HOME=" + workdir,
+                                  "TMPDIR=" + workdir, "LANG=C.UTF-8"};
   std::vector<char*> argv_ptrs;
   for (const std::string& arg : spec.argv) argv_ptrs.push_back(const_cast<char*>(arg.c_str()));
   argv_ptrs.push_back(nullptr);
@@ -507,11 +425,14 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
   for (const std::string& e : env) env_ptrs.push_back(const_cast<char*>(e.c_str()));
   env_ptrs.push_back(nullptr);
 
-  const std::string uid_map =
-      std::to_string(::geteuid()) + " " + std::to_string(::geteuid()) + " 1\n";
-  const std::string gid_map =
-      std::to_string(::getegid()) + " " + std::to_string(::getegid()) + " 1\n";
-  const std::vector<sock_filter> filter = BuildNetworkSeccompFilter();
+  // Root drops to the policy's unprivileged ids; anyone else keeps its own ids, mapped onto
+  // themselves inside the user namespace.
+  const bool drop_privileges = namespaced && ::geteuid() == 0;
+  const uid_t uid = drop_privileges ? policy.unprivileged_uid : ::geteuid();
+  const gid_t gid = drop_privileges ? policy.unprivileged_gid : ::getegid();
+  const std::string uid_map = std::to_string(uid) + " " + std::to_string(uid) + " 1\n";
+  const std::string gid_map = std::to_string(gid) + " " + std::to_string(gid) + " 1\n";
+  const std::vector<sock_filter> filter = BuildSandboxSeccompFilter();
 
   // RLIMIT_CPU counts whole seconds: the soft limit sends SIGXCPU, the hard one SIGKILL.
   const rlim_t cpu_limit =
@@ -519,21 +440,34 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
   const rlim_t cpu_hard = ClampToHard(RLIMIT_CPU, cpu_limit + 1);
   const rlim_t mem = ClampToHard(RLIMIT_AS, static_cast<rlim_t>(limits.memory_bytes));
   const rlim_t fsize = ClampToHard(RLIMIT_FSIZE, static_cast<rlim_t>(limits.max_file_bytes));
+  // RLIMIT_NPROC counts every process of the user: per sandbox only inside its own user
+  // namespace. Without one it would count the worker's threads, so it stays as it is.
+  rlimit nproc{};
+  ::getrlimit(RLIMIT_NPROC, &nproc);
+  if (namespaced) {
+    const rlim_t procs = ClampToHard(RLIMIT_NPROC, static_cast<rlim_t>(limits.max_processes));
+    nproc = {procs, procs};
+  }
 
   SLUICE_ASSIGN_OR_RETURN(Pipe in_pipe, MakePipe());
   SLUICE_ASSIGN_OR_RETURN(Pipe out_pipe, MakePipe());
   SLUICE_ASSIGN_OR_RETURN(Pipe err_pipe, MakePipe());
   SLUICE_ASSIGN_OR_RETURN(Pipe status_pipe, MakePipe());
+  Pipe report_pipe;
+  if (namespaced) {
+    SLUICE_ASSIGN_OR_RETURN(report_pipe, MakePipe());
+  }
 
   ChildPlan plan;
   plan.program = program.c_str();
   plan.argv = argv_ptrs.data();
   plan.envp = env_ptrs.data();
-  plan.workdir = dir.path().c_str();
+  plan.workdir = workdir.c_str();
   plan.stdin_fd = in_pipe.read.get();
   plan.stdout_fd = out_pipe.write.get();
   plan.stderr_fd = err_pipe.write.get();
   plan.status_fd = status_pipe.write.get();
+  plan.report_fd = report_pipe.write.get();
   plan.parent_pid = ::getpid();
   rlimit nofile{};
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
@@ -545,8 +479,22 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
   plan.limits[1] = {RLIMIT_AS, {mem, mem}};
   plan.limits[2] = {RLIMIT_FSIZE, {fsize, fsize}};
   plan.limits[3] = {RLIMIT_CORE, {0, 0}};
+  plan.limits[4] = {RLIMIT_NPROC, nproc};
   plan.filter.len = static_cast<unsigned short>(filter.size());
   plan.filter.filter = const_cast<sock_filter*>(filter.data());
+  plan.drop_privileges = drop_privileges;
+  plan.uid = uid;
+  plan.gid = gid;
+  plan.remounts = setup.child_remounts.data();
+  plan.remount_count = setup.child_remounts.size();
+  plan.hidden = setup.hidden.data();
+  plan.hidden_count = setup.hidden.size();
+  plan.tmp_options = setup.tmp_options.c_str();
+  plan.inputs = setup.inputs.data();
+  plan.input_count = setup.inputs.size();
+  plan.collect = setup.collect.data();
+  plan.collect_count = setup.collect.size();
+  plan.max_file_bytes = limits.max_file_bytes;
 
   ScopedSigpipeBlock sigpipe_block;
   // Every signal blocked across fork, so no handler of the worker runs in the child before it
@@ -557,7 +505,10 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
   pthread_sigmask(SIG_SETMASK, &all, &before_fork);
   const Steady::time_point start = Steady::now();
   const pid_t pid = ::fork();
-  if (pid == 0) RunChild(plan);
+  if (pid == 0) {
+    if (namespaced) RunNamespacedKeeper(plan);
+    RunLimitedChild(plan);
+  }
   const int fork_errno = errno;
   pthread_sigmask(SIG_SETMASK, &before_fork, nullptr);
   if (pid < 0) return Status::Internal(std::string("sandbox: fork: ") + std::strerror(fork_errno));
@@ -568,6 +519,7 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
   out_pipe.write.Close();
   err_pipe.write.Close();
   status_pipe.write.Close();
+  report_pipe.write.Close();
 
   // False when the child was reaped elsewhere (SIGCHLD ignored, or a waitpid(-1) in the worker):
   // its status is then unknown.
@@ -580,13 +532,15 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
   const Status reaped_elsewhere = Status::Internal(
       "sandbox: the child's exit status was collected elsewhere (is SIGCHLD ignored?)");
 
-  // The child's setup: EOF when exec succeeded (close-on-exec), a ChildFailure otherwise.
+  // The children's setup: EOF when exec succeeded (close-on-exec), a ChildFailure otherwise.
   ChildFailure failure;
   ssize_t got;
   do {
     got = ::read(status_pipe.read.get(), &failure, sizeof(failure));
   } while (got < 0 && errno == EINTR);
   if (got == static_cast<ssize_t>(sizeof(failure))) {
+    // The keeper and the init may still be up (the init reports even a failed exec): end them.
+    ::killpg(pid, SIGKILL);
     int status = 0;
     rusage usage{};
     if (!reap(&status, &usage)) return reaped_elsewhere;
@@ -598,7 +552,11 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
       result.wall_seconds = std::chrono::duration<double>(Steady::now() - start).count();
       return result;
     }
-    return Status::Internal(std::string("sandbox: child setup failed at ") + StageName(stage) +
+    if (namespaced && IsIsolationStage(stage)) {
+      *refused = failure;
+      return Status::PermissionDenied(IsolationRefusedMessage(failure));
+    }
+    return Status::Internal(std::string("sandbox: child setup failed at ") + ChildStageName(stage) +
                             ": " + std::strerror(failure.error));
   }
   status_pipe.read.Close();
@@ -611,6 +569,10 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
                    static_cast<size_t>(limits.max_output_bytes)};
   OutputStream err{std::move(err_pipe.read), &result.stderr_data,
                    static_cast<size_t>(limits.max_output_bytes)};
+  std::string report_data;
+  // The report is read whole (its bound is what the collected files may hold).
+  OutputStream report{std::move(report_pipe.read), &report_data,
+                      MaxSandboxReportBytes(spec.collect_files.size(), limits.max_file_bytes)};
 #ifdef SYS_pidfd_open
   Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
 #else
@@ -635,7 +597,9 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
       // Whatever the program left running in its group goes with it.
       kill_group(Phase::kLeaderExited);
     }
-    if (phase != Phase::kRunning && !out.fd.valid() && !err.fd.valid()) break;
+    if (phase != Phase::kRunning && !out.fd.valid() && !err.fd.valid() && !report.fd.valid()) {
+      break;
+    }
     const Steady::time_point now = Steady::now();
     if (phase == Phase::kRunning) {
       if (spec.cancel.IsCancelled() || now >= deadline) {
@@ -649,9 +613,9 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
       break;  // Only a process that left the group still holds the pipes.
     }
 
-    pollfd fds[4];
+    pollfd fds[5];
     nfds_t n = 0;
-    int out_index = -1, err_index = -1, in_index = -1;
+    int out_index = -1, err_index = -1, report_index = -1, in_index = -1;
     if (out.fd.valid()) {
       out_index = static_cast<int>(n);
       fds[n++] = {out.fd.get(), POLLIN, 0};
@@ -659,6 +623,10 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
     if (err.fd.valid()) {
       err_index = static_cast<int>(n);
       fds[n++] = {err.fd.get(), POLLIN, 0};
+    }
+    if (report.fd.valid()) {
+      report_index = static_cast<int>(n);
+      fds[n++] = {report.fd.get(), POLLIN, 0};
     }
     if (stdin_fd.valid()) {
       in_index = static_cast<int>(n);
@@ -685,6 +653,7 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
     if (ready <= 0) continue;
     if (out_index >= 0 && fds[out_index].revents != 0) out.ReadOnce();
     if (err_index >= 0 && fds[err_index].revents != 0) err.ReadOnce();
+    if (report_index >= 0 && fds[report_index].revents != 0) report.ReadOnce();
     if (in_index >= 0 && fds[in_index].revents != 0) {
       if (fds[in_index].revents & (POLLERR | POLLHUP)) {
         stdin_fd.Close();  // The program closed its stdin.
@@ -701,16 +670,31 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
   }
   out.fd.Close();
   err.fd.Close();
+  report.fd.Close();
   stdin_fd.Close();
 
   int status = 0;
   rusage usage{};
   if (!reap(&status, &usage)) return reaped_elsewhere;
   result.wall_seconds = std::chrono::duration<double>(Steady::now() - start).count();
+  if (cancelled) return Status::Cancelled("sandboxed run cancelled");
   result.cpu_seconds_used =
       static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
       static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-  if (cancelled) return Status::Cancelled("sandboxed run cancelled");
+  if (namespaced && !result.timed_out) {
+    // The program's own status and CPU time come from the init's report.
+    Result<SandboxReport> decoded =
+        DecodeSandboxReport(report_data, spec.collect_files.size(), limits.max_file_bytes);
+    if (!decoded.ok()) {
+      return Status::Internal("sandbox: the sandbox's init ended without a full report (" +
+                              decoded.status().message() + ")");
+    }
+    status = decoded->wait_status;
+    result.cpu_seconds_used = decoded->cpu_seconds;
+    for (auto& [index, contents] : decoded->files) {
+      result.files.emplace_back(spec.collect_files[index], std::move(contents));
+    }
+  }
   if (WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);
   } else if (WIFSIGNALED(status)) {
@@ -720,9 +704,37 @@ Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
       result.signal == SIGXCPU ||
       (result.signal == SIGKILL && result.cpu_seconds_used >= static_cast<double>(cpu_limit));
   result.output_truncated = out.truncated || err.truncated;
-  for (const std::string& name : spec.collect_files) {
-    std::optional<std::string> data = ReadOutputFile(dir.path(), name, limits.max_file_bytes);
-    if (data) result.files.emplace_back(name, std::move(*data));
+  if (!namespaced && !result.timed_out) {
+    for (const std::string& name : spec.collect_files) {
+      std::optional<std::string> data = ReadOutputFile(dir->path(), name, limits.max_file_bytes);
+      if (data) result.files.emplace_back(name, std::move(*data));
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+Result<SandboxResult> RunSandboxed(const SandboxSpec& spec) {
+  SLUICE_RETURN_IF_ERROR(ValidateSpec(spec));
+  if (spec.cancel.IsCancelled()) return Status::Cancelled("sandboxed run cancelled");
+  const SandboxPolicy policy = spec.policy ? *spec.policy : CurrentSandboxPolicy();
+  SLUICE_RETURN_IF_ERROR(ValidateSandboxPolicy(policy));
+
+  std::optional<ChildFailure> refused;
+  const bool try_namespaces =
+      policy.isolation == SandboxIsolation::kNamespaces ||
+      (policy.isolation == SandboxIsolation::kBestEffort && !g_namespaces_refused.load());
+  if (!try_namespaces) return RunOnce(spec, policy, /*namespaced=*/false, &refused);
+  Result<SandboxResult> result = RunOnce(spec, policy, /*namespaced=*/true, &refused);
+  if (refused && policy.isolation == SandboxIsolation::kBestEffort) {
+    if (!g_namespaces_refused.exchange(true)) {
+      log::Logger("sandbox").Warn(
+          "namespaces refused: untrusted programs run with resource limits and the seccomp "
+          "filter only (--sandbox-isolation=best-effort)",
+          {{"reason", result.status().message()}});
+    }
+    return RunOnce(spec, policy, /*namespaced=*/false, &refused);
   }
   return result;
 }

@@ -1,43 +1,56 @@
 // SandboxedProcess: runs an untrusted program (a model's Python or C++ answer) in a child process
 // with resource limits and no network, and collects its output.
 //
-// Enforcement (Linux, nothing beyond what Debian's kernel and libc provide):
+// Isolation (sandbox_policy.h decides which; sandbox_child.h has the process tree):
+//  - Namespaces (the default): new user, PID, mount, IPC, UTS and network namespaces. A worker
+//    running as root first drops to the policy's unprivileged ids (65534); any other worker's
+//    program keeps the worker's ids, mapped onto themselves, with no capabilities. The PID
+//    namespace shows the program only its own processes, so it cannot signal, ptrace or read
+//    /proc of the worker, and when the program ends (or the wall limit kills the sandbox) the
+//    kernel kills everything left in it, setsid() or not. The mount namespace makes every mount
+//    read-only, covers the policy's hidden directories (tokens, configuration, weights) with
+//    empty tmpfs mounts, mounts a fresh /proc, and gives the program its own /tmp: a tmpfs of
+//    max_disk_bytes (plus the input files) that is its working directory, HOME and TMPDIR. The
+//    network namespace has only a down loopback.
+//  - Limits only (an explicit policy choice, or best-effort where the kernel refused the
+//    namespaces): the program runs as the worker's user in a fresh directory under $TMPDIR or
+//    /tmp (removed afterwards), with the limits and the seccomp filter below and nothing else;
+//    max_processes and max_disk_bytes are not enforced there.
+// In both modes:
 //  - CPU time: RLIMIT_CPU, rounded up to whole seconds (the kernel sends SIGXCPU at the limit,
 //    then SIGKILL one second later). Per process: a child the program forks has its own budget.
 //  - Memory: RLIMIT_AS (address space), so an allocation past the limit fails.
 //  - Output size: RLIMIT_FSIZE for files; stdout/stderr are read through pipes and truncated at
 //    max_output_bytes.
-//  - Processes: RLIMIT_NPROC is not per-sandbox, so fork bombs are bounded by the wall limit and
-//    the process group kill instead.
-//  - Wall time: the parent kills the child's whole process group (SIGKILL) at wall_seconds. When
-//    the program exits first, whatever it left running in its group is killed too. A process that
-//    leaves the group (setsid) escapes both; there is no PID namespace.
-//  - Network: a fresh network namespace (unshare(CLONE_NEWNET), or with CLONE_NEWUSER when not
-//    privileged, mapping the caller's uid and gid onto themselves) when the kernel allows, and in
-//    every case a seccomp filter (installed with PR_SET_NO_NEW_PRIVS) that makes socket() fail
-//    with EACCES for every family except AF_UNIX, and io_uring_setup() fail with ENOSYS (io_uring
-//    can open sockets without calling socket()). The filter admits only the native ABI (x86_64 or
-//    aarch64); syscalls of another ABI (int 0x80, x32) fail with ENOSYS.
-//  - Files: the program runs in a fresh temporary directory (mkdtemp under $TMPDIR or /tmp,
-//    removed afterwards), with a minimal environment: PATH=/usr/local/bin:/usr/bin:/bin,
-//    HOME and TMPDIR = that directory, LANG=C.UTF-8. No core files (RLIMIT_CORE 0).
+//  - Processes (namespaces): RLIMIT_NPROC of max_processes, counted within the sandbox's user
+//    namespace, so a fork bomb stops there.
+//  - Wall time: the parent kills the child's process group (SIGKILL) at wall_seconds; with
+//    namespaces that kills the sandbox's init and so the whole PID namespace. When the program
+//    exits first, whatever it left running is killed too.
+//  - System calls: a seccomp filter (sandbox_seccomp_filter.h, installed with
+//    PR_SET_NO_NEW_PRIVS): socket() fails for every family except AF_UNIX, and ptrace, mount,
+//    unshare, setns, keyctl, bpf, perf_event_open and their kin fail with EPERM.
+//  - Environment: PATH=/usr/local/bin:/usr/bin:/bin, HOME and TMPDIR = the working directory,
+//    LANG=C.UTF-8. No core files (RLIMIT_CORE 0).
 //  - Other descriptors of the calling process are not inherited (close-on-exec is set on every
 //    descriptor above stderr in the child), and the child's signal mask and ignored signals are
 //    reset to the defaults.
 //
-// Cost: one fork of the calling process (page tables are copied, not memory), plus a network
-// namespace when one can be created.
+// Cost: one fork of the calling process (page tables are copied, not memory); with namespaces
+// two more small forks, the namespaces and about forty mount calls, a few milliseconds.
 //
 // Thread safety: RunSandboxed may be called from many threads at once.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/process/cancellation.h"
 #include "common/status.h"
+#include "workers/rollout/sandbox/sandbox_policy.h"
 
 namespace sluice::rollout {
 
@@ -47,6 +60,8 @@ struct SandboxLimits {
   int64_t memory_bytes = int64_t{512} << 20;    // Address-space limit.
   int64_t max_output_bytes = int64_t{1} << 20;  // Per stream; the rest is dropped.
   int64_t max_file_bytes = int64_t{16} << 20;   // Largest file the program may write.
+  int64_t max_disk_bytes = int64_t{64} << 20;   // Size of the private /tmp (namespaces).
+  int max_processes = 64;  // Processes and threads in the sandbox, its init included (namespaces).
 };
 
 struct SandboxSpec {
@@ -66,6 +81,8 @@ struct SandboxSpec {
   SandboxLimits limits;
   // Cancelling kills the process group; Run then returns Cancelled (checked every 50 ms).
   CancellationToken cancel;
+  // The isolation; empty: the process-wide CurrentSandboxPolicy().
+  std::optional<SandboxPolicy> policy;
 };
 
 struct SandboxResult {
@@ -84,8 +101,10 @@ struct SandboxResult {
 };
 
 // Runs the program. Errors are the sandbox's own (InvalidArgument for an empty argv, a bad file
-// name or a non-positive limit, naming the field; Internal when fork/pipe/mkdtemp fail or the
-// child cannot set up its limits or seccomp filter; Cancelled when spec.cancel fired); the program
+// name or a non-positive limit, naming the field; PermissionDenied when the policy requires
+// namespaces and the kernel refused them, saying which and how to allow the weaker mode; Internal
+// when fork/pipe/mkdtemp fail or the child cannot set up its limits or seccomp filter; Cancelled
+// when spec.cancel fired); the program
 // failing is a result, not an error. A program that cannot be executed is a result with the
 // reason in stderr_data and exit_code 127 (not found) or 126 (not executable), as a shell reports.
 Result<SandboxResult> RunSandboxed(const SandboxSpec& spec);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -209,6 +210,7 @@ TEST(RolloutPoolChildrenTest, ArgsFollowTheWorkerContract) {
       "--region=$(SLUICE_REGION)",
       "--replica=$(POD_NAME)",
       "--policy-config=/etc/sluice/config/rollout.json",
+      "--sandbox-isolation=namespaces",
       "--enforce-eager",
       "--seed=7",
   };
@@ -269,13 +271,31 @@ TEST(RolloutPoolChildrenTest, TheEnvironmentTokenComesOnlyFromItsOwnSecret) {
   EXPECT_EQ(PoolTemplateHash(pool, {}, &df), PoolTemplateHash(pool, {}));
 }
 
+// spec.sandbox.isolation reaches the worker's flag, and changing it rolls the replicas.
+TEST(RolloutPoolChildrenTest, TheSandboxIsolationIsTheWorkersFlag) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"Namespaces", "namespaces"}, {"BestEffort", "best-effort"}, {"LimitsOnly", "limits-only"}};
+  const json plain = Pool();
+  for (const auto& [isolation, flag] : cases) {
+    json pool = Pool();
+    pool["spec"]["sandbox"]["isolation"] = isolation;
+    const json pod = DesiredReplicaPod(pool, {}, nullptr, 0, Dataflow(), WorkerImages{});
+    const std::vector<std::string> args = Strings(pod["spec"]["containers"][0]["args"]);
+    EXPECT_NE(std::find(args.begin(), args.end(), "--sandbox-isolation=" + flag), args.end())
+        << isolation;
+    // The default keeps the hash of pods made before the field existed.
+    EXPECT_EQ(PoolTemplateHash(pool, {}) == PoolTemplateHash(plain, {}), flag == "namespaces")
+        << isolation;
+  }
+}
+
 TEST(RolloutPoolChildrenTest, ArgsUseEngineDefaults) {
   json pool = Pool();
   pool["spec"]["engine"] = json::object();
   pool["spec"]["policies"] = {"b", "a", "b"};
   const json pod = DesiredReplicaPod(pool, {}, nullptr, 1, Dataflow(), WorkerImages{});
   const std::vector<std::string> args = Strings(pod["spec"]["containers"][0]["args"]);
-  ASSERT_EQ(args.size(), 14u);
+  ASSERT_EQ(args.size(), 15u);
   EXPECT_EQ(args[2], "--policies=a,b");
   EXPECT_EQ(args[3], "--engine=builtin");
   EXPECT_EQ(args[4], "--tensor-parallel-size=1");

@@ -143,6 +143,25 @@ TEST(CodeExecRewardTest, NetworkIsBlocked) {
   EXPECT_NE(outcome.detail.find("PermissionError"), std::string::npos) << outcome.detail;
 }
 
+TEST(CodeExecRewardTest, HostileAnswersScoreZeroAndTheNextAnswerStillScores) {
+  std::unique_ptr<CodeExecReward> reward = MakeCodeExec();
+  ASSERT_NE(reward, nullptr);
+  // Each tries to get the right output by a way out of the sandbox: the worker's token, a
+  // fork bomb, or a sleeper that outlives the test in its own session.
+  const std::string hostile[] = {
+      "```python\nprint(open('/var/run/secrets/kubernetes.io/serviceaccount/token').read())\n```",
+      "```python\nimport os\nwhile True:\n    os.fork()\n```",
+      "```python\nimport os, subprocess\nsubprocess.Popen(['sleep', '30'], "
+      "start_new_session=True)\nos.kill(os.getppid(), 9)\n```",
+  };
+  for (const std::string& response : hostile) {
+    EXPECT_EQ(ScoreWith(*reward, response, kSumRow).score, 0.0) << response;
+  }
+  const RewardOutcome next =
+      ScoreWith(*reward, "```python\na, b = map(int, input().split())\nprint(a + b)\n```", kSumRow);
+  EXPECT_EQ(next.score, 1.0) << next.detail;
+}
+
 TEST(CodeExecRewardTest, CppCompilesOnceAndPasses) {
   auto reward = MakeCodeExec({{"language", "cpp"}});
   ASSERT_NE(reward, nullptr);

@@ -24,12 +24,21 @@
 namespace sluice::rollout {
 namespace {
 
-SandboxSpec Command(std::vector<std::string> argv, std::string stdin_data = "") {
-  SandboxSpec spec;
-  spec.argv = std::move(argv);
-  spec.stdin_data = std::move(stdin_data);
-  return spec;
-}
+// Every test runs under both isolations a worker can be configured with.
+class SandboxedProcessTest : public ::testing::TestWithParam<SandboxIsolation> {
+ protected:
+  bool Namespaced() const { return GetParam() == SandboxIsolation::kNamespaces; }
+
+  SandboxSpec Command(std::vector<std::string> argv, std::string stdin_data = "") const {
+    SandboxSpec spec;
+    spec.argv = std::move(argv);
+    spec.stdin_data = std::move(stdin_data);
+    SandboxPolicy policy;
+    policy.isolation = GetParam();
+    spec.policy = policy;
+    return spec;
+  }
+};
 
 SandboxResult RunOk(const SandboxSpec& spec) {
   Result<SandboxResult> result = RunSandboxed(spec);
@@ -37,18 +46,50 @@ SandboxResult RunOk(const SandboxSpec& spec) {
   return result.ok() ? *result : SandboxResult{};
 }
 
-// Whether `pid` is gone or a zombie (the container's init may not reap orphans promptly).
-bool ProcessIsDead(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return true;
-  std::string line;
-  std::getline(stat, line);
-  const size_t paren = line.rfind(')');
-  return paren == std::string::npos || line.size() < paren + 3 || line[paren + 2] == 'Z' ||
-         line[paren + 2] == 'X';
+// Live (not zombie) processes on this machine with `arg` among their arguments; a sandboxed
+// program's pids are its PID namespace's, so tests find its processes by a unique argument.
+int CountLiveProcessesWithArg(const std::string& arg) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t paren = line.rfind(')');
+    if (paren == std::string::npos || line.size() < paren + 3 || line[paren + 2] == 'Z' ||
+        line[paren + 2] == 'X') {
+      continue;
+    }
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    std::istringstream args(text);
+    for (std::string a; std::getline(args, a, '\0');) {
+      if (a == arg) {
+        ++count;
+        break;
+      }
+    }
+  }
+  return count;
 }
 
-TEST(SandboxedProcessTest, EchoesStdinToStdout) {
+// Waits up to two seconds for the processes with `arg` to be gone.
+bool ProcessesWithArgDie(const std::string& arg) {
+  for (int i = 0; i < 200; ++i) {
+    if (CountLiveProcessesWithArg(arg) == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// A sleep duration no other process on the machine uses, to find the program's sleepers.
+std::string UniqueSleep() {
+  static std::atomic<int> counter{0};
+  return "3" + std::to_string(::getpid() % 100000) + "." + std::to_string(++counter) + "7";
+}
+
+TEST_P(SandboxedProcessTest, EchoesStdinToStdout) {
   SandboxResult r = RunOk(Command({"cat"}, "hello\nworld\n"));
   EXPECT_TRUE(r.ok());
   EXPECT_EQ(r.exit_code, 0);
@@ -57,7 +98,7 @@ TEST(SandboxedProcessTest, EchoesStdinToStdout) {
   EXPECT_FALSE(r.timed_out);
 }
 
-TEST(SandboxedProcessTest, LargeStdinAndStdoutDoNotDeadlock) {
+TEST_P(SandboxedProcessTest, LargeStdinAndStdoutDoNotDeadlock) {
   // More than a pipe buffer each way: stdin must be written while stdout is read.
   std::string big(3 << 20, 'x');
   for (size_t i = 0; i < big.size(); i += 100) big[i] = '\n';
@@ -68,7 +109,7 @@ TEST(SandboxedProcessTest, LargeStdinAndStdoutDoNotDeadlock) {
   EXPECT_EQ(r.stdout_data, big.substr(0, size_t{1} << 20));
 }
 
-TEST(SandboxedProcessTest, ReportsExitCodesAndStderr) {
+TEST_P(SandboxedProcessTest, ReportsExitCodesAndStderr) {
   SandboxResult r = RunOk(Command({"sh", "-c", "echo oops >&2; exit 3"}));
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.exit_code, 3);
@@ -82,7 +123,7 @@ TEST(SandboxedProcessTest, ReportsExitCodesAndStderr) {
   EXPECT_FALSE(r.cpu_exceeded);
 }
 
-TEST(SandboxedProcessTest, ProgramNotFoundIsExitCode127) {
+TEST_P(SandboxedProcessTest, ProgramNotFoundIsExitCode127) {
   SandboxResult r = RunOk(Command({"no-such-program-sluice"}));
   EXPECT_EQ(r.exit_code, 127);
   EXPECT_NE(r.stderr_data.find("not found"), std::string::npos) << r.stderr_data;
@@ -92,7 +133,7 @@ TEST(SandboxedProcessTest, ProgramNotFoundIsExitCode127) {
   EXPECT_NE(r.stderr_data.find("No such file"), std::string::npos) << r.stderr_data;
 }
 
-TEST(SandboxedProcessTest, WritesFilesIntoAFreshWorkDirAndRemovesIt) {
+TEST_P(SandboxedProcessTest, WritesFilesIntoAFreshWorkDirAndRemovesIt) {
   SandboxSpec spec =
       Command({"sh", "-c",
                "cat in.txt; pwd; ./tool.sh; echo made > out.txt; "
@@ -109,17 +150,21 @@ TEST(SandboxedProcessTest, WritesFilesIntoAFreshWorkDirAndRemovesIt) {
   std::getline(lines, tool);
   std::getline(lines, noexec);
   EXPECT_EQ(first, "from the caller");
-  EXPECT_NE(dir.find("sluice-sandbox-"), std::string::npos) << dir;
   EXPECT_EQ(tool, "tool ran");
   EXPECT_EQ(noexec, "noexec");
-  // The directory is gone, even with a subdirectory the program made unreadable.
-  EXPECT_FALSE(std::filesystem::exists(dir)) << dir;
+  if (Namespaced()) {
+    EXPECT_EQ(dir, "/tmp");  // Its own tmpfs, gone with its mount namespace.
+  } else {
+    EXPECT_NE(dir.find("sluice-sandbox-"), std::string::npos) << dir;
+    // The directory is gone, even with a subdirectory the program made unreadable.
+    EXPECT_FALSE(std::filesystem::exists(dir)) << dir;
+  }
   ASSERT_EQ(r.files.size(), 1u);
   EXPECT_EQ(r.files[0].first, "out.txt");
   EXPECT_EQ(r.files[0].second, "made\n");
 }
 
-TEST(SandboxedProcessTest, EnvironmentIsMinimal) {
+TEST_P(SandboxedProcessTest, EnvironmentIsMinimal) {
   SandboxResult r = RunOk(Command({"env"}));
   ASSERT_TRUE(r.ok());
   std::vector<std::string> names;
@@ -130,7 +175,7 @@ TEST(SandboxedProcessTest, EnvironmentIsMinimal) {
   EXPECT_EQ(names, (std::vector<std::string>{"HOME", "LANG", "PATH", "TMPDIR"})) << r.stdout_data;
 }
 
-TEST(SandboxedProcessTest, WorkerDescriptorsAreNotInherited) {
+TEST_P(SandboxedProcessTest, WorkerDescriptorsAreNotInherited) {
   // A descriptor without close-on-exec in the worker must still not reach the program.
   const int fd = ::open("/dev/null", O_RDONLY);
   ASSERT_GE(fd, 3);
@@ -141,7 +186,7 @@ TEST(SandboxedProcessTest, WorkerDescriptorsAreNotInherited) {
   EXPECT_EQ(r.stdout_data.find("/dev/null"), std::string::npos) << r.stdout_data;
 }
 
-TEST(SandboxedProcessTest, KillsAtTheWallLimit) {
+TEST_P(SandboxedProcessTest, KillsAtTheWallLimit) {
   SandboxSpec spec = Command({"sleep", "30"});
   spec.limits.wall_seconds = 0.5;
   const auto start = std::chrono::steady_clock::now();
@@ -156,7 +201,7 @@ TEST(SandboxedProcessTest, KillsAtTheWallLimit) {
   EXPECT_LT(elapsed, 5.0);
 }
 
-TEST(SandboxedProcessTest, EnforcesTheCpuLimit) {
+TEST_P(SandboxedProcessTest, EnforcesTheCpuLimit) {
   SandboxSpec spec = Command({"python3", "-c", "while True: pass"});
   spec.limits.cpu_seconds = 1;
   spec.limits.wall_seconds = 20;
@@ -171,7 +216,7 @@ TEST(SandboxedProcessTest, EnforcesTheCpuLimit) {
   EXPECT_LT(elapsed, 15.0);
 }
 
-TEST(SandboxedProcessTest, EnforcesTheMemoryLimit) {
+TEST_P(SandboxedProcessTest, EnforcesTheMemoryLimit) {
   SandboxSpec spec =
       Command({"python3", "-c", "x = bytearray(2 << 30)\nprint('allocated', len(x))"});
   spec.limits.memory_bytes = int64_t{256} << 20;
@@ -188,7 +233,7 @@ TEST(SandboxedProcessTest, EnforcesTheMemoryLimit) {
   EXPECT_EQ(r.stdout_data, "allocated 67108864\n");
 }
 
-TEST(SandboxedProcessTest, LimitsFileSize) {
+TEST_P(SandboxedProcessTest, LimitsFileSize) {
   SandboxSpec spec = Command({"sh", "-c", "head -c 2000000 /dev/zero > big; echo $?"});
   spec.limits.max_file_bytes = 100000;
   SandboxResult r = RunOk(spec);
@@ -196,7 +241,7 @@ TEST(SandboxedProcessTest, LimitsFileSize) {
   EXPECT_NE(r.stdout_data, "0\n") << r.stderr_data;
 }
 
-TEST(SandboxedProcessTest, TruncatesOutputButKeepsDraining) {
+TEST_P(SandboxedProcessTest, TruncatesOutputButKeepsDraining) {
   SandboxSpec spec = Command({"sh", "-c", "yes abcdefgh | head -c 5000000; echo done >&2"});
   spec.limits.max_output_bytes = 1000;
   SandboxResult r = RunOk(spec);
@@ -238,7 +283,7 @@ class Listener {
   std::thread thread_;
 };
 
-TEST(SandboxedProcessTest, BlocksTheNetwork) {
+TEST_P(SandboxedProcessTest, BlocksTheNetwork) {
   Listener listener;
   // Sanity: the listener is reachable from outside the sandbox.
   {
@@ -290,51 +335,42 @@ TEST(SandboxedProcessTest, BlocksTheNetwork) {
   EXPECT_EQ(r.stdout_data, "-1 13\nTrue\n-1 38\n");
 }
 
-TEST(SandboxedProcessTest, KillsTheWholeProcessGroupAtTheWallLimit) {
-  // The program forks children that would outlive it, reports their pids, then hangs.
+TEST_P(SandboxedProcessTest, KillsTheWholeProcessGroupAtTheWallLimit) {
+  // The program forks children that would outlive it, then hangs.
+  const std::string sleep = UniqueSleep();
   SandboxSpec spec = Command({"python3", "-c",
                               "import os, sys, time\n"
                               "for _ in range(8):\n"
-                              "    pid = os.fork()\n"
-                              "    if pid == 0:\n"
-                              "        while True: time.sleep(1)\n"
-                              "    print(pid, flush=True)\n"
-                              "time.sleep(60)\n"});
+                              "    if os.fork() == 0:\n"
+                              "        os.execvp('sleep', ['sleep', '" +
+                                  sleep +
+                                  "'])\n"
+                                  "print('forked', flush=True)\n"
+                                  "time.sleep(60)\n"});
   spec.limits.wall_seconds = 1;
   const auto start = std::chrono::steady_clock::now();
   SandboxResult r = RunOk(spec);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
   EXPECT_TRUE(r.timed_out);
-  std::istringstream lines(r.stdout_data);
-  int count = 0;
-  for (pid_t pid; lines >> pid; ++count) {
-    bool dead = false;
-    for (int i = 0; i < 100 && !(dead = ProcessIsDead(pid)); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    EXPECT_TRUE(dead) << "pid " << pid;
-  }
-  EXPECT_EQ(count, 8);
+  EXPECT_EQ(r.stdout_data, "forked\n");
+  EXPECT_TRUE(ProcessesWithArgDie(sleep)) << CountLiveProcessesWithArg(sleep) << " left";
 }
 
-TEST(SandboxedProcessTest, BackgroundProcessesDieWithTheProgram) {
+TEST_P(SandboxedProcessTest, BackgroundProcessesDieWithTheProgram) {
   // The shell exits at once; the background sleep holding stdout open is killed with it rather
   // than keeping the run alive until the wall limit.
-  SandboxSpec spec = Command({"sh", "-c", "sleep 30 & echo $!"});
+  const std::string sleep = UniqueSleep();
+  SandboxSpec spec = Command({"sh", "-c", "sleep " + sleep + " & echo started"});
   spec.limits.wall_seconds = 20;
   SandboxResult r = RunOk(spec);
   EXPECT_TRUE(r.ok());
   EXPECT_FALSE(r.timed_out);
   EXPECT_LT(r.wall_seconds, 5.0);
-  const pid_t sleeper = std::stoi(r.stdout_data);
-  bool dead = false;
-  for (int i = 0; i < 100 && !(dead = ProcessIsDead(sleeper)); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_TRUE(dead);
+  EXPECT_EQ(r.stdout_data, "started\n");
+  EXPECT_TRUE(ProcessesWithArgDie(sleep));
 }
 
-TEST(SandboxedProcessTest, CancellationKillsTheProgram) {
+TEST_P(SandboxedProcessTest, CancellationKillsTheProgram) {
   CancellationSource source;
   SandboxSpec spec = Command({"sleep", "30"});
   spec.cancel = source.Token();
@@ -349,13 +385,13 @@ TEST(SandboxedProcessTest, CancellationKillsTheProgram) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
 }
 
-TEST(SandboxedProcessTest, ConcurrentRunsFromManyThreads) {
+TEST_P(SandboxedProcessTest, ConcurrentRunsFromManyThreads) {
   constexpr int kThreads = 4;
   constexpr int kRunsPerThread = 5;
   std::atomic<int> good{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([t, &good] {
+    threads.emplace_back([this, t, &good] {
       for (int i = 0; i < kRunsPerThread; ++i) {
         const std::string payload = "thread " + std::to_string(t) + " run " + std::to_string(i);
         SandboxSpec spec = Command({"sh", "-c", "cat; cat data.txt"}, payload + "\n");
@@ -369,7 +405,7 @@ TEST(SandboxedProcessTest, ConcurrentRunsFromManyThreads) {
   EXPECT_EQ(good.load(), kThreads * kRunsPerThread);
 }
 
-TEST(SandboxedProcessTest, RejectsABadSpec) {
+TEST_P(SandboxedProcessTest, RejectsABadSpec) {
   EXPECT_EQ(RunSandboxed(SandboxSpec{}).status().field(), "argv");
 
   SandboxSpec spec = Command({"true"});
@@ -388,7 +424,24 @@ TEST(SandboxedProcessTest, RejectsABadSpec) {
   Status status = RunSandboxed(spec).status();
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(status.field(), "limits.wall_seconds");
+  spec.limits = SandboxLimits{};
+  spec.limits.max_processes = 1;
+  EXPECT_EQ(RunSandboxed(spec).status().field(), "limits.max_processes");
+  spec.limits = SandboxLimits{};
+  spec.limits.max_disk_bytes = 0;
+  EXPECT_EQ(RunSandboxed(spec).status().field(), "limits.max_disk_bytes");
+  spec.limits = SandboxLimits{};
+  spec.policy->hidden_directories = {"/"};
+  EXPECT_EQ(RunSandboxed(spec).status().field(), "hidden_directories[0]");
 }
+
+INSTANTIATE_TEST_SUITE_P(Isolation, SandboxedProcessTest,
+                         ::testing::Values(SandboxIsolation::kNamespaces,
+                                           SandboxIsolation::kLimitsOnly),
+                         [](const ::testing::TestParamInfo<SandboxIsolation>& info) {
+                           return info.param == SandboxIsolation::kNamespaces ? "Namespaces"
+                                                                              : "LimitsOnly";
+                         });
 
 }  // namespace
 }  // namespace sluice::rollout
