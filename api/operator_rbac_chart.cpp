@@ -22,7 +22,7 @@ std::string FlowList(const std::vector<std::string>& items) {
 
 // The `rules:` block of the rules whose own_namespace_only is `own_namespace`, each under a
 // comment saying who needs it. Empty when there are none.
-std::string Rules(bool own_namespace) {
+std::string ChartRulesYaml(bool own_namespace) {
   std::string out;
   for (const OperatorRbacRule& r : OperatorRbacRules()) {
     if (r.own_namespace_only != own_namespace) continue;
@@ -122,9 +122,9 @@ subjects:
 
 std::string RenderChartRbacTemplate() {
   std::string out = kHeader;
-  const std::string cluster_rules = Rules(false);
+  const std::string cluster_rules = ChartRulesYaml(false);
   if (!cluster_rules.empty()) out += kWatchedScopes + cluster_rules + kWatchedBinding;
-  const std::string own_rules = Rules(true);
+  const std::string own_rules = ChartRulesYaml(true);
   if (!own_rules.empty()) out += kOwnNamespaceRole + own_rules + kOwnNamespaceBinding;
   return out + "{{- end }}\n";
 }

@@ -16,6 +16,9 @@ constexpr bool IsAsciiSpace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
 }
 
+// '0'..'9'.
+constexpr bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
+
 // `s` without leading and trailing ASCII whitespace; a view into `s`.
 constexpr std::string_view StripAsciiSpace(std::string_view s) {
   while (!s.empty() && IsAsciiSpace(s.front())) s.remove_prefix(1);

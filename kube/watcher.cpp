@@ -7,7 +7,7 @@
 namespace sluice::kube {
 namespace {
 
-double UnitRandom() {
+double WatchBackoffJitter() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
 }
@@ -42,8 +42,8 @@ Status Watcher::Run(const std::string& resource_version,
     opts.resource_version = last_resource_version();
     opts.allow_watch_bookmarks = options_.allow_bookmarks;
     if (options_.timeout_seconds > 0) {
-      opts.timeout_seconds =
-          options_.timeout_seconds + static_cast<int>(options_.timeout_seconds * UnitRandom());
+      opts.timeout_seconds = options_.timeout_seconds +
+                             static_cast<int>(options_.timeout_seconds * WatchBackoffJitter());
     }
     RestRequest req;
     req.path = ResourcePath(resource_.gvr(), resource_.namespace_());
@@ -83,7 +83,7 @@ Status Watcher::Run(const std::string& resource_version,
     }
     if (got_event) failures = 0;
     if (s.ok() && got_event) continue;  // The server's timeout ended a healthy watch.
-    const auto delay = http::BackoffDelay(options_.backoff, failures++, UnitRandom());
+    const auto delay = http::BackoffDelay(options_.backoff, failures++, WatchBackoffJitter());
     if (cancel.WaitFor(delay)) break;
   }
   return Status::Cancelled("watch cancelled");

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/ascii.h"
 #include "common/utf8.h"
 
 namespace sluice::cel {
@@ -16,10 +17,11 @@ Status SyntaxError(size_t offset, std::string_view what) {
 }
 
 bool IsIdentStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsHexDigit(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool IsHexDigit(char c) {
+  return IsAsciiDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
 int HexValue(char c) {
-  if (IsDigit(c)) return c - '0';
+  if (IsAsciiDigit(c)) return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   return c - 'A' + 10;
 }
@@ -86,14 +88,14 @@ class Lexer {
       }
     }
     if (IsIdentStart(c)) {
-      while (pos_ < s_.size() && (IsIdentStart(s_[pos_]) || IsDigit(s_[pos_]))) ++pos_;
+      while (pos_ < s_.size() && (IsIdentStart(s_[pos_]) || IsAsciiDigit(s_[pos_]))) ++pos_;
       Token t;
       t.kind = TokenKind::kIdent;
       t.column = static_cast<int>(start) + 1;
       t.text = std::string(s_.substr(start, pos_ - start));
       return t;
     }
-    if (IsDigit(c) || (c == '.' && IsDigit(Peek(1)))) return LexNumber(start);
+    if (IsAsciiDigit(c) || (c == '.' && IsAsciiDigit(Peek(1)))) return LexNumber(start);
     if (c == '"' || c == '\'') return LexString(start, false);
 
     static constexpr std::array<std::string_view, 6> kTwoChar = {
@@ -141,19 +143,19 @@ class Lexer {
       return FinishInteger(start, v, std::move(t));
     }
     bool is_double = false;
-    while (pos_ < s_.size() && IsDigit(s_[pos_])) ++pos_;
-    if (Peek() == '.' && IsDigit(Peek(1))) {
+    while (pos_ < s_.size() && IsAsciiDigit(s_[pos_])) ++pos_;
+    if (Peek() == '.' && IsAsciiDigit(Peek(1))) {
       is_double = true;
       ++pos_;
-      while (pos_ < s_.size() && IsDigit(s_[pos_])) ++pos_;
+      while (pos_ < s_.size() && IsAsciiDigit(s_[pos_])) ++pos_;
     }
     if (Peek() == 'e' || Peek() == 'E') {
       size_t p = pos_ + 1;
       if (p < s_.size() && (s_[p] == '+' || s_[p] == '-')) ++p;
-      if (p < s_.size() && IsDigit(s_[p])) {
+      if (p < s_.size() && IsAsciiDigit(s_[p])) {
         is_double = true;
         pos_ = p;
-        while (pos_ < s_.size() && IsDigit(s_[pos_])) ++pos_;
+        while (pos_ < s_.size() && IsAsciiDigit(s_[pos_])) ++pos_;
       } else {
         return SyntaxError(pos_, "expected digits in the exponent");
       }
@@ -182,7 +184,7 @@ class Lexer {
     } else {
       t.kind = TokenKind::kInt;
     }
-    if (IsIdentStart(Peek()) || IsDigit(Peek())) {
+    if (IsIdentStart(Peek()) || IsAsciiDigit(Peek())) {
       return SyntaxError(pos_, "unexpected character after number");
     }
     t.column = static_cast<int>(start) + 1;

@@ -7,6 +7,8 @@
 #include <limits>
 #include <system_error>
 
+#include "common/ascii.h"
+
 namespace sluice::config {
 namespace {
 
@@ -14,8 +16,6 @@ namespace {
 __extension__ typedef unsigned __int128 Uint128;
 
 char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 // The text without one leading '+'; empty when a sign follows it ("+-1"), which is then rejected.
 std::string_view StripPlus(std::string_view text) {
@@ -39,7 +39,7 @@ struct Decimal {
 bool ReadDecimal(std::string_view text, size_t* pos, Decimal* out) {
   size_t i = *pos;
   bool any_digit = false;
-  while (i < text.size() && IsDigit(text[i])) {
+  while (i < text.size() && IsAsciiDigit(text[i])) {
     const uint64_t digit = static_cast<uint64_t>(text[i] - '0');
     if (out->whole > (std::numeric_limits<uint64_t>::max() - digit) / 10) out->overflow = true;
     out->whole = out->whole * 10 + digit;
@@ -48,7 +48,7 @@ bool ReadDecimal(std::string_view text, size_t* pos, Decimal* out) {
   }
   if (i < text.size() && text[i] == '.') {
     ++i;
-    while (i < text.size() && IsDigit(text[i])) {
+    while (i < text.size() && IsAsciiDigit(text[i])) {
       if (out->fraction_digits < 18) {
         out->fraction = out->fraction * 10 + static_cast<uint64_t>(text[i] - '0');
         ++out->fraction_digits;
@@ -191,7 +191,7 @@ Result<std::chrono::nanoseconds> ParseDuration(std::string_view text) {
     if (!ReadDecimal(text, &pos, &number)) return NotADuration(text);
     if (number.overflow) return too_large;
     size_t unit_end = pos;
-    while (unit_end < text.size() && !IsDigit(text[unit_end]) && text[unit_end] != '.') {
+    while (unit_end < text.size() && !IsAsciiDigit(text[unit_end]) && text[unit_end] != '.') {
       ++unit_end;
     }
     const std::string_view unit_name = text.substr(pos, unit_end - pos);

@@ -49,7 +49,7 @@ int WaitFor(int fd, short events, std::chrono::milliseconds timeout) {
   }
 }
 
-std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+std::string ErrnoText(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
 class Exchange {
  public:
@@ -103,7 +103,7 @@ class Exchange {
     }
     const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-      Fail(BulkFailure::kConnect, Errno("socket"));
+      Fail(BulkFailure::kConnect, ErrnoText("socket"));
       return -1;
     }
     const auto give_up = [&](BulkFailure failure, std::string message) {
@@ -112,7 +112,7 @@ class Exchange {
       return -1;
     };
     if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
-      if (errno != EINPROGRESS) return give_up(BulkFailure::kConnect, Errno("connect"));
+      if (errno != EINPROGRESS) return give_up(BulkFailure::kConnect, ErrnoText("connect"));
       const int ready = WaitFor(fd, POLLOUT, options_.connect_timeout);
       if (ready == 0) {
         return give_up(BulkFailure::kConnectTimeout,
@@ -122,7 +122,7 @@ class Exchange {
       int error = 0;
       socklen_t error_len = sizeof(error);
       if (ready < 0 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &error_len) != 0) {
-        return give_up(BulkFailure::kConnect, Errno("connect"));
+        return give_up(BulkFailure::kConnect, ErrnoText("connect"));
       }
       if (error != 0) {
         return give_up(BulkFailure::kConnect, std::string("connect: ") + std::strerror(error));
@@ -149,10 +149,10 @@ class Exchange {
         return Fail(BulkFailure::kWrite,
                     ready == 0 ? "send: no room within " +
                                      std::to_string(options_.write_timeout.count()) + " ms"
-                               : Errno("send"));
+                               : ErrnoText("send"));
       }
       if (Cancelled()) return false;
-      return Fail(BulkFailure::kWrite, Errno("send"));
+      return Fail(BulkFailure::kWrite, ErrnoText("send"));
     }
     return true;
   }
@@ -165,7 +165,7 @@ class Exchange {
       if (got >= 0) return got;
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        if (!Cancelled()) Fail(BulkFailure::kRead, Errno("recv"));
+        if (!Cancelled()) Fail(BulkFailure::kRead, ErrnoText("recv"));
         return -1;
       }
       const int ready = WaitFor(fd, POLLIN, options_.read_timeout);
@@ -175,7 +175,7 @@ class Exchange {
         Fail(BulkFailure::kReadTimeout,
              "no data within " + std::to_string(options_.read_timeout.count()) + " ms");
       } else {
-        Fail(BulkFailure::kRead, Errno("poll"));
+        Fail(BulkFailure::kRead, ErrnoText("poll"));
       }
       return -1;
     }

@@ -42,7 +42,7 @@ constexpr const char* TypeName() {
   return "u64";
 }
 
-Status Malformed(std::string_view field, std::string msg) {
+Status MalformedFrame(std::string_view field, std::string msg) {
   return Status::Corruption(std::move(msg), std::string(field));
 }
 
@@ -50,9 +50,9 @@ Status Malformed(std::string_view field, std::string msg) {
 
 Status Decoder::Need(std::string_view field, size_t n, std::string_view what) const {
   if (n <= remaining()) return Status::Ok();
-  return Malformed(field, "truncated: " + std::string(what) + " needs " + std::to_string(n) +
-                              " bytes at offset " + std::to_string(pos_) + ", only " +
-                              std::to_string(remaining()) + " remain");
+  return MalformedFrame(field, "truncated: " + std::string(what) + " needs " + std::to_string(n) +
+                                   " bytes at offset " + std::to_string(pos_) + ", only " +
+                                   std::to_string(remaining()) + " remain");
 }
 
 template <typename U>
@@ -105,7 +105,7 @@ Status Decoder::GetF64(std::string_view field, double* out) {
 Status Decoder::GetBool(std::string_view field, bool* out) {
   SLUICE_RETURN_IF_ERROR(Need(field, 1, "bool"));
   const uint8_t b = static_cast<uint8_t>(data_[pos_]);
-  if (b > 1) return Malformed(field, "bool byte is " + std::to_string(b) + ", want 0 or 1");
+  if (b > 1) return MalformedFrame(field, "bool byte is " + std::to_string(b) + ", want 0 or 1");
   *out = b == 1;
   ++pos_;
   return Status::Ok();
@@ -115,18 +115,19 @@ Status Decoder::GetVarint(std::string_view field, uint64_t* out) {
   uint64_t value = 0;
   for (size_t i = 0; i < kMaxVarintBytes; ++i) {
     if (pos_ + i >= data_.size()) {
-      return Malformed(field, "truncated: varint at offset " + std::to_string(pos_) +
-                                  " ends after " + std::to_string(i) + " bytes");
+      return MalformedFrame(field, "truncated: varint at offset " + std::to_string(pos_) +
+                                       " ends after " + std::to_string(i) + " bytes");
     }
     const uint8_t b = static_cast<uint8_t>(data_[pos_ + i]);
     if (i == kMaxVarintBytes - 1) {
       // The 10th byte holds bit 63 only: anything more is too long or too big.
       if (b & 0x80) {
-        return Malformed(field,
-                         "varint at offset " + std::to_string(pos_) + " is longer than 10 bytes");
+        return MalformedFrame(
+            field, "varint at offset " + std::to_string(pos_) + " is longer than 10 bytes");
       }
       if (b > 1) {
-        return Malformed(field, "varint at offset " + std::to_string(pos_) + " overflows 64 bits");
+        return MalformedFrame(field,
+                              "varint at offset " + std::to_string(pos_) + " overflows 64 bits");
       }
     }
     value |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
@@ -151,9 +152,9 @@ Status Decoder::GetStringView(std::string_view field, std::string_view* out) {
   const uint32_t len = LoadLe<uint32_t>(data_.data() + pos_);
   const size_t left = remaining() - kLengthPrefixSize;
   if (len > left) {
-    return Malformed(field, "declared string length " + std::to_string(len) + " at offset " +
-                                std::to_string(pos_) + " exceeds the " + std::to_string(left) +
-                                " bytes remaining");
+    return MalformedFrame(field, "declared string length " + std::to_string(len) + " at offset " +
+                                     std::to_string(pos_) + " exceeds the " + std::to_string(left) +
+                                     " bytes remaining");
   }
   *out = data_.substr(pos_ + kLengthPrefixSize, len);
   pos_ += kLengthPrefixSize + len;
@@ -174,10 +175,10 @@ Status Decoder::GetArray(std::string_view field, std::vector<T>* out) {
   const size_t left = remaining() - kCountPrefixSize;
   // Dividing instead of multiplying cannot overflow; this runs before any allocation.
   if (count > left / sizeof(T)) {
-    return Malformed(field, "declared " + std::string(TypeName<T>()) + " array count " +
-                                std::to_string(count) + " at offset " + std::to_string(pos_) +
-                                " needs " + std::to_string(uint64_t{count} * sizeof(T)) +
-                                " bytes, only " + std::to_string(left) + " remain");
+    return MalformedFrame(field, "declared " + std::string(TypeName<T>()) + " array count " +
+                                     std::to_string(count) + " at offset " + std::to_string(pos_) +
+                                     " needs " + std::to_string(uint64_t{count} * sizeof(T)) +
+                                     " bytes, only " + std::to_string(left) + " remain");
   }
   const char* src = data_.data() + pos_ + kCountPrefixSize;
   out->resize(count);

@@ -15,7 +15,7 @@ json GroupJson(const ResourceRegistry& registry, const std::string& group) {
   return out;
 }
 
-json ResourceJson(const ResourceInfo& r) {
+json DiscoveryResourceJson(const ResourceInfo& r) {
   json out = {{"name", r.plural},
               {"singularName", r.singular},
               {"namespaced", r.namespaced},
@@ -56,7 +56,7 @@ std::optional<json> ApiResourceList(const ResourceRegistry& registry, std::strin
   json resources = json::array();
   for (const ResourceInfo* r : registry.All()) {
     if (r->group != group || r->version != version) continue;
-    resources.push_back(ResourceJson(*r));
+    resources.push_back(DiscoveryResourceJson(*r));
     auto sub = [&](const std::string& name, const std::string& kind,
                    std::vector<std::string> verbs) {
       resources.push_back({{"name", r->plural + "/" + name},

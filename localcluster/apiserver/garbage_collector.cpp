@@ -43,7 +43,7 @@ bool RefBlocks(const json& ref) {
   return it != ref.end() && it->is_boolean() && it->get<bool>();
 }
 
-bool IsCore(const ResourceInfo& info, std::string_view plural) {
+bool IsCoreResource(const ResourceInfo& info, std::string_view plural) {
   return info.group.empty() && info.plural == plural;
 }
 
@@ -88,8 +88,8 @@ class Pass {
       if (ContainsString(item.finalizers, kOrphanFinalizer)) Orphan(item);
       if (ContainsString(item.finalizers, kForegroundFinalizer)) Foreground(item);
       const ResourceInfo& info = resources_[item.resource];
-      if (IsCore(info, "namespaces")) Namespace(item);
-      if (IsCore(info, "pods")) ExpirePod(item);
+      if (IsCoreResource(info, "namespaces")) Namespace(item);
+      if (IsCoreResource(info, "pods")) ExpirePod(item);
       Report(CompleteDeletionIfReady(storage_, item.key, item.stored).status(), item,
              "complete deletion");
     }

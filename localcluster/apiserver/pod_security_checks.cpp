@@ -66,7 +66,7 @@ struct PodView {
   bool Windows() const { return StringAt(spec, "/os/name") == "windows"; }
 };
 
-std::string NameOf(const json& container) { return StringField(container, "name"); }
+std::string ContainerName(const json& container) { return StringField(container, "name"); }
 
 const json& ContainerContext(const json& container, const char* key) {
   return AnyField(AnyField(container, "securityContext"), key);
@@ -103,7 +103,7 @@ CheckResult AppArmorProfile(const PodView& pod) {
   for (const json* c : pod.containers) {
     const json& profile = ContainerContext(*c, "appArmorProfile");
     if (profile.is_null() || AllowedAppArmorType(StringField(profile, "type"))) continue;
-    bad_containers.push_back(NameOf(*c));
+    bad_containers.push_back(ContainerName(*c));
     bad_values.insert(StringField(profile, "type"));
   }
   Strings bad_annotations;  // The deprecated per-container annotations.
@@ -147,7 +147,7 @@ CheckResult CapabilitiesBaseline(const PodView& pod) {
       bad = true;
       added.insert(cap);
     }
-    if (bad) bad_containers.push_back(NameOf(*c));
+    if (bad) bad_containers.push_back(ContainerName(*c));
   }
   if (bad_containers.empty()) return std::nullopt;
   return Failure{"non-default capabilities", Containers(bad_containers) + " must not include " +
@@ -185,7 +185,7 @@ CheckResult HostPorts(const PodView& pod) {
       bad = true;
       ports.insert(std::to_string(host_port.get<int64_t>()));
     }
-    if (bad) bad_containers.push_back(NameOf(*c));
+    if (bad) bad_containers.push_back(ContainerName(*c));
   }
   if (bad_containers.empty()) return std::nullopt;
   return Failure{"hostPort", Containers(bad_containers) + " " +
@@ -197,7 +197,7 @@ CheckResult HostPorts(const PodView& pod) {
 CheckResult Privileged(const PodView& pod) {
   Strings bad_containers;
   for (const json* c : pod.containers) {
-    if (IsTrue(ContainerContext(*c, "privileged"))) bad_containers.push_back(NameOf(*c));
+    if (IsTrue(ContainerContext(*c, "privileged"))) bad_containers.push_back(ContainerName(*c));
   }
   if (bad_containers.empty()) return std::nullopt;
   return Failure{"privileged",
@@ -210,7 +210,7 @@ CheckResult ProcMount(const PodView& pod) {
   for (const json* c : pod.containers) {
     const json& proc_mount = ContainerContext(*c, "procMount");
     if (proc_mount.is_null() || StringValue(proc_mount) == "Default") continue;
-    bad_containers.push_back(NameOf(*c));
+    bad_containers.push_back(ContainerName(*c));
     types.insert(StringValue(proc_mount));
   }
   if (bad_containers.empty()) return std::nullopt;
@@ -247,7 +247,7 @@ CheckResult SeLinuxOptions(const PodView& pod) {
   Strings bad_containers;
   for (const json* c : pod.containers) {
     const json& options = ContainerContext(*c, "seLinuxOptions");
-    if (!options.is_null() && !valid(options)) bad_containers.push_back(NameOf(*c));
+    if (!options.is_null() && !valid(options)) bad_containers.push_back(ContainerName(*c));
   }
   if (!bad_pod && bad_containers.empty()) return std::nullopt;
   Strings bad_data;
@@ -280,9 +280,9 @@ CheckResult SeccompProfile(const PodView& pod, bool require) {
   for (const json* c : pod.containers) {
     const json& profile = ContainerContext(*c, "seccompProfile");
     if (profile.is_null()) {
-      if (!pod_set) implicitly_bad.push_back(NameOf(*c));
+      if (!pod_set) implicitly_bad.push_back(ContainerName(*c));
     } else if (!ValidSeccompType(StringField(profile, "type"))) {
-      explicitly_bad.push_back(NameOf(*c));
+      explicitly_bad.push_back(ContainerName(*c));
       bad_values.insert(StringField(profile, "type"));
     }
   }
@@ -328,7 +328,7 @@ CheckResult WindowsHostProcess(const PodView& pod) {
   Strings bad_containers;
   for (const json* c : pod.containers) {
     if (IsTrue(AnyField(ContainerContext(*c, "windowsOptions"), "hostProcess"))) {
-      bad_containers.push_back(NameOf(*c));
+      bad_containers.push_back(ContainerName(*c));
     }
   }
   const bool bad_pod = IsTrue(AnyField(pod.PodContext("windowsOptions"), "hostProcess"));
@@ -346,7 +346,7 @@ CheckResult AllowPrivilegeEscalation(const PodView& pod) {
   Strings bad_containers;
   for (const json* c : pod.containers) {
     if (!IsFalse(ContainerContext(*c, "allowPrivilegeEscalation"))) {
-      bad_containers.push_back(NameOf(*c));
+      bad_containers.push_back(ContainerName(*c));
     }
   }
   if (bad_containers.empty()) return std::nullopt;
@@ -363,12 +363,12 @@ CheckResult CapabilitiesRestricted(const PodView& pod) {
   for (const json* c : pod.containers) {
     const json& capabilities = ContainerContext(*c, "capabilities");
     if (capabilities.is_null()) {
-      missing_drop_all.push_back(NameOf(*c));
+      missing_drop_all.push_back(ContainerName(*c));
       continue;
     }
     const Strings drop = StringItems(AnyField(capabilities, "drop"));
     if (std::find(drop.begin(), drop.end(), "ALL") == drop.end()) {
-      missing_drop_all.push_back(NameOf(*c));
+      missing_drop_all.push_back(ContainerName(*c));
     }
     bool bad = false;
     for (const std::string& cap : StringItems(AnyField(capabilities, "add"))) {
@@ -376,7 +376,7 @@ CheckResult CapabilitiesRestricted(const PodView& pod) {
       bad = true;
       forbidden.insert(cap);
     }
-    if (bad) adding_forbidden.push_back(NameOf(*c));
+    if (bad) adding_forbidden.push_back(ContainerName(*c));
   }
   Strings details;
   if (!missing_drop_all.empty()) {
@@ -448,9 +448,9 @@ CheckResult RunAsNonRoot(const PodView& pod) {
   for (const json* c : pod.containers) {
     const json& value = ContainerContext(*c, "runAsNonRoot");
     if (value.is_boolean()) {
-      if (!value.get<bool>()) explicitly_bad.push_back(NameOf(*c));
+      if (!value.get<bool>()) explicitly_bad.push_back(ContainerName(*c));
     } else if (!pod_non_root) {
-      implicitly_bad.push_back(NameOf(*c));
+      implicitly_bad.push_back(ContainerName(*c));
     }
   }
   if (bad_pod || !explicitly_bad.empty()) {
@@ -470,7 +470,7 @@ CheckResult RunAsUser(const PodView& pod) {
   const bool bad_pod = IsZero(pod.PodContext("runAsUser"));
   Strings bad_containers;
   for (const json* c : pod.containers) {
-    if (IsZero(ContainerContext(*c, "runAsUser"))) bad_containers.push_back(NameOf(*c));
+    if (IsZero(ContainerContext(*c, "runAsUser"))) bad_containers.push_back(ContainerName(*c));
   }
   if (!bad_pod && bad_containers.empty()) return std::nullopt;
   return Failure{"runAsUser=0", Setters(bad_pod, bad_containers) + " must not set runAsUser=0"};

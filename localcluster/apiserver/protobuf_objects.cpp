@@ -54,7 +54,7 @@ enum WireType : uint32_t {
   kFixed32 = 5,
 };
 
-Status Malformed(std::string message) {
+Status MalformedProto(std::string message) {
   return Status::InvalidArgument("malformed protobuf: " + std::move(message));
 }
 
@@ -67,23 +67,23 @@ class Reader {
   Status Varint(uint64_t* out) {
     uint64_t value = 0;
     for (int i = 0; i < 10; ++i) {
-      if (pos_ >= data_.size()) return Malformed("truncated varint");
+      if (pos_ >= data_.size()) return MalformedProto("truncated varint");
       const auto byte = static_cast<uint8_t>(data_[pos_++]);
-      if (i == 9 && byte > 1) return Malformed("varint overflows 64 bits");
+      if (i == 9 && byte > 1) return MalformedProto("varint overflows 64 bits");
       value |= static_cast<uint64_t>(byte & 0x7F) << (7 * i);
       if ((byte & 0x80) == 0) {
         *out = value;
         return Status::Ok();
       }
     }
-    return Malformed("varint longer than 10 bytes");
+    return MalformedProto("varint longer than 10 bytes");
   }
 
   Status Tag(uint32_t* number, uint32_t* wire_type) {
     uint64_t key = 0;
     SLUICE_RETURN_IF_ERROR(Varint(&key));
     const uint64_t field = key >> 3;
-    if (field == 0 || field > 0x1FFFFFFF) return Malformed("invalid field number");
+    if (field == 0 || field > 0x1FFFFFFF) return MalformedProto("invalid field number");
     *number = static_cast<uint32_t>(field);
     *wire_type = static_cast<uint32_t>(key & 7);
     return Status::Ok();
@@ -92,7 +92,7 @@ class Reader {
   Status LengthDelimited(std::string_view* out) {
     uint64_t length = 0;
     SLUICE_RETURN_IF_ERROR(Varint(&length));
-    if (length > data_.size() - pos_) return Malformed("length past the end of the data");
+    if (length > data_.size() - pos_) return MalformedProto("length past the end of the data");
     *out = data_.substr(pos_, static_cast<size_t>(length));
     pos_ += static_cast<size_t>(length);
     return Status::Ok();
@@ -114,15 +114,15 @@ class Reader {
         return Advance(4);
       case kStartGroup:
       case kEndGroup:
-        return Malformed("groups are not supported");
+        return MalformedProto("groups are not supported");
       default:
-        return Malformed("invalid wire type " + std::to_string(wire_type));
+        return MalformedProto("invalid wire type " + std::to_string(wire_type));
     }
   }
 
  private:
   Status Advance(size_t n) {
-    if (n > data_.size() - pos_) return Malformed("truncated fixed-width field");
+    if (n > data_.size() - pos_) return MalformedProto("truncated fixed-width field");
     pos_ += n;
     return Status::Ok();
   }
@@ -181,7 +181,7 @@ constexpr int64_t kYear10000Seconds = 253402300800;
 
 Result<std::string> FormatTime(int64_t seconds, int64_t micros, bool with_micros) {
   if (seconds < kYear0Seconds || seconds >= kYear10000Seconds) {
-    return Malformed("timestamp outside years 0 to 9999");
+    return MalformedProto("timestamp outside years 0 to 9999");
   }
   using std::chrono::days;
   using std::chrono::sys_seconds;
@@ -225,7 +225,7 @@ Result<json> DecodeTime(std::string_view bytes, bool micro) {
     }
   }
   if (seconds < kYear0Seconds || seconds >= kYear10000Seconds) {
-    return Malformed("timestamp outside years 0 to 9999");
+    return MalformedProto("timestamp outside years 0 to 9999");
   }
   int64_t micros = 0;
   if (micro) {
@@ -322,7 +322,7 @@ Result<json> DecodeIntOrString(std::string_view bytes) {
   }
   if (type == 0) return json(int_value);
   if (type == 1) return json(ValidUtf8(str_value));
-  return Malformed("int-or-string of unknown type " + std::to_string(type));
+  return MalformedProto("int-or-string of unknown type " + std::to_string(type));
 }
 
 Result<json> DecodeFieldsV1(std::string_view bytes) {
@@ -381,7 +381,7 @@ Status AtField(const Status& status, std::string_view name) {
   return Status::InvalidArgument(status.message(), JoinPath(name, status.field()));
 }
 
-bool IsZero(const json& v) {
+bool IsProtoZero(const json& v) {
   if (v.is_null()) return true;
   if (v.is_string()) return v.get_ref<const std::string&>().empty();
   if (v.is_boolean()) return !v.get<bool>();
@@ -425,7 +425,7 @@ class Decoder {
       const bool present = obj.contains(key);
       switch (f.presence) {
         case Presence::kOmitEmpty:
-          if (present && IsZero(obj[key])) obj.erase(key);
+          if (present && IsProtoZero(obj[key])) obj.erase(key);
           break;
         case Presence::kAlways:
           if (!present) obj[key] = ZeroValue(f);
@@ -510,7 +510,7 @@ class Decoder {
       case Type::kStringList:
         return DecodeStringList(bytes);
       default:
-        return Malformed("unexpected length-delimited value");
+        return MalformedProto("unexpected length-delimited value");
     }
   }
 
@@ -540,10 +540,10 @@ class Decoder {
         }
         return Status::Ok();
       }
-      return Malformed("wire type " + std::to_string(wire) + " for a varint field");
+      return MalformedProto("wire type " + std::to_string(wire) + " for a varint field");
     }
     if (wire != kLengthDelimited) {
-      return Malformed("wire type " + std::to_string(wire) + " for a length-delimited field");
+      return MalformedProto("wire type " + std::to_string(wire) + " for a length-delimited field");
     }
     std::string_view bytes;
     SLUICE_RETURN_IF_ERROR(reader.LengthDelimited(&bytes));

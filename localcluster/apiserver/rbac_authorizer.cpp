@@ -5,6 +5,7 @@
 
 #include "common/go_quote.h"
 #include "common/json/fields.h"
+#include "localcluster/apiserver/rbac_objects.h"
 
 namespace sluice::apiserver {
 namespace {
@@ -15,21 +16,6 @@ using Strings = std::vector<std::string>;
 constexpr char kRbacGroup[] = "rbac.authorization.k8s.io";
 constexpr char kRbacApiVersion[] = "rbac.authorization.k8s.io/v1";
 constexpr char kUnauthenticatedGroup[] = "system:unauthenticated";
-
-Strings StringList(const json& object, const char* key) {
-  Strings out;
-  if (!object.is_object()) return out;
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_array()) return out;
-  for (const json& item : *it) {
-    if (item.is_string()) out.push_back(item.get<std::string>());
-  }
-  return out;
-}
-
-std::string Metadata(const json& object, const char* key) {
-  return StringField(AnyField(object, "metadata"), key);
-}
 
 bool MatchesOrStar(const Strings& list, const std::string& value) {
   return std::any_of(list.begin(), list.end(),
@@ -65,12 +51,12 @@ bool NonResourceUrlMatches(const Strings& urls, const std::string& path) {
 }
 
 bool RuleAllows(const json& rule, const AuthorizationAttributes& a) {
-  if (!MatchesOrStar(StringList(rule, "verbs"), a.verb)) return false;
+  if (!MatchesOrStar(RbacStringList(rule, "verbs"), a.verb)) return false;
   if (!a.resource_request)
-    return NonResourceUrlMatches(StringList(rule, "nonResourceURLs"), a.path);
-  return MatchesOrStar(StringList(rule, "apiGroups"), a.group) &&
-         ResourceMatches(StringList(rule, "resources"), a) &&
-         ResourceNameMatches(StringList(rule, "resourceNames"), a.name);
+    return NonResourceUrlMatches(RbacStringList(rule, "nonResourceURLs"), a.path);
+  return MatchesOrStar(RbacStringList(rule, "apiGroups"), a.group) &&
+         ResourceMatches(RbacStringList(rule, "resources"), a) &&
+         ResourceNameMatches(RbacStringList(rule, "resourceNames"), a.name);
 }
 
 bool RoleAllows(const json* role, const AuthorizationAttributes& a) {
@@ -79,15 +65,6 @@ bool RoleAllows(const json* role, const AuthorizationAttributes& a) {
   if (!rules.is_array()) return false;
   return std::any_of(rules.begin(), rules.end(),
                      [&](const json& rule) { return RuleAllows(rule, a); });
-}
-
-// `namespace_` is "" for ClusterRoles, which have none.
-const json* FindRole(const std::vector<json>& roles, const std::string& name,
-                     const std::string& namespace_) {
-  for (const json& role : roles) {
-    if (Metadata(role, "name") == name && Metadata(role, "namespace") == namespace_) return &role;
-  }
-  return nullptr;
 }
 
 // The first of the binding's subjects that is `user`, described as kube's reasons name it
@@ -251,32 +228,32 @@ AuthorizationDecision Authorize(const UserInfo& user, const AuthorizationAttribu
     std::optional<std::string> subject = MatchingSubject(binding, user, "");
     if (!subject) continue;
     const std::string role = StringField(role_ref, "name");
-    if (!RoleAllows(FindRole(policy.cluster_roles, role, ""), attributes)) continue;
-    return {true, AllowedBy("ClusterRoleBinding", Metadata(binding, "name"), "ClusterRole", role,
-                            *subject)};
+    if (!RoleAllows(FindRbacRole(policy.cluster_roles, role, ""), attributes)) continue;
+    return {true, AllowedBy("ClusterRoleBinding", RbacMetadata(binding, "name"), "ClusterRole",
+                            role, *subject)};
   }
 
   // RoleBindings reach only resources in their own namespace: never cluster-scoped or
   // all-namespaces requests, never non-resource URLs.
   if (!attributes.resource_request || attributes.namespace_.empty()) return {};
   for (const json& binding : policy.role_bindings) {
-    const std::string ns = Metadata(binding, "namespace");
+    const std::string ns = RbacMetadata(binding, "namespace");
     if (ns != attributes.namespace_) continue;
     const json& role_ref = AnyField(binding, "roleRef");
     const std::string kind = StringField(role_ref, "kind");
     const std::string role = StringField(role_ref, "name");
     const json* role_object = nullptr;
     if (kind == "Role") {
-      role_object = FindRole(policy.roles, role, ns);
+      role_object = FindRbacRole(policy.roles, role, ns);
     } else if (kind == "ClusterRole") {
-      role_object = FindRole(policy.cluster_roles, role, "");
+      role_object = FindRbacRole(policy.cluster_roles, role, "");
     } else {
       continue;
     }
     std::optional<std::string> subject = MatchingSubject(binding, user, ns);
     if (!subject || !RoleAllows(role_object, attributes)) continue;
     // kube names a RoleBinding "name/namespace".
-    std::string name = Metadata(binding, "name");
+    std::string name = RbacMetadata(binding, "name");
     name += '/';
     name += ns;
     return {true, AllowedBy("RoleBinding", name, kind, role, *subject)};

@@ -7,6 +7,7 @@
 
 #include "common/go_quote.h"
 #include "common/json/fields.h"
+#include "localcluster/apiserver/rbac_objects.h"
 
 namespace sluice::apiserver {
 namespace {
@@ -15,21 +16,6 @@ using nlohmann::json;
 using Strings = std::vector<std::string>;
 
 constexpr char kRbacApiGroup[] = "rbac.authorization.k8s.io";
-
-// Stored and written objects may miss fields or hold ill-typed ones: those read as empty.
-Strings StringList(const json& object, const char* key) {
-  Strings out;
-  const json& list = AnyField(object, key);
-  if (!list.is_array()) return out;
-  for (const json& item : list) {
-    if (item.is_string()) out.push_back(item.get<std::string>());
-  }
-  return out;
-}
-
-std::string Metadata(const json& object, const char* key) {
-  return StringField(AnyField(object, "metadata"), key);
-}
 
 bool Has(const Strings& list, const std::string& value) {
   for (const std::string& item : list) {
@@ -50,14 +36,6 @@ Status RbacNotFound(const char* resource, const std::string& name) {
                           " not found");
 }
 
-const json* FindRole(const std::vector<json>& roles, const std::string& name,
-                     const std::string& namespace_) {
-  for (const json& role : roles) {
-    if (Metadata(role, "name") == name && Metadata(role, "namespace") == namespace_) return &role;
-  }
-  return nullptr;
-}
-
 // The rules of the role `role_ref` names, for a binding in `binding_namespace` ("" for a
 // ClusterRoleBinding): kube's GetRoleReferenceRules, with the errors kube-apiserver reports.
 Result<json> RoleReferenceRules(const json& role_ref, const std::string& binding_namespace,
@@ -69,10 +47,10 @@ Result<json> RoleReferenceRules(const json& role_ref, const std::string& binding
     if (binding_namespace.empty()) {
       return Status::InvalidArgument("Namespace parameter required.");
     }
-    role = FindRole(policy.roles, name, binding_namespace);
+    role = FindRbacRole(policy.roles, name, binding_namespace);
     if (role == nullptr) return RbacNotFound("roles", name);
   } else if (kind == "ClusterRole") {
-    role = FindRole(policy.cluster_roles, name, "");
+    role = FindRbacRole(policy.cluster_roles, name, "");
     if (role == nullptr) return RbacNotFound("clusterroles", name);
   } else {
     return Status::Internal("unsupported role reference kind: " + GoQuote(kind));
@@ -126,11 +104,11 @@ struct AtomicRule {
 
 std::vector<AtomicRule> Breakdown(const json& rule) {
   std::vector<AtomicRule> out;
-  const Strings groups = StringList(rule, "apiGroups");
-  const Strings resources = StringList(rule, "resources");
-  const Strings verbs = StringList(rule, "verbs");
-  const Strings names = StringList(rule, "resourceNames");
-  const Strings urls = StringList(rule, "nonResourceURLs");
+  const Strings groups = RbacStringList(rule, "apiGroups");
+  const Strings resources = RbacStringList(rule, "resources");
+  const Strings verbs = RbacStringList(rule, "verbs");
+  const Strings names = RbacStringList(rule, "resourceNames");
+  const Strings urls = RbacStringList(rule, "nonResourceURLs");
   for (const std::string& group : groups) {
     for (const std::string& resource : resources) {
       for (const std::string& verb : verbs) {
@@ -165,11 +143,11 @@ std::vector<AtomicRule> Breakdown(const json& rule) {
 // A held rule, its lists read once.
 struct HeldRule {
   explicit HeldRule(const json& rule)
-      : verbs(StringList(rule, "verbs")),
-        groups(StringList(rule, "apiGroups")),
-        resources(StringList(rule, "resources")),
-        names(StringList(rule, "resourceNames")),
-        urls(StringList(rule, "nonResourceURLs")) {}
+      : verbs(RbacStringList(rule, "verbs")),
+        groups(RbacStringList(rule, "apiGroups")),
+        resources(RbacStringList(rule, "resources")),
+        names(RbacStringList(rule, "resourceNames")),
+        urls(RbacStringList(rule, "nonResourceURLs")) {}
 
   Strings verbs;
   Strings groups;
@@ -303,7 +281,7 @@ std::vector<json> RulesHeldBy(const UserInfo& user, const std::string& namespace
   for (const json& binding : policy.cluster_role_bindings) add(binding, "");
   if (namespace_.empty()) return held;
   for (const json& binding : policy.role_bindings) {
-    if (Metadata(binding, "namespace") == namespace_) add(binding, namespace_);
+    if (RbacMetadata(binding, "namespace") == namespace_) add(binding, namespace_);
   }
   return held;
 }
@@ -333,7 +311,7 @@ std::string CompactRuleString(const json& rule) {
   std::string out = "{";
   bool first = true;
   auto part = [&](const char* label, const char* key) {
-    const Strings values = StringList(rule, key);
+    const Strings values = RbacStringList(rule, key);
     if (values.empty()) return;
     if (!first) out += ", ";
     first = false;
@@ -356,10 +334,10 @@ std::vector<std::string> MissingRuleDescriptions(const std::vector<json>& uncove
   std::vector<json> compacted;
   std::map<SimpleKey, size_t> simple;  // Index into compacted.
   for (const json& rule : uncovered) {
-    const Strings groups = StringList(rule, "apiGroups");
-    const Strings resources = StringList(rule, "resources");
-    const Strings names = StringList(rule, "resourceNames");
-    const bool is_simple = StringList(rule, "nonResourceURLs").empty() && names.size() <= 1 &&
+    const Strings groups = RbacStringList(rule, "apiGroups");
+    const Strings resources = RbacStringList(rule, "resources");
+    const Strings names = RbacStringList(rule, "resourceNames");
+    const bool is_simple = RbacStringList(rule, "nonResourceURLs").empty() && names.size() <= 1 &&
                            groups.size() == 1 && resources.size() == 1;
     if (!is_simple) {
       compacted.push_back(rule);
@@ -374,7 +352,7 @@ std::vector<std::string> MissingRuleDescriptions(const std::vector<json>& uncove
     }
     json& merged = compacted[it->second]["verbs"];
     if (!merged.is_array()) merged = json::array();
-    for (const std::string& verb : StringList(rule, "verbs")) merged.push_back(verb);
+    for (const std::string& verb : RbacStringList(rule, "verbs")) merged.push_back(verb);
   }
   std::set<std::string> lines;
   for (const json& rule : compacted) lines.insert(CompactRuleString(rule));
@@ -405,7 +383,7 @@ Status ConfirmNoEscalation(const UserInfo& user, const RbacWrite& write, const j
   }
   if (old_object != nullptr && OnlyGcFieldsChange(object, *old_object)) return Status::Ok();
   const std::string qualified = write.resource + "." + write.group;
-  const std::string name = Metadata(object, "name");
+  const std::string name = RbacMetadata(object, "name");
   json rules = json::array();
   if (write.resource == "roles" || write.resource == "clusterroles") {
     AuthorizationAttributes escalate;

@@ -23,7 +23,7 @@ int64_t EpochSeconds(Clock::WallTime t) {
   return std::chrono::floor<std::chrono::seconds>(t.time_since_epoch()).count();
 }
 
-Status Malformed(const std::string& what) {
+Status MalformedToken(const std::string& what) {
   return Status::Unauthenticated("malformed token: " + what);
 }
 
@@ -39,12 +39,12 @@ Result<std::string> StringClaim(const json& object, const char* key, const std::
                                 bool required) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) {
-    if (required) return Malformed(where + key + " is missing");
+    if (required) return MalformedToken(where + key + " is missing");
     return std::string();
   }
-  if (!it->is_string()) return Malformed(where + key + " is not a string");
+  if (!it->is_string()) return MalformedToken(where + key + " is not a string");
   if (required && it->get_ref<const std::string&>().empty()) {
-    return Malformed(where + key + " is empty");
+    return MalformedToken(where + key + " is empty");
   }
   return it->get<std::string>();
 }
@@ -54,7 +54,7 @@ Result<std::string> StringClaim(const json& object, const char* key, const std::
 Result<int64_t> TimeClaim(const json& object, const char* key, bool required) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) {
-    if (required) return Malformed(std::string(key) + " is missing");
+    if (required) return MalformedToken(std::string(key) + " is missing");
     return int64_t{0};
   }
   if (it->is_number_integer()) return it->get<int64_t>();
@@ -62,18 +62,18 @@ Result<int64_t> TimeClaim(const json& object, const char* key, bool required) {
     const double v = it->get<double>();
     if (std::isfinite(v) && std::fabs(v) < 1e15) return static_cast<int64_t>(std::floor(v));
   }
-  return Malformed(std::string(key) + " is not a number of seconds");
+  return MalformedToken(std::string(key) + " is not a number of seconds");
 }
 
 // kubernetes.io.<key>: {name, uid}; nullopt when absent and not `required`.
 Result<std::optional<ObjectRef>> RefClaim(const json& k8s, const char* key, bool required) {
   auto it = k8s.find(key);
   if (it == k8s.end() || it->is_null()) {
-    if (required) return Malformed(std::string(kPrivateClaims) + "." + key + " is missing");
+    if (required) return MalformedToken(std::string(kPrivateClaims) + "." + key + " is missing");
     return std::optional<ObjectRef>();
   }
   if (!it->is_object()) {
-    return Malformed(std::string(kPrivateClaims) + "." + key + " is not an object");
+    return MalformedToken(std::string(kPrivateClaims) + "." + key + " is not an object");
   }
   const std::string where = std::string(kPrivateClaims) + "." + key + ".";
   ObjectRef ref;
@@ -162,7 +162,7 @@ json ClaimsJson(const ServiceAccountClaims& claims) {
 }
 
 Result<ServiceAccountClaims> ParseClaims(const json& payload) {
-  if (!payload.is_object()) return Malformed("the claims are not a JSON object");
+  if (!payload.is_object()) return MalformedToken("the claims are not a JSON object");
   ServiceAccountClaims claims;
   SLUICE_ASSIGN_OR_RETURN(claims.issuer, StringClaim(payload, "iss", "", true));
   SLUICE_ASSIGN_OR_RETURN(const std::string subject, StringClaim(payload, "sub", "", true));
@@ -172,11 +172,11 @@ Result<ServiceAccountClaims> ParseClaims(const json& payload) {
     claims.audiences.push_back(aud.get<std::string>());
   } else if (aud.is_array()) {
     for (const json& a : aud) {
-      if (!a.is_string()) return Malformed("aud holds a non-string");
+      if (!a.is_string()) return MalformedToken("aud holds a non-string");
       claims.audiences.push_back(a.get<std::string>());
     }
   } else {
-    return Malformed("aud is missing");
+    return MalformedToken("aud is missing");
   }
   SLUICE_ASSIGN_OR_RETURN(claims.expiry, TimeClaim(payload, "exp", true));
   SLUICE_ASSIGN_OR_RETURN(claims.issued_at, TimeClaim(payload, "iat", false));
@@ -184,7 +184,7 @@ Result<ServiceAccountClaims> ParseClaims(const json& payload) {
 
   auto k8s = payload.find(kPrivateClaims);
   if (k8s == payload.end() || !k8s->is_object()) {
-    return Malformed(std::string(kPrivateClaims) + " is missing");
+    return MalformedToken(std::string(kPrivateClaims) + " is missing");
   }
   const std::string where = std::string(kPrivateClaims) + ".";
   SLUICE_ASSIGN_OR_RETURN(claims.namespace_, StringClaim(*k8s, "namespace", where, true));
@@ -196,8 +196,8 @@ Result<ServiceAccountClaims> ParseClaims(const json& payload) {
   const std::string expected =
       ServiceAccountUsername(claims.namespace_, claims.service_account.name);
   if (subject != expected) {
-    return Malformed("sub \"" + subject + "\" does not name the token's service account \"" +
-                     expected + "\"");
+    return MalformedToken("sub \"" + subject + "\" does not name the token's service account \"" +
+                          expected + "\"");
   }
   return claims;
 }

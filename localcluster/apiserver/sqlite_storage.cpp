@@ -173,7 +173,7 @@ struct SqliteStorage::Statements {
 namespace {
 
 // Runs a no-row prepared statement (BEGIN, COMMIT, an INSERT...).
-Status Step(sqlite3* db, sqlite3_stmt* stmt, std::string_view what) {
+Status StepStatement(sqlite3* db, sqlite3_stmt* stmt, std::string_view what) {
   StatementScope scope(stmt);
   const int rc = sqlite3_step(stmt);
   if (rc != SQLITE_DONE) return SqliteError(db, rc, what);
@@ -185,16 +185,16 @@ Status Step(sqlite3* db, sqlite3_stmt* stmt, std::string_view what) {
 class Transaction {
  public:
   Transaction(sqlite3* db, sqlite3_stmt* begin, sqlite3_stmt* commit, sqlite3_stmt* rollback)
-      : db_(db), commit_(commit), rollback_(rollback), status_(Step(db, begin, "BEGIN")) {}
+      : db_(db), commit_(commit), rollback_(rollback), status_(StepStatement(db, begin, "BEGIN")) {}
   ~Transaction() {
-    if (status_.ok() && !committed_) (void)Step(db_, rollback_, "ROLLBACK");
+    if (status_.ok() && !committed_) (void)StepStatement(db_, rollback_, "ROLLBACK");
   }
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
 
   const Status& status() const { return status_; }
   Status Commit() {
-    Status status = Step(db_, commit_, "COMMIT");
+    Status status = StepStatement(db_, commit_, "COMMIT");
     // A failed COMMIT leaves the transaction open; the destructor rolls it back.
     committed_ = status.ok();
     return status;
@@ -390,7 +390,7 @@ Result<Stored> SqliteStorage::Write(WriteKind kind, const ObjectKey& key,
     SLUICE_ASSIGN_OR_RETURN(object, ParseStored(existing->second, key));
     sqlite3_stmt* stmt = statements_->remove;
     BindKey(stmt, key);
-    SLUICE_RETURN_IF_ERROR(Step(db_, stmt, "delete " + key.ToString()));
+    SLUICE_RETURN_IF_ERROR(StepStatement(db_, stmt, "delete " + key.ToString()));
   }
   SLUICE_RETURN_IF_ERROR(StampRevision(*object, revision));
   if (kind != WriteKind::kDelete) {
@@ -399,10 +399,10 @@ Result<Stored> SqliteStorage::Write(WriteKind kind, const ObjectKey& key,
     BindKey(stmt, key);
     sqlite3_bind_int64(stmt, 4, static_cast<int64_t>(revision));
     BindText(stmt, 5, text);
-    SLUICE_RETURN_IF_ERROR(Step(db_, stmt, "write " + key.ToString()));
+    SLUICE_RETURN_IF_ERROR(StepStatement(db_, stmt, "write " + key.ToString()));
   }
   sqlite3_bind_int64(statements_->set_revision, 1, static_cast<int64_t>(revision));
-  SLUICE_RETURN_IF_ERROR(Step(db_, statements_->set_revision, "set revision"));
+  SLUICE_RETURN_IF_ERROR(StepStatement(db_, statements_->set_revision, "set revision"));
   const WatchEventType type = kind == WriteKind::kCreate   ? WatchEventType::kAdded
                               : kind == WriteKind::kUpdate ? WatchEventType::kModified
                                                            : WatchEventType::kDeleted;
@@ -417,11 +417,11 @@ Result<Stored> SqliteStorage::Write(WriteKind kind, const ObjectKey& key,
     BindText(stmt, 4, key.ns);
     BindText(stmt, 5, key.name);
     BindText(stmt, 6, text);
-    SLUICE_RETURN_IF_ERROR(Step(db_, stmt, "record event"));
+    SLUICE_RETURN_IF_ERROR(StepStatement(db_, stmt, "record event"));
     if (revision > history_capacity_) {
       sqlite3_bind_int64(statements_->trim_events, 1,
                          static_cast<int64_t>(revision - history_capacity_));
-      SLUICE_RETURN_IF_ERROR(Step(db_, statements_->trim_events, "trim events"));
+      SLUICE_RETURN_IF_ERROR(StepStatement(db_, statements_->trim_events, "trim events"));
     }
   }
   SLUICE_RETURN_IF_ERROR(txn.Commit());

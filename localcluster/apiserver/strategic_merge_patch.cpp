@@ -19,7 +19,7 @@ std::string Join(const std::string& path, const std::string& key) {
   return path.empty() ? key : path + "." + key;
 }
 
-std::string Brief(const json& v) {
+std::string BriefPatchValue(const json& v) {
   std::string s = v.dump();
   if (s.size() > 200) s = s.substr(0, 200) + "...";
   return s;
@@ -35,11 +35,12 @@ Result<std::string> PatchDirectiveOf(const json& map, const std::string& path) {
   auto it = map.find(kPatchDirective);
   if (it == map.end()) return std::string();
   if (!it->is_string()) {
-    return Status::InvalidArgument("$patch must be a string, got " + Brief(*it), path);
+    return Status::InvalidArgument("$patch must be a string, got " + BriefPatchValue(*it), path);
   }
   std::string d = it->get<std::string>();
   if (d != "replace" && d != "delete" && d != "merge") {
-    return Status::InvalidArgument("unknown patch type: " + d + " in map: " + Brief(map), path);
+    return Status::InvalidArgument("unknown patch type: " + d + " in map: " + BriefPatchValue(map),
+                                   path);
   }
   return d;
 }
@@ -134,9 +135,9 @@ class Merger {
     };
     for (const auto& [key, value] : patch.items()) {
       if (!IsDirectiveKey(key) && !value.is_null() && !retained(key)) {
-        return Status::Unprocessable(
-            "patch content doesn't match retainKeys list: " + key + " is not in " + Brief(retain),
-            path);
+        return Status::Unprocessable("patch content doesn't match retainKeys list: " + key +
+                                         " is not in " + BriefPatchValue(retain),
+                                     path);
       }
     }
     std::vector<std::string> drop;
@@ -174,7 +175,7 @@ class Merger {
       for (const json& item : items) {
         if (item.is_object() || item.is_array()) {
           return Status::InvalidArgument(
-              "a list merged as a set takes primitive values, got " + Brief(item), path);
+              "a list merged as a set takes primitive values, got " + BriefPatchValue(item), path);
         }
         if (std::find(original.begin(), original.end(), item) == original.end()) {
           original.push_back(item);
@@ -186,14 +187,15 @@ class Merger {
     const std::string& merge_key = key_it->second;
     for (const json& item : items) {
       if (!item.is_object()) {
-        return Status::InvalidArgument(
-            "list items must be objects with merge key \"" + merge_key + "\", got " + Brief(item),
-            path);
+        return Status::InvalidArgument("list items must be objects with merge key \"" + merge_key +
+                                           "\", got " + BriefPatchValue(item),
+                                       path);
       }
       auto key_value = item.find(merge_key);
       if (key_value == item.end()) {
         return Status::InvalidArgument(
-            "map: " + Brief(item) + " does not contain declared merge key: " + merge_key, path);
+            "map: " + BriefPatchValue(item) + " does not contain declared merge key: " + merge_key,
+            path);
       }
       auto match = [&](const json& existing) {
         if (!existing.is_object()) return false;

@@ -21,7 +21,8 @@ Status BadField(const std::string& field, const std::string& expected) {
 }
 
 // body[key] as a string; "" when absent or null.
-Result<std::string> OptionalString(const json& object, const char* key, const std::string& field) {
+Result<std::string> OptionalStringField(const json& object, const char* key,
+                                        const std::string& field) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return std::string();
   if (!it->is_string()) return BadField(field, "a string");
@@ -33,11 +34,11 @@ Result<std::optional<BoundObjectReference>> ParseBoundObject(const json& spec) {
   if (it == spec.end() || it->is_null()) return std::optional<BoundObjectReference>();
   if (!it->is_object()) return BadField("spec.boundObjectRef", "an object");
   BoundObjectReference ref;
-  SLUICE_ASSIGN_OR_RETURN(ref.kind, OptionalString(*it, "kind", "spec.boundObjectRef.kind"));
+  SLUICE_ASSIGN_OR_RETURN(ref.kind, OptionalStringField(*it, "kind", "spec.boundObjectRef.kind"));
   SLUICE_ASSIGN_OR_RETURN(ref.api_version,
-                          OptionalString(*it, "apiVersion", "spec.boundObjectRef.apiVersion"));
-  SLUICE_ASSIGN_OR_RETURN(ref.name, OptionalString(*it, "name", "spec.boundObjectRef.name"));
-  SLUICE_ASSIGN_OR_RETURN(ref.uid, OptionalString(*it, "uid", "spec.boundObjectRef.uid"));
+                          OptionalStringField(*it, "apiVersion", "spec.boundObjectRef.apiVersion"));
+  SLUICE_ASSIGN_OR_RETURN(ref.name, OptionalStringField(*it, "name", "spec.boundObjectRef.name"));
+  SLUICE_ASSIGN_OR_RETURN(ref.uid, OptionalStringField(*it, "uid", "spec.boundObjectRef.uid"));
   return std::optional<BoundObjectReference>(std::move(ref));
 }
 
@@ -76,13 +77,13 @@ Result<TokenRequestSpec> ParseTokenRequestSpec(const json& body,
                                                const std::string& path_namespace) {
   if (!body.is_object()) return Status::InvalidArgument("the request body must be an object");
   SLUICE_ASSIGN_OR_RETURN(const std::string api_version,
-                          OptionalString(body, "apiVersion", "apiVersion"));
+                          OptionalStringField(body, "apiVersion", "apiVersion"));
   if (!api_version.empty() && api_version != kGroupVersion) {
     return Status::InvalidArgument("the API version in the data (" + api_version +
                                    ") does not match the expected API version (" + kGroupVersion +
                                    ")");
   }
-  SLUICE_ASSIGN_OR_RETURN(const std::string kind, OptionalString(body, "kind", "kind"));
+  SLUICE_ASSIGN_OR_RETURN(const std::string kind, OptionalStringField(body, "kind", "kind"));
   if (!kind.empty() && kind != kKind) {
     return Status::InvalidArgument("the kind in the data (" + kind +
                                    ") does not match the expected kind (" + kKind + ")");

@@ -12,7 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string Age(const json& object, Clock::WallTime now) {
+std::string WorkloadAge(const json& object, Clock::WallTime now) {
   const std::string created = object.value("/metadata/creationTimestamp"_json_pointer, "");
   std::optional<Clock::WallTime> t = TryParseTime(created);
   if (!t) return "<unknown>";
@@ -35,8 +35,8 @@ json DeploymentRow(const json& d, Clock::WallTime now) {
   return {{"cells",
            {d.value("/metadata/name"_json_pointer, ""),
             std::to_string(IntAt(d, "/status/readyReplicas")) + "/" + std::to_string(desired),
-            IntAt(d, "/status/updatedReplicas"), IntAt(d, "/status/availableReplicas"), Age(d, now),
-            names, images,
+            IntAt(d, "/status/updatedReplicas"), IntAt(d, "/status/availableReplicas"),
+            WorkloadAge(d, now), names, images,
             FormatLabelSelector(d.value("/spec/selector"_json_pointer, json::object()))}}};
 }
 
@@ -44,8 +44,9 @@ json ReplicaSetRow(const json& rs, Clock::WallTime now) {
   const auto [names, images] = ContainersAndImages(rs);
   return {{"cells",
            {rs.value("/metadata/name"_json_pointer, ""), IntAt(rs, "/spec/replicas"),
-            IntAt(rs, "/status/replicas"), IntAt(rs, "/status/readyReplicas"), Age(rs, now), names,
-            images, FormatLabelSelector(rs.value("/spec/selector"_json_pointer, json::object()))}}};
+            IntAt(rs, "/status/replicas"), IntAt(rs, "/status/readyReplicas"), WorkloadAge(rs, now),
+            names, images,
+            FormatLabelSelector(rs.value("/spec/selector"_json_pointer, json::object()))}}};
 }
 
 PrinterColumn Column(const char* name, const char* type, const char* description,

@@ -15,7 +15,7 @@
 namespace sluice::cli {
 namespace {
 
-std::string_view Basename(std::string_view path) {
+std::string_view PathBasename(std::string_view path) {
   const size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
@@ -45,8 +45,8 @@ bool IsProgram(const ProcessInfo& process, std::string_view binary_name) {
   if (exe.size() > kDeleted.size() && exe.substr(exe.size() - kDeleted.size()) == kDeleted) {
     exe.remove_suffix(kDeleted.size());
   }
-  if (!exe.empty() && Basename(exe) == binary_name) return true;
-  return !process.argv.empty() && Basename(process.argv[0]) == binary_name;
+  if (!exe.empty() && PathBasename(exe) == binary_name) return true;
+  return !process.argv.empty() && PathBasename(process.argv[0]) == binary_name;
 }
 
 PidFileState JudgePidFile(const std::optional<std::string>& text, const ProcessLookup& lookup,

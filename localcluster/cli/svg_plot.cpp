@@ -12,7 +12,7 @@ namespace {
 constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                    "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
 
-std::string Num(double v) {
+std::string SvgNumber(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f", v);
   return buf;
@@ -30,13 +30,13 @@ struct Range {
 
 std::string Text(double x, double y, std::string_view text, const char* anchor,
                  const std::string& extra = {}) {
-  return "<text x=\"" + Num(x) + "\" y=\"" + Num(y) + "\" text-anchor=\"" + anchor + "\"" + extra +
-         ">" + EscapeXml(text) + "</text>\n";
+  return "<text x=\"" + SvgNumber(x) + "\" y=\"" + SvgNumber(y) + "\" text-anchor=\"" + anchor +
+         "\"" + extra + ">" + EscapeXml(text) + "</text>\n";
 }
 
 std::string Line(double x1, double y1, double x2, double y2, const char* stroke) {
-  return "<line x1=\"" + Num(x1) + "\" y1=\"" + Num(y1) + "\" x2=\"" + Num(x2) + "\" y2=\"" +
-         Num(y2) + "\" stroke=\"" + stroke + "\"/>\n";
+  return "<line x1=\"" + SvgNumber(x1) + "\" y1=\"" + SvgNumber(y1) + "\" x2=\"" + SvgNumber(x2) +
+         "\" y2=\"" + SvgNumber(y2) + "\" stroke=\"" + stroke + "\"/>\n";
 }
 
 std::string RenderPanel(const PlotPanel& panel, const PlotArea& area) {
@@ -56,8 +56,8 @@ std::string RenderPanel(const PlotPanel& panel, const PlotArea& area) {
   out += Line(area.left, area.top, area.left, bottom, "#000");  // y axis
   out += Text(area.left + area.width / 2, bottom + 32, "version", "middle");
   out += Text(area.left - 55, area.top + area.height / 2, panel.y_label, "middle",
-              " transform=\"rotate(-90 " + Num(area.left - 55) + " " +
-                  Num(area.top + area.height / 2) + ")\"");
+              " transform=\"rotate(-90 " + SvgNumber(area.left - 55) + " " +
+                  SvgNumber(area.top + area.height / 2) + ")\"");
   if (xr.empty()) {
     out += Text(area.left + area.width / 2, area.top + area.height / 2, "no data", "middle");
     return out + "</g>\n";
@@ -81,7 +81,7 @@ std::string RenderPanel(const PlotPanel& panel, const PlotArea& area) {
     for (const auto& [x, y] : s.points) {
       const double px = area.left + (x - xr.min) / (xr.max - xr.min) * area.width;
       const double py = bottom - (y - yr.min) / (yr.max - yr.min) * area.height;
-      points += (points.empty() ? "" : " ") + Num(px) + "," + Num(py);
+      points += (points.empty() ? "" : " ") + SvgNumber(px) + "," + SvgNumber(py);
     }
     out += "<polyline fill=\"none\" stroke=\"" + std::string(stroke) +
            "\" stroke-width=\"1.5\" points=\"" + points + "\"><title>" + EscapeXml(s.name) +

@@ -17,8 +17,8 @@ bool IsDnsLabelName(const std::string& s) {
   return !s.empty() && s.size() <= 253 && std::regex_match(s, re);
 }
 
-Result<std::string> StringField(const json& obj, const char* key, const std::string& field,
-                                const std::string& fallback) {
+Result<std::string> ConfigStringField(const json& obj, const char* key, const std::string& field,
+                                      const std::string& fallback) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return fallback;
   if (it->is_string()) return it->get<std::string>();
@@ -26,8 +26,8 @@ Result<std::string> StringField(const json& obj, const char* key, const std::str
   return Status::InvalidArgument("must be a string", field + "." + key);
 }
 
-Result<int64_t> IntField(const json& obj, const char* key, const std::string& field,
-                         int64_t fallback) {
+Result<int64_t> ConfigIntField(const json& obj, const char* key, const std::string& field,
+                               int64_t fallback) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return fallback;
   if (!it->is_number_integer() || it->get<int64_t>() < 0) {
@@ -57,21 +57,21 @@ Result<NodeSpec> ParseNode(const json& n, const std::string& field) {
     }
   }
   NodeSpec s;
-  SLUICE_ASSIGN_OR_RETURN(s.name, StringField(n, "name", field, ""));
+  SLUICE_ASSIGN_OR_RETURN(s.name, ConfigStringField(n, "name", field, ""));
   if (!IsDnsLabelName(s.name)) {
     return Status::InvalidArgument("must be a lower-case DNS name (a-z, 0-9, '-', '.')",
                                    field + ".name");
   }
-  SLUICE_ASSIGN_OR_RETURN(s.region, StringField(n, "region", field, "local"));
-  SLUICE_ASSIGN_OR_RETURN(s.zone, StringField(n, "zone", field, s.region + "-a"));
-  SLUICE_ASSIGN_OR_RETURN(s.cpu, StringField(n, "cpu", field, s.cpu));
+  SLUICE_ASSIGN_OR_RETURN(s.region, ConfigStringField(n, "region", field, "local"));
+  SLUICE_ASSIGN_OR_RETURN(s.zone, ConfigStringField(n, "zone", field, s.region + "-a"));
+  SLUICE_ASSIGN_OR_RETURN(s.cpu, ConfigStringField(n, "cpu", field, s.cpu));
   SLUICE_RETURN_IF_ERROR(CheckQuantity(s.cpu, field + ".cpu"));
-  SLUICE_ASSIGN_OR_RETURN(s.memory, StringField(n, "memory", field, s.memory));
+  SLUICE_ASSIGN_OR_RETURN(s.memory, ConfigStringField(n, "memory", field, s.memory));
   SLUICE_RETURN_IF_ERROR(CheckQuantity(s.memory, field + ".memory"));
-  SLUICE_ASSIGN_OR_RETURN(s.pods, IntField(n, "pods", field, s.pods));
+  SLUICE_ASSIGN_OR_RETURN(s.pods, ConfigIntField(n, "pods", field, s.pods));
   if (s.pods == 0) return Status::InvalidArgument("must be at least 1", field + ".pods");
-  SLUICE_ASSIGN_OR_RETURN(s.gpus, IntField(n, "gpus", field, 0));
-  SLUICE_ASSIGN_OR_RETURN(s.gpu_product, StringField(n, "gpuProduct", field, ""));
+  SLUICE_ASSIGN_OR_RETURN(s.gpus, ConfigIntField(n, "gpus", field, 0));
+  SLUICE_ASSIGN_OR_RETURN(s.gpu_product, ConfigStringField(n, "gpuProduct", field, ""));
   if (s.gpus > 0 && s.gpu_product.empty()) {
     return Status::InvalidArgument("is required when gpus > 0 (e.g. H100)", field + ".gpuProduct");
   }

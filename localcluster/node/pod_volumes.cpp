@@ -31,14 +31,14 @@ struct FileProjection {
 // Keyed by the normalised relative path inside the volume directory.
 using Payload = std::map<std::string, FileProjection>;
 
-std::string Quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string QuotedName(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 Status Internal(const std::string& what, const fs::path& path, const std::error_code& ec) {
   return Status::Internal(what + " " + path.string() + ": " + ec.message());
 }
 
-std::optional<json> Lookup(const std::function<std::optional<json>(const std::string&)>& fn,
-                           const std::string& name) {
+std::optional<json> LookupVolumeSource(
+    const std::function<std::optional<json>(const std::string&)>& fn, const std::string& name) {
   if (!fn) return std::nullopt;
   return fn(name);
 }
@@ -48,19 +48,19 @@ Result<std::string> CheckRelativePath(std::string_view path, const std::string& 
   if (path.empty()) return Status::InvalidArgument(field + ": Required value", field);
   if (path.front() == '/') {
     return Status::InvalidArgument(
-        field + ": Invalid value: " + Quoted(path) + ": must be a relative path", field);
+        field + ": Invalid value: " + QuotedName(path) + ": must be a relative path", field);
   }
   for (const auto& element : fs::path(path)) {
     if (element == "..") {
       return Status::InvalidArgument(
-          field + ": Invalid value: " + Quoted(path) + ": must not contain '..'", field);
+          field + ": Invalid value: " + QuotedName(path) + ": must not contain '..'", field);
     }
   }
   std::string normal = fs::path(path).lexically_normal().generic_string();
   while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
   if (normal.empty() || normal == ".") {
     return Status::InvalidArgument(
-        field + ": Invalid value: " + Quoted(path) + ": must name a file", field);
+        field + ": Invalid value: " + QuotedName(path) + ": must name a file", field);
   }
   return normal;
 }
@@ -71,7 +71,7 @@ Status CheckName(const std::string& name, const std::string& field) {
   if (name == "." || name == ".." || name.find('/') != std::string::npos ||
       name.find('\0') != std::string::npos) {
     return Status::InvalidArgument(
-        field + ": Invalid value: " + Quoted(name) + ": must be a single path element", field);
+        field + ": Invalid value: " + QuotedName(name) + ": must be a single path element", field);
   }
   return Status::Ok();
 }
@@ -111,9 +111,9 @@ Result<std::optional<std::string>> SecretValue(const json& secret, const std::st
       data.is_object() && it != data.end() && it->is_string()) {
     auto v = DecodeBase64(it->get<std::string>());
     if (!v.ok()) {
-      return Status::InvalidArgument("secret " +
-                                     Quoted(StringField(ObjectField(secret, "metadata"), "name")) +
-                                     " key " + key + ": " + v.status().message());
+      return Status::InvalidArgument(
+          "secret " + QuotedName(StringField(ObjectField(secret, "metadata"), "name")) + " key " +
+          key + ": " + v.status().message());
     }
     return std::optional(std::move(v).value());
   }
@@ -143,10 +143,11 @@ Status AddKeyedPayload(const json& source, bool config_map, const char* name_key
                        Payload& payload) {
   const std::string name = StringField(source, name_key);
   const bool optional = BoolField(source, "optional");
-  auto object = Lookup(config_map ? lookup.config_map : lookup.secret, name);
+  auto object = LookupVolumeSource(config_map ? lookup.config_map : lookup.secret, name);
   if (!object) {
     if (optional) return Status::Ok();
-    return Status::NotFound((config_map ? "configmap " : "secret ") + Quoted(name) + " not found");
+    return Status::NotFound((config_map ? "configmap " : "secret ") + QuotedName(name) +
+                            " not found");
   }
   auto value_of = [&](const std::string& key) {
     return config_map ? ConfigMapValue(*object, key) : SecretValue(*object, key);
@@ -219,7 +220,8 @@ Status AddDownwardPayload(const json& source, const json& pod, mode_t default_mo
       }
       const json* container = FindContainer(pod, cname);
       if (container == nullptr) {
-        return Status::InvalidArgument(name_field + ": Not found: " + Quoted(cname), name_field);
+        return Status::InvalidArgument(name_field + ": Not found: " + QuotedName(cname),
+                                       name_field);
       }
       auto v = ContainerResourceValue(*container, rref);
       if (!v.ok()) {
@@ -242,9 +244,10 @@ Status WritePayload(const fs::path& dir, const Payload& payload, const std::stri
   for (const auto& [path, unused] : payload) {
     for (fs::path p = fs::path(path).parent_path(); !p.empty(); p = p.parent_path()) {
       if (payload.contains(p.generic_string())) {
-        return Status::InvalidArgument(
-            field + ": conflicting paths " + Quoted(p.generic_string()) + " and " + Quoted(path),
-            field);
+        return Status::InvalidArgument(field + ": conflicting paths " +
+                                           QuotedName(p.generic_string()) + " and " +
+                                           QuotedName(path),
+                                       field);
       }
     }
   }
@@ -319,7 +322,7 @@ Status CheckHostPath(const fs::path& path, const std::string& type, const std::s
   if (type == "CharDevice")
     return fs::is_character_file(st) ? Status::Ok() : fail("character device");
   if (type == "BlockDevice") return fs::is_block_file(st) ? Status::Ok() : fail("block device");
-  return Status::InvalidArgument(field + ": Unsupported value: " + Quoted(type), field);
+  return Status::InvalidArgument(field + ": Unsupported value: " + QuotedName(type), field);
 }
 
 // The known volume types; any other member but `name` is an unsupported type.
@@ -344,8 +347,8 @@ Result<fs::path> MaterializeOne(const json& pod, const json& volume, size_t inde
   if (type.empty()) {
     for (auto it = volume.begin(); it != volume.end(); ++it) {
       if (it.key() != "name") {
-        return Status::InvalidArgument(field + ": unsupported volume type " + Quoted(it.key()) +
-                                           " (volume " + Quoted(name) + ")",
+        return Status::InvalidArgument(field + ": unsupported volume type " + QuotedName(it.key()) +
+                                           " (volume " + QuotedName(name) + ")",
                                        field + "." + it.key());
       }
     }
@@ -373,7 +376,7 @@ Result<fs::path> MaterializeOne(const json& pod, const json& volume, size_t inde
     const std::string path = StringField(source, "path");
     if (path.empty() || path.front() != '/') {
       return Status::InvalidArgument(
-          source_field + ".path: Invalid value: " + Quoted(path) + ": must be an absolute path",
+          source_field + ".path: Invalid value: " + QuotedName(path) + ": must be an absolute path",
           source_field + ".path");
     }
     fs::path host = fs::path(path).lexically_normal();
@@ -408,8 +411,8 @@ Result<fs::path> MaterializeOne(const json& pod, const json& volume, size_t inde
             AddDownwardPayload(dw, pod, default_mode, f + ".downwardAPI", payload));
       } else {
         std::string what = s.is_object() && !s.empty() ? s.begin().key() : std::string("(none)");
-        return Status::InvalidArgument(f + ": unsupported projected volume source " + Quoted(what) +
-                                           " (volume " + Quoted(name) + ")",
+        return Status::InvalidArgument(f + ": unsupported projected volume source " +
+                                           QuotedName(what) + " (volume " + QuotedName(name) + ")",
                                        f);
       }
     }
@@ -485,7 +488,7 @@ Result<VolumeDirs> MaterializeVolumes(const json& pod, const fs::path& pod_dir,
     if (!dirs.by_volume.emplace(StringField(volume, "name"), dir).second) {
       const std::string field = "spec.volumes[" + std::to_string(i) + "].name";
       return Status::InvalidArgument(
-          field + ": Duplicate value: " + Quoted(StringField(volume, "name")), field);
+          field + ": Duplicate value: " + QuotedName(StringField(volume, "name")), field);
     }
   }
   return dirs;
@@ -501,13 +504,14 @@ Result<std::vector<PathMapping>> ContainerMounts(const json& container, const Vo
     const std::string name = StringField(m, "name");
     auto dir = dirs.by_volume.find(name);
     if (dir == dirs.by_volume.end()) {
-      return Status::InvalidArgument(field + ".name: Not found: " + Quoted(name), field + ".name");
+      return Status::InvalidArgument(field + ".name: Not found: " + QuotedName(name),
+                                     field + ".name");
     }
     const std::string mount_path = StringField(m, "mountPath");
     if (mount_path.empty() || mount_path.front() != '/') {
-      return Status::InvalidArgument(
-          field + ".mountPath: Invalid value: " + Quoted(mount_path) + ": must be an absolute path",
-          field + ".mountPath");
+      return Status::InvalidArgument(field + ".mountPath: Invalid value: " +
+                                         QuotedName(mount_path) + ": must be an absolute path",
+                                     field + ".mountPath");
     }
     std::string normal = fs::path(mount_path).lexically_normal().generic_string();
     while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
@@ -519,7 +523,7 @@ Result<std::vector<PathMapping>> ContainerMounts(const json& container, const Vo
     }
     if (!seen.insert(normal).second) {
       return Status::InvalidArgument(
-          field + ".mountPath: Invalid value: " + Quoted(mount_path) + ": must be unique",
+          field + ".mountPath: Invalid value: " + QuotedName(mount_path) + ": must be unique",
           field + ".mountPath");
     }
     if (!StringField(m, "subPathExpr").empty()) {

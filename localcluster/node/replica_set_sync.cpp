@@ -13,9 +13,9 @@ using nlohmann::json;
 
 namespace {
 
-constexpr char kReplicaFailure[] = "ReplicaFailure";
+constexpr char kReplicaSetReplicaFailure[] = "ReplicaFailure";
 
-Clock::WallTime TimeAt(const json& object, const char* pointer) {
+Clock::WallTime ReplicaSetTimeAt(const json& object, const char* pointer) {
   return ParseTimeOrEpoch(StringAt(object, pointer));
 }
 
@@ -30,7 +30,7 @@ int PhaseOrdinal(const json& pod) {
 Clock::WallTime ReadySince(const json& pod) {
   for (const json& c : pod.value("/status/conditions"_json_pointer, json::array())) {
     if (c.is_object() && c.value("type", "") == "Ready") {
-      return TimeAt(c, "/lastTransitionTime");
+      return ReplicaSetTimeAt(c, "/lastTransitionTime");
     }
   }
   return Clock::WallTime{};
@@ -101,7 +101,8 @@ std::vector<json> PodsToDelete(const std::vector<json>& pods, size_t count) {
     const std::string node = StringAt(p, "/spec/nodeName");
     ranked.push_back({&p, node.empty(), PhaseOrdinal(p), PodReadyCondition(p),
                       node.empty() ? 0 : per_node[node], ReadySince(p), MaxRestarts(p),
-                      TimeAt(p, "/metadata/creationTimestamp"), StringAt(p, "/metadata/name")});
+                      ReplicaSetTimeAt(p, "/metadata/creationTimestamp"),
+                      StringAt(p, "/metadata/name")});
   }
   std::sort(ranked.begin(), ranked.end(), DeleteFirst);
   std::vector<json> out;
@@ -134,13 +135,13 @@ void SetReplicaFailure(json& status, const std::string& reason, const std::strin
   if (!conditions.is_array()) conditions = json::array();
   std::string since = FormatTime(now);
   for (const json& c : conditions) {
-    if (c.is_object() && c.value("type", "") == kReplicaFailure &&
+    if (c.is_object() && c.value("type", "") == kReplicaSetReplicaFailure &&
         c.value("status", "") == "True" && c.contains("lastTransitionTime")) {
       since = c.value("lastTransitionTime", since);
     }
   }
-  conditions = ConditionsWithout(conditions, kReplicaFailure);
-  conditions.push_back({{"type", kReplicaFailure},
+  conditions = ConditionsWithout(conditions, kReplicaSetReplicaFailure);
+  conditions.push_back({{"type", kReplicaSetReplicaFailure},
                         {"status", "True"},
                         {"lastTransitionTime", since},
                         {"reason", reason},
@@ -216,7 +217,8 @@ ReplicaSetPlan SyncReplicaSet(const json& rs, const std::vector<json>& pods, Clo
   status["readyReplicas"] = ready;
   status["availableReplicas"] = available;
   status["observedGeneration"] = IntAt(rs, "/metadata/generation", 0);
-  json conditions = ConditionsWithout(status.value("conditions", json::array()), kReplicaFailure);
+  json conditions =
+      ConditionsWithout(status.value("conditions", json::array()), kReplicaSetReplicaFailure);
   if (conditions.empty()) {
     status.erase("conditions");
   } else {

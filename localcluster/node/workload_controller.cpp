@@ -15,7 +15,7 @@ namespace {
 
 const kube::GroupVersionResource kDeployments{"apps", "v1", "deployments", true};
 const kube::GroupVersionResource kReplicaSets{"apps", "v1", "replicasets", true};
-const kube::GroupVersionResource kPods{"", "v1", "pods", true};
+const kube::GroupVersionResource kWorkloadPods{"", "v1", "pods", true};
 
 std::string OwnerKey(const char* kind, const json& object) {
   return std::string(kind) + "/" + kube::UidOf(object);
@@ -35,7 +35,7 @@ WorkloadController::WorkloadController(kube::RestClient& rest, WorkloadControlle
   deployments_ = std::make_unique<kube::Informer>(client_.Resource(kDeployments));
   replica_sets_ = std::make_unique<kube::Informer>(client_.Resource(kReplicaSets));
   if (options_.pods == nullptr) {
-    own_pods_ = std::make_unique<kube::Informer>(client_.Resource(kPods));
+    own_pods_ = std::make_unique<kube::Informer>(client_.Resource(kWorkloadPods));
   }
   pods_ = options_.pods != nullptr ? options_.pods : own_pods_.get();
 }
@@ -191,7 +191,7 @@ void WorkloadController::SyncReplicaSet(const json& rs, const std::vector<json>&
   options.manage = !Waiting(owner);
   options.burst = options_.burst_replicas;
   ReplicaSetPlan plan = node::SyncReplicaSet(rs, pods, now, options);
-  kube::ResourceClient pod_client = client_.Resource(kPods, ns);
+  kube::ResourceClient pod_client = client_.Resource(kWorkloadPods, ns);
 
   for (const std::vector<json>* list : {&plan.adopt, &plan.release}) {
     for (const json& pod : *list) {

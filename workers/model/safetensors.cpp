@@ -27,11 +27,11 @@ using safetensors_internal::Extent;
 using safetensors_internal::kLengthPrefixBytes;
 using safetensors_internal::kMaxQuotedName;
 using safetensors_internal::kMetadataKey;
-using safetensors_internal::Quote;
+using safetensors_internal::QuoteTensorName;
 using safetensors_internal::ShapeString;
 
 // Index files are a few hundred KiB even for the largest public models.
-constexpr uint64_t kMaxIndexBytes = uint64_t{64} << 20;
+constexpr uint64_t kMaxSafetensorsIndexBytes = uint64_t{64} << 20;
 
 // A JSON value for an error message: scalars as JSON text (cut short), containers by type only,
 // since serializing a deeply nested hostile value would recurse.
@@ -75,7 +75,7 @@ std::optional<json> ParseStrictJson(std::string_view text, std::string* error) {
     return std::nullopt;
   }
   if (!duplicate.empty()) {
-    *error = "duplicate key " + Quote(duplicate);
+    *error = "duplicate key " + QuoteTensorName(duplicate);
     return std::nullopt;
   }
   return value;
@@ -89,8 +89,9 @@ class HeaderErrors {
     return Status::Corruption("safetensors " + label_ + ": " + what, std::string(field));
   }
   Status Tensor(std::string_view name, std::string_view field, const std::string& what) const {
-    return Status::Corruption("safetensors " + label_ + ": tensor " + Quote(name) + ": " + what,
-                              "tensors." + std::string(name) + "." + std::string(field));
+    return Status::Corruption(
+        "safetensors " + label_ + ": tensor " + QuoteTensorName(name) + ": " + what,
+        "tensors." + std::string(name) + "." + std::string(field));
   }
 
  private:
@@ -113,7 +114,7 @@ Result<TensorEntry> ParseEntry(const HeaderErrors& err, const std::string& name,
   std::optional<DType> dtype = ParseDType(dtype_name);
   if (!dtype) {
     return err.Tensor(name, "dtype",
-                      "unknown dtype " + Quote(dtype_name) +
+                      "unknown dtype " + QuoteTensorName(dtype_name) +
                           " (supported: F32, F16, BF16, F64, I64, I32, U8, BOOL)");
   }
   entry.dtype = *dtype;
@@ -242,8 +243,8 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> file
       }
       for (const auto& [mkey, mvalue] : value.items()) {
         if (!mvalue.is_string()) {
-          return err.File("header.__metadata__",
-                          "\"__metadata__\" value for " + Quote(mkey) + " is not a string");
+          return err.File("header.__metadata__", "\"__metadata__\" value for " +
+                                                     QuoteTensorName(mkey) + " is not a string");
         }
         header.metadata.emplace(mkey, mvalue.get<std::string>());
       }
@@ -266,8 +267,9 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> file
     if (t->begin < cursor) {
       return err.Tensor(t->name, "data_offsets",
                         "data_offsets [" + std::to_string(t->begin) + ", " +
-                            std::to_string(t->end) + "] overlap tensor " + Quote(last->name) +
-                            " (which ends at " + std::to_string(cursor) + ")");
+                            std::to_string(t->end) + "] overlap tensor " +
+                            QuoteTensorName(last->name) + " (which ends at " +
+                            std::to_string(cursor) + ")");
     }
     if (t->begin > cursor && !options.allow_gaps) {
       return err.Tensor(t->name, "data_offsets",
@@ -371,7 +373,7 @@ const TensorView* SafetensorsFile::Find(std::string_view name) const {
 Result<TensorView> SafetensorsFile::Get(std::string_view name) const {
   const TensorView* t = Find(name);
   if (t == nullptr) {
-    return Status::NotFound("safetensors " + path_ + ": no tensor " + Quote(name));
+    return Status::NotFound("safetensors " + path_ + ": no tensor " + QuoteTensorName(name));
   }
   return *t;
 }
@@ -398,7 +400,7 @@ Result<ShardedCheckpoint> ShardedCheckpoint::Open(const std::string& dir,
     return ckpt;
   }
 
-  SLUICE_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(index_path, kMaxIndexBytes));
+  SLUICE_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(index_path, kMaxSafetensorsIndexBytes));
   auto corrupt = [&](const std::string& what, std::string field = {}) {
     return Status::Corruption("checkpoint index " + index_path + ": " + what, std::move(field));
   };
@@ -424,7 +426,7 @@ Result<ShardedCheckpoint> ShardedCheckpoint::Open(const std::string& dir,
   std::map<std::string, size_t> file_index;
   for (const auto& [tensor, file] : map_it->items()) {
     if (!file.is_string() || !IsPlainFileName(file.get_ref<const std::string&>())) {
-      return corrupt("tensor " + Quote(tensor) + " maps to " + Describe(file) +
+      return corrupt("tensor " + QuoteTensorName(tensor) + " maps to " + Describe(file) +
                          ", not a file name inside the checkpoint directory",
                      "weight_map." + tensor);
     }
@@ -444,7 +446,7 @@ Result<ShardedCheckpoint> ShardedCheckpoint::Open(const std::string& dir,
     const SafetensorsFile& shard = *ckpt.files_[file_index.at(file)];
     const TensorView* view = shard.Find(tensor);
     if (view == nullptr) {
-      return corrupt("names " + Quote(file) + " for tensor " + Quote(tensor) +
+      return corrupt("names " + QuoteTensorName(file) + " for tensor " + QuoteTensorName(tensor) +
                          " but that file does not hold it",
                      "weight_map." + tensor);
     }
@@ -455,12 +457,12 @@ Result<ShardedCheckpoint> ShardedCheckpoint::Open(const std::string& dir,
     for (const TensorView& t : ckpt.files_[index]->tensors()) {
       auto it = weight_map.find(t.name);
       if (it == weight_map.end()) {
-        return corrupt("shard " + Quote(file) + " holds tensor " + Quote(t.name) +
-                       " that the weight_map does not list");
+        return corrupt("shard " + QuoteTensorName(file) + " holds tensor " +
+                       QuoteTensorName(t.name) + " that the weight_map does not list");
       }
       if (it->second != file) {
-        return corrupt("tensor " + Quote(t.name) + " appears in both " + Quote(file) + " and " +
-                           Quote(it->second),
+        return corrupt("tensor " + QuoteTensorName(t.name) + " appears in both " +
+                           QuoteTensorName(file) + " and " + QuoteTensorName(it->second),
                        "weight_map." + t.name);
       }
     }
@@ -475,7 +477,8 @@ const TensorView* ShardedCheckpoint::Find(std::string_view name) const {
 
 Result<TensorView> ShardedCheckpoint::Get(std::string_view name) const {
   const TensorView* t = Find(name);
-  if (t == nullptr) return Status::NotFound("checkpoint " + dir_ + ": no tensor " + Quote(name));
+  if (t == nullptr)
+    return Status::NotFound("checkpoint " + dir_ + ": no tensor " + QuoteTensorName(name));
   return *t;
 }
 

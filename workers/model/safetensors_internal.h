@@ -31,7 +31,7 @@ inline constexpr size_t kLengthPrefixBytes = 8;
 inline constexpr size_t kMaxQuotedName = 160;
 
 // `name` in single quotes, cut to kMaxQuotedName bytes, for error messages.
-inline std::string Quote(std::string_view name) {
+inline std::string QuoteTensorName(std::string_view name) {
   std::string out = "'";
   if (name.size() > kMaxQuotedName) {
     out.append(name.substr(0, kMaxQuotedName));

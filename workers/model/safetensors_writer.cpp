@@ -32,7 +32,7 @@ using safetensors_internal::ComputeExtent;
 using safetensors_internal::Extent;
 using safetensors_internal::kLengthPrefixBytes;
 using safetensors_internal::kMetadataKey;
-using safetensors_internal::Quote;
+using safetensors_internal::QuoteTensorName;
 using safetensors_internal::ShapeString;
 
 // The serialized header and the data order of a validated set of tensors.
@@ -46,7 +46,7 @@ Result<std::string> JsonString(std::string_view text) {
   try {
     return json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::strict);
   } catch (const json::exception&) {
-    return Status::InvalidArgument("safetensors: " + Quote(text) + " is not valid UTF-8");
+    return Status::InvalidArgument("safetensors: " + QuoteTensorName(text) + " is not valid UTF-8");
   }
 }
 
@@ -62,16 +62,17 @@ Result<std::vector<uint64_t>> ValidateForWrite(std::span<const TensorView> tenso
           "safetensors: \"__metadata__\" is reserved, not a tensor name");
     }
     if (!names.insert(t.name).second) {
-      return Status::InvalidArgument("safetensors: duplicate tensor name " + Quote(t.name));
+      return Status::InvalidArgument("safetensors: duplicate tensor name " +
+                                     QuoteTensorName(t.name));
     }
     std::optional<Extent> extent = ComputeExtent(t.dtype, t.shape);
     if (!extent) {
-      return Status::InvalidArgument("safetensors: tensor " + Quote(t.name) + ": shape " +
+      return Status::InvalidArgument("safetensors: tensor " + QuoteTensorName(t.name) + ": shape " +
                                      ShapeString(t.shape) + " is negative or overflows");
     }
     if (t.data.size() != extent->bytes) {
       return Status::InvalidArgument(
-          "safetensors: tensor " + Quote(t.name) + ": " + std::to_string(t.data.size()) +
+          "safetensors: tensor " + QuoteTensorName(t.name) + ": " + std::to_string(t.data.size()) +
           " bytes of data but shape " + ShapeString(t.shape) + " of " +
           std::string(DTypeName(t.dtype)) + " needs " + std::to_string(extent->bytes));
     }

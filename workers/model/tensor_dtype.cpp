@@ -12,7 +12,7 @@ namespace {
 
 using safetensors_internal::ComputeExtent;
 using safetensors_internal::Extent;
-using safetensors_internal::Quote;
+using safetensors_internal::QuoteTensorName;
 using safetensors_internal::ShapeString;
 
 struct DTypeInfo {
@@ -122,9 +122,9 @@ Result<std::vector<float>> ToFloat32(const TensorView& tensor) {
   std::optional<Extent> extent = ComputeExtent(tensor.dtype, tensor.shape);
   if (!extent || extent->bytes != tensor.data.size()) {
     return Status::InvalidArgument(
-        "ToFloat32: tensor " + Quote(tensor.name) + " has " + std::to_string(tensor.data.size()) +
-        " bytes, which does not match shape " + ShapeString(tensor.shape) + " of " +
-        std::string(DTypeName(tensor.dtype)));
+        "ToFloat32: tensor " + QuoteTensorName(tensor.name) + " has " +
+        std::to_string(tensor.data.size()) + " bytes, which does not match shape " +
+        ShapeString(tensor.shape) + " of " + std::string(DTypeName(tensor.dtype)));
   }
   const size_t n = extent->elements;
   std::vector<float> out(n);

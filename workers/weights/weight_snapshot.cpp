@@ -11,7 +11,7 @@ namespace sluice::weights {
 
 namespace {
 
-std::span<const std::byte> AsBytes(std::string_view s) {
+std::span<const std::byte> SnapshotBytes(std::string_view s) {
   return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
 }
 
@@ -52,7 +52,7 @@ Result<WeightSnapshot> WeightSnapshot::Parse(std::string image, std::string_view
 
 Status WeightSnapshot::Index(std::string_view label) {
   SLUICE_ASSIGN_OR_RETURN(model::SafetensorsHeader header,
-                          model::ParseSafetensorsHeader(AsBytes(*image_), label));
+                          model::ParseSafetensorsHeader(SnapshotBytes(*image_), label));
   auto it = header.metadata.find(std::string(kVersionMetadataKey));
   const std::string field = "metadata." + std::string(kVersionMetadataKey);
   if (it == header.metadata.end()) {
@@ -91,7 +91,7 @@ const TensorSlice* WeightSnapshot::Find(std::string_view name) const {
 }
 
 std::span<const std::byte> WeightSnapshot::TensorBytes(const TensorSlice& slice) const {
-  return AsBytes(*image_).subspan(slice.offset, slice.length);
+  return SnapshotBytes(*image_).subspan(slice.offset, slice.length);
 }
 
 std::vector<model::TensorView> WeightSnapshot::Views() const {

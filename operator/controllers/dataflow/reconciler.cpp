@@ -10,6 +10,7 @@
 #include "common/openapi/field_error.h"
 #include "kube/core_resources.h"
 #include "kube/kubeconfig.h"
+#include "operator/controllers/core_resources.h"
 #include "operator/controllers/data_exhaustion.h"
 #include "operator/controllers/network_policies.h"
 #include "operator/controllers/object_meta.h"
@@ -22,11 +23,6 @@ using nlohmann::json;
 namespace {
 
 const kube::GroupVersionResource kDataflows{"sluice.dev", "v1alpha1", "dataflows", true};
-const kube::GroupVersionResource kPods{"", "v1", "pods", true};
-const kube::GroupVersionResource kServices{"", "v1", "services", true};
-const kube::GroupVersionResource kConfigMaps{"", "v1", "configmaps", true};
-const kube::GroupVersionResource kSecrets{"", "v1", "secrets", true};
-const kube::GroupVersionResource kClaims{"", "v1", "persistentvolumeclaims", true};
 
 std::string RandomToken() {
   std::random_device rd;

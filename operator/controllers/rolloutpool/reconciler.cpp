@@ -10,6 +10,7 @@
 #include "kube/kubeconfig.h"
 #include "operator/autoscale/prometheus_client.h"
 #include "operator/controllers/abandoned_termination.h"
+#include "operator/controllers/core_resources.h"
 #include "operator/controllers/external_engine.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
@@ -32,8 +33,6 @@ using rolloutpool::Replica;
 namespace {
 
 const kube::GroupVersionResource kPools{"sluice.dev", "v1alpha1", "rolloutpools", true};
-const kube::GroupVersionResource kPods{"", "v1", "pods", true};
-const kube::GroupVersionResource kConfigMaps{"", "v1", "configmaps", true};
 
 }  // namespace
 

@@ -23,15 +23,17 @@ std::string PolicyName(const json& job) {
 std::string DataflowName(const json& job) {
   return job.value("/spec/dataflowRef/name"_json_pointer, "");
 }
-int64_t Replicas(const json& job) { return job.value("/spec/replicas"_json_pointer, int64_t{1}); }
+int64_t SpecReplicas(const json& job) {
+  return job.value("/spec/replicas"_json_pointer, int64_t{1});
+}
 
-json Labels(const json& job, std::map<std::string, std::string> extra = {}) {
+json TrainerLabels(const json& job, std::map<std::string, std::string> extra = {}) {
   extra[kTrainerJobLabel] = Name(job);
   extra[kPolicyLabel] = PolicyName(job);
   return StandardLabels("sluice-trainer", Name(job), "trainer", extra);
 }
 
-json Meta(const json& job, const std::string& name, const json& labels) {
+json TrainerMeta(const json& job, const std::string& name, const json& labels) {
   return {{"name", name},
           {"namespace", Namespace(job)},
           {"labels", labels},
@@ -97,7 +99,7 @@ json DesiredTrainerService(const json& job) {
   const std::string name = Name(job);
   return {{"apiVersion", "v1"},
           {"kind", "Service"},
-          {"metadata", Meta(job, TrainerServiceName(name), Labels(job))},
+          {"metadata", TrainerMeta(job, TrainerServiceName(name), TrainerLabels(job))},
           {"spec",
            {{"clusterIP", "None"},
             // Ranks resolve rank 0 while it rendezvouses, before it is ready.
@@ -121,7 +123,7 @@ json DesiredTrainerConfigMap(const json& job, const json& policy, const json& da
                        {"dataflow", Manifest(dataflow, "Dataflow")}};
   return {{"apiVersion", "v1"},
           {"kind", "ConfigMap"},
-          {"metadata", Meta(job, TrainerConfigMapName(Name(job)), Labels(job))},
+          {"metadata", TrainerMeta(job, TrainerConfigMapName(Name(job)), TrainerLabels(job))},
           {"data", {{"trainer.json", config.dump(2) + "\n"}}}};
 }
 
@@ -129,7 +131,7 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
                     int attempt, const WorkerImages& images) {
   const std::string name = Name(job);
   const std::string dataflow_name = Name(dataflow).empty() ? DataflowName(job) : Name(dataflow);
-  const std::string replicas = std::to_string(Replicas(job));
+  const std::string replicas = std::to_string(SpecReplicas(job));
   const std::string rank_str = std::to_string(rank);
   const json tmpl = job.value("/spec/template"_json_pointer, json::object());
   const bool checkpoint = job.contains("/spec/checkpoint"_json_pointer) &&
@@ -219,11 +221,11 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
   ApplyTemplateSecurityContexts(tmpl, spec);
   HardenPodSpec(spec);
 
-  const json labels = Labels(job, {{kDataflowLabel, DataflowName(job)},
-                                   {kRankLabel, rank_str},
-                                   {kAttemptLabel, std::to_string(attempt)},
-                                   {kTemplateHashLabel, TrainerTemplateHash(job, policy)}});
-  json meta = Meta(job, RankPodName(name, rank), labels);
+  const json labels = TrainerLabels(job, {{kDataflowLabel, DataflowName(job)},
+                                          {kRankLabel, rank_str},
+                                          {kAttemptLabel, std::to_string(attempt)},
+                                          {kTemplateHashLabel, TrainerTemplateHash(job, policy)}});
+  json meta = TrainerMeta(job, RankPodName(name, rank), labels);
   meta["annotations"] = ScrapeAnnotations(kTrainerPort);
   meta["annotations"][kConfigHashAnnotation] =
       JsonHash(DesiredTrainerConfigMap(job, policy, dataflow)["data"]);

@@ -9,6 +9,7 @@
 #include "common/openapi/field_error.h"
 #include "common/time_format.h"
 #include "kube/kubeconfig.h"
+#include "operator/controllers/core_resources.h"
 #include "operator/controllers/data_exhaustion.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
@@ -27,9 +28,6 @@ using nlohmann::json;
 namespace {
 
 const kube::GroupVersionResource kJobs{"sluice.dev", "v1alpha1", "trainerjobs", true};
-const kube::GroupVersionResource kPods{"", "v1", "pods", true};
-const kube::GroupVersionResource kServices{"", "v1", "services", true};
-const kube::GroupVersionResource kConfigMaps{"", "v1", "configmaps", true};
 
 }  // namespace
 

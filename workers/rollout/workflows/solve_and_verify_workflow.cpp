@@ -12,8 +12,8 @@
 namespace sluice::rollout {
 namespace {
 
-constexpr char kFinishStop[] = "stop";
-constexpr char kFinishAbort[] = "abort";
+constexpr char kVerifyFinishStop[] = "stop";
+constexpr char kVerifyFinishAbort[] = "abort";
 
 // The transcript is one token sequence read by both policies, so they must agree on what every
 // id means. Vocabularies cannot be compared through the Tokenizer interface; the same object, or
@@ -121,7 +121,7 @@ Result<SampleOutcome> SolveAndVerifyWorkflow::RunEpisode(
   for (int32_t attempt = 1;; ++attempt) {
     SLUICE_ASSIGN_OR_RETURN(const Completion solved, take_turn(options_.solver_policy, 0));
     answer = ExtractFinalAnswer(options_.format, TurnText(text, solved));
-    if (solved.finish_reason == kFinishAbort) {
+    if (solved.finish_reason == kVerifyFinishAbort) {
       aborted = true;
       break;
     }
@@ -130,7 +130,7 @@ Result<SampleOutcome> SolveAndVerifyWorkflow::RunEpisode(
     transcript.AppendContext(verify);
     SLUICE_ASSIGN_OR_RETURN(const Completion judged,
                             take_turn(options_.verifier_policy, verifier_owner));
-    if (judged.finish_reason == kFinishAbort) {
+    if (judged.finish_reason == kVerifyFinishAbort) {
       aborted = true;
       break;
     }
@@ -149,9 +149,9 @@ Result<SampleOutcome> SolveAndVerifyWorkflow::RunEpisode(
     solver_reward = options_.reward_is_verdict ? (verdict ? 1.0 : 0.0) : scored.outcome.score;
     verifier_reward = verdict == correct ? 1.0 : 0.0;
   }
-  s.finish_reason = aborted ? kFinishAbort
+  s.finish_reason = aborted ? kVerifyFinishAbort
                     : cut   ? std::string(dataflow::kFinishLength)
-                            : kFinishStop;
+                            : kVerifyFinishStop;
   s.reward = solver_reward;
   if (single_policy) {
     s.policy = options_.solver_policy;

@@ -27,7 +27,7 @@ constexpr size_t kMaxRoles = 8;
 constexpr size_t kMaxNameLength = 63;
 constexpr size_t kMaxSystemPromptLength = 32768;
 
-Status Bad(std::string field, std::string message) {
+Status BadWorkflow(std::string field, std::string message) {
   return Status::InvalidArgument(std::move(message), std::move(field));
 }
 
@@ -45,32 +45,32 @@ struct Role {
 
 Result<std::vector<Role>> ParseRoles(const json& w) {
   auto it = w.find("roles");
-  if (it == w.end() || it->is_null()) return Bad("workflow.roles", "is required");
-  if (!it->is_array()) return Bad("workflow.roles", "must be a list of {name, policy}");
+  if (it == w.end() || it->is_null()) return BadWorkflow("workflow.roles", "is required");
+  if (!it->is_array()) return BadWorkflow("workflow.roles", "must be a list of {name, policy}");
   if (it->empty() || it->size() > kMaxRoles) {
-    return Bad("workflow.roles", "must have 1 to " + std::to_string(kMaxRoles) + " roles");
+    return BadWorkflow("workflow.roles", "must have 1 to " + std::to_string(kMaxRoles) + " roles");
   }
   std::vector<Role> roles;
   for (size_t i = 0; i < it->size(); ++i) {
     const json& r = (*it)[i];
     const std::string where = "workflow.roles[" + std::to_string(i) + "]";
-    if (!r.is_object()) return Bad(where, "must be an object {name, policy}");
+    if (!r.is_object()) return BadWorkflow(where, "must be an object {name, policy}");
     Role role;
     for (auto [key, out] : {std::pair<const char*, std::string*>{"name", &role.name},
                             std::pair<const char*, std::string*>{"policy", &role.policy}}) {
       auto f = r.find(key);
       if (f == r.end() || !f->is_string() || f->get_ref<const std::string&>().empty()) {
-        return Bad(where + "." + key, "must be a non-empty string");
+        return BadWorkflow(where + "." + key, "must be a non-empty string");
       }
       *out = f->get<std::string>();
       if (out->size() > kMaxNameLength) {
-        return Bad(where + "." + key,
-                   "must be at most " + std::to_string(kMaxNameLength) + " characters");
+        return BadWorkflow(where + "." + key,
+                           "must be at most " + std::to_string(kMaxNameLength) + " characters");
       }
     }
     for (const Role& earlier : roles) {
       if (earlier.name == role.name) {
-        return Bad(where + ".name", "role \"" + role.name + "\" is listed twice");
+        return BadWorkflow(where + ".name", "role \"" + role.name + "\" is listed twice");
       }
     }
     roles.push_back(std::move(role));
@@ -82,11 +82,11 @@ Result<std::vector<Role>> ParseRoles(const json& w) {
 Result<std::optional<int32_t>> ParseMaxTurns(const json& w) {
   auto it = w.find("maxTurns");
   if (it == w.end() || it->is_null()) return std::optional<int32_t>();
-  if (!it->is_number_integer()) return Bad("workflow.maxTurns", "must be an integer");
+  if (!it->is_number_integer()) return BadWorkflow("workflow.maxTurns", "must be an integer");
   const int64_t v = it->get<int64_t>();
   if (v < 1 || v > kMaxTurnsLimit) {
-    return Bad("workflow.maxTurns",
-               "must be in [1, " + std::to_string(kMaxTurnsLimit) + "], got " + std::to_string(v));
+    return BadWorkflow("workflow.maxTurns", "must be in [1, " + std::to_string(kMaxTurnsLimit) +
+                                                "], got " + std::to_string(v));
   }
   return std::optional<int32_t>(static_cast<int32_t>(v));
 }
@@ -94,10 +94,10 @@ Result<std::optional<int32_t>> ParseMaxTurns(const json& w) {
 Result<std::optional<std::string>> ParseSystemPrompt(const json& w) {
   auto it = w.find("systemPrompt");
   if (it == w.end() || it->is_null()) return std::optional<std::string>();
-  if (!it->is_string()) return Bad("workflow.systemPrompt", "must be a string");
+  if (!it->is_string()) return BadWorkflow("workflow.systemPrompt", "must be a string");
   if (it->get_ref<const std::string&>().size() > kMaxSystemPromptLength) {
-    return Bad("workflow.systemPrompt",
-               "must be at most " + std::to_string(kMaxSystemPromptLength) + " characters");
+    return BadWorkflow("workflow.systemPrompt",
+                       "must be at most " + std::to_string(kMaxSystemPromptLength) + " characters");
   }
   return std::optional<std::string>(it->get<std::string>());
 }
@@ -107,18 +107,19 @@ Result<json> ParseRewardSpec(const json& w) {
   json spec = json::object();
   auto it = w.find("reward");
   if (it != w.end() && !it->is_null()) {
-    if (!it->is_object()) return Bad("workflow.reward", "must be an object {type, options}");
+    if (!it->is_object())
+      return BadWorkflow("workflow.reward", "must be an object {type, options}");
     spec = *it;
   }
   auto type = spec.find("type");
   if (type == spec.end() || type->is_null()) {
     spec["type"] = "exact-match";
   } else if (!type->is_string()) {
-    return Bad("workflow.reward.type", "must be a string");
+    return BadWorkflow("workflow.reward.type", "must be a string");
   }
   auto options = spec.find("options");
   if (options != spec.end() && !options->is_null() && !options->is_object()) {
-    return Bad("workflow.reward.options", "must be an object");
+    return BadWorkflow("workflow.reward.options", "must be an object");
   }
   return spec;
 }
@@ -132,14 +133,14 @@ Result<std::unique_ptr<Reward>> MakeCheckReward(const json& reward_spec) {
   }
   std::string check = "exact-match";
   if (auto it = options.find("check"); it != options.end() && !it->is_null()) {
-    if (!it->is_string()) return Bad("workflow.reward.options.check", "must be a string");
+    if (!it->is_string()) return BadWorkflow("workflow.reward.options.check", "must be a string");
     check = it->get<std::string>();
     options.erase("check");
   }
   if (check == "verifier") {
-    return Bad("workflow.reward.options.check",
-               "must name a reward that checks answers (exact-match, digit-match, math, "
-               "code-exec)");
+    return BadWorkflow("workflow.reward.options.check",
+                       "must name a reward that checks answers (exact-match, digit-match, math, "
+                       "code-exec)");
   }
   Result<std::unique_ptr<Reward>> reward = MakeReward(json{{"type", check}, {"options", options}});
   if (!reward.ok()) {
@@ -154,19 +155,19 @@ Result<std::unique_ptr<Reward>> MakeCheckReward(const json& reward_spec) {
 }  // namespace
 
 Result<std::unique_ptr<Workflow>> MakeWorkflow(const json& w) {
-  if (!w.is_object()) return Bad("workflow", "must be an object");
+  if (!w.is_object()) return BadWorkflow("workflow", "must be an object");
 
   std::string type = "single-turn";
   if (auto it = w.find("type"); it != w.end() && !it->is_null()) {
-    if (!it->is_string()) return Bad("workflow.type", "must be a string");
+    if (!it->is_string()) return BadWorkflow("workflow.type", "must be a string");
     type = it->get<std::string>();
   }
   const bool single_turn = type == "single-turn";
   const bool multi_turn = type == "multi-turn";
   const bool solve_and_verify = type == "solve-and-verify";
   if (!single_turn && !multi_turn && !solve_and_verify) {
-    return Bad("workflow.type", "unknown workflow \"" + type +
-                                    "\"; known: single-turn, multi-turn, solve-and-verify");
+    return BadWorkflow("workflow.type", "unknown workflow \"" + type +
+                                            "\"; known: single-turn, multi-turn, solve-and-verify");
   }
 
   SLUICE_ASSIGN_OR_RETURN(const std::vector<Role> roles, ParseRoles(w));
@@ -176,25 +177,26 @@ Result<std::unique_ptr<Workflow>> MakeWorkflow(const json& w) {
     const bool has_verifier =
         roles.size() == 2 && (roles[0].name == "verifier" || roles[1].name == "verifier");
     if (!has_solver || !has_verifier) {
-      return Bad("workflow.roles",
-                 "must be exactly the roles solver and verifier for "
-                 "solve-and-verify");
+      return BadWorkflow("workflow.roles",
+                         "must be exactly the roles solver and verifier for "
+                         "solve-and-verify");
     }
   } else if (roles.size() != 1) {
-    return Bad("workflow.roles", "must have exactly one role for " + type);
+    return BadWorkflow("workflow.roles", "must have exactly one role for " + type);
   }
 
   SLUICE_ASSIGN_OR_RETURN(const std::optional<int32_t> max_turns, ParseMaxTurns(w));
-  if (single_turn && max_turns) return Bad("workflow.maxTurns", "is not valid for single-turn");
+  if (single_turn && max_turns)
+    return BadWorkflow("workflow.maxTurns", "is not valid for single-turn");
   SLUICE_ASSIGN_OR_RETURN(std::optional<std::string> system_prompt, ParseSystemPrompt(w));
 
   const auto environment = w.find("environment");
   const bool has_environment = environment != w.end() && !environment->is_null();
   if (multi_turn && !has_environment) {
-    return Bad("workflow.environment", "is required for multi-turn");
+    return BadWorkflow("workflow.environment", "is required for multi-turn");
   }
   if (!multi_turn && has_environment) {
-    return Bad("workflow.environment", "is only valid for multi-turn");
+    return BadWorkflow("workflow.environment", "is only valid for multi-turn");
   }
 
   ToolCallFormat format;
@@ -205,7 +207,7 @@ Result<std::unique_ptr<Workflow>> MakeWorkflow(const json& w) {
   SLUICE_ASSIGN_OR_RETURN(const json reward_spec, ParseRewardSpec(w));
   const bool verdict_reward = reward_spec["type"] == "verifier";
   if (verdict_reward && !solve_and_verify) {
-    return Bad("workflow.reward.type", "verifier is only valid for solve-and-verify");
+    return BadWorkflow("workflow.reward.type", "verifier is only valid for solve-and-verify");
   }
   std::shared_ptr<const Reward> reward;
   if (verdict_reward) {
