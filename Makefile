@@ -31,10 +31,15 @@ python-deps: deps
 configure:
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSLUICE_WERROR=ON $(CMAKE_FLAGS)
 
+# MAKEFLAGS cleared: under `make test` this runs beside python-deps in a `make -j2`, whose
+# jobserver would otherwise meet the build's own -j (and make warns about it).
 build: configure
-	cmake --build $(BUILD_DIR) -j $(JOBS)
+	MAKEFLAGS= cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: deps python-deps build
+# The pinned Python packages download and unpack (about two and a half minutes on a fresh
+# machine, mostly I/O) while the build compiles: neither needs the other, only the tests need both.
+test: deps
+	@$(MAKE) --no-print-directory -j2 python-deps build
 	$(TEST_ENV) ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) || \
 	  { bash scripts/failed-test-output.sh $(BUILD_DIR); exit 1; }
 
