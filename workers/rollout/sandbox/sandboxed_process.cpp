@@ -347,6 +347,12 @@ std::string IsolationRefusedMessage(const ChildFailure& failure) {
          "--sandbox-isolation=best-effort or limits-only)";
 }
 
+// Whether the input file `name` is written with mode 0755.
+bool IsExecutableInput(const SandboxSpec& spec, const std::string& name) {
+  return std::find(spec.executable_files.begin(), spec.executable_files.end(), name) !=
+         spec.executable_files.end();
+}
+
 // What one namespaced run needs beyond the spec, kept alive across fork.
 struct NamespacedSetup {
   std::vector<ReadOnlyRemount> remounts;
@@ -370,8 +376,7 @@ Result<NamespacedSetup> PrepareNamespaced(const SandboxSpec& spec, const Sandbox
   for (const std::string& dir : policy.hidden_directories) setup.hidden.push_back(dir.c_str());
   int64_t input_bytes = 0;
   for (const auto& [name, data] : spec.files) {
-    const bool executable = std::find(spec.executable_files.begin(), spec.executable_files.end(),
-                                      name) != spec.executable_files.end();
+    const bool executable = IsExecutableInput(spec, name);
     setup.inputs.push_back(
         {name.c_str(), data.data(), data.size(), static_cast<mode_t>(executable ? 0755 : 0644)});
     input_bytes += static_cast<int64_t>(data.size());
@@ -408,8 +413,7 @@ Result<SandboxResult> RunOnce(const SandboxSpec& spec, const SandboxPolicy& poli
     SLUICE_ASSIGN_OR_RETURN(TempDir created, TempDir::Create());
     dir.emplace(std::move(created));
     for (const auto& [name, data] : spec.files) {
-      const bool executable = std::find(spec.executable_files.begin(), spec.executable_files.end(),
-                                        name) != spec.executable_files.end();
+      const bool executable = IsExecutableInput(spec, name);
       SLUICE_RETURN_IF_ERROR(WriteInputFile(dir->path(), name, data, executable));
     }
   }
