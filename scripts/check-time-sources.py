@@ -20,6 +20,8 @@ CHECKED_DIRS = ["api", "common", "demo", "kube", "localcluster", "operator", "wo
 ALLOWED = {
     "common/clock.h": "the system clock itself",
     "common/process/cancellation.cpp": "real-time waits on a condition variable",
+    "common/http/connection_stream.cpp": "socket waits bounded by a request's deadline",
+    "common/http/deadline_server.cpp": "a request's read deadline and a refusal's linger",
     "common/http/server.cpp": "request latencies and the shutdown drain of an HTTP server",
     "kube/exec_credential.cpp": "the time limit of the credential plugin's process",
     "localcluster/apiserver/api_server_watch.cpp": "watch requests' timeouts",

@@ -14,6 +14,7 @@
 
 #include "common/file/read_file.h"
 #include "common/http/bulk_exchange.h"
+#include "common/http/deadline_server.h"
 #include "common/http/json_body.h"
 
 namespace sluice::http {
@@ -62,6 +63,12 @@ Result<int> CountPemCertificates(const std::string& pem, std::string_view what) 
 double UnitRandom() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+}
+
+// A 503 from a Sluice server that refused the connection before reading the request
+// (deadline_server.h): like a 429, safe to send again whatever the method.
+bool RefusedUnread(const Response& out) {
+  return out.status == 503 && out.Header(kRequestUnreadHeader) == "true";
 }
 
 bool IsRetryableStatus(int status) {
@@ -488,7 +495,7 @@ std::optional<std::chrono::milliseconds> Client::RetryDelayForStatus(const Respo
                                                                      int attempt,
                                                                      bool idempotent) const {
   const bool may_retry = IsRetryableStatus(out.status) && attempt + 1 < options_.max_attempts &&
-                         (out.status == 429 || idempotent);
+                         (out.status == 429 || idempotent || RefusedUnread(out));
   if (!may_retry) return std::nullopt;
   std::chrono::milliseconds delay = BackoffDelay(options_.backoff, attempt, UnitRandom());
   if (auto after = ParseRetryAfter(out.Header("Retry-After"))) {

@@ -6,10 +6,11 @@
 // - Timeouts: connect, read and write, per client; a stalled stream fails after read_timeout.
 // - Retries with exponential backoff and jitter (backoff.h), only where repeating is safe:
 //   idempotent methods (GET, HEAD, PUT, DELETE, OPTIONS) or a request marked idempotent (a
-//   submit keyed by task id); on connection failures and 502/503/504. A 429 is retried for any
-//   method (the server refused without acting), honouring Retry-After. A request whose write
-//   fails on a pooled keep-alive connection (the server closed it while idle) is sent once more
-//   on a new connection, whatever its method and without counting an attempt: the server never
+//   submit keyed by task id); on connection failures and 502/503/504. A 429, and a 503 that
+//   says the request was never read (kRequestUnreadHeader, a full server's refusal), are retried
+//   for any method (the server refused without acting), honouring Retry-After. A request whose
+//   write fails on a pooled keep-alive connection (the server closed it while idle) is sent once
+//   more on a new connection, whatever its method and without counting an attempt: the server never
 //   received it whole. Pooled connections are not kept past max_idle_time, below the servers'
 //   keep-alive timeout, so that a request rarely meets a connection the server is closing.
 // - Bearer token from a TokenSource (re-read when its file rotates).

@@ -39,11 +39,11 @@ Server::Server(ServerOptions options, metrics::Registry* registry, const log::Lo
       logger_(logger.With({{"server", options_.name}})) {
   if (options_.tls) {
     const ServerTlsOptions& tls = *options_.tls;
-    server_ = std::make_unique<httplib::SSLServer>(
+    server_ = std::make_unique<DeadlineSslServer>(
         tls.cert_file.c_str(), tls.key_file.c_str(),
-        tls.client_ca_file.empty() ? nullptr : tls.client_ca_file.c_str());
+        tls.client_ca_file.empty() ? nullptr : tls.client_ca_file.c_str(), MakeConnectionPolicy());
   } else {
-    server_ = std::make_unique<httplib::Server>();
+    server_ = std::make_unique<DeadlineServer>(MakeConnectionPolicy());
   }
   if (registry_ != nullptr) {
     requests_ = &registry_->AddCounter("sluice_http_requests_total",
@@ -62,8 +62,48 @@ Server::Server(ServerOptions options, metrics::Registry* registry, const log::Lo
              ->AddCounter("sluice_http_unauthorized_requests_total",
                           "Requests rejected with 401 for a missing or wrong token.", {"server"})
              .WithLabels({options_.name});
+    deadline_exceeded_ =
+        &registry_
+             ->AddCounter("sluice_http_request_deadline_exceeded_total",
+                          "Connections closed because a request did not arrive whole within the "
+                          "request deadline.",
+                          {"server"})
+             .WithLabels({options_.name});
+    refused_ = &registry_
+                    ->AddCounter("sluice_http_refused_connections_total",
+                                 "Connections answered 503 because every worker was busy and the "
+                                 "queue was full.",
+                                 {"server"})
+                    .WithLabels({options_.name});
   }
   RegisterBuiltinRoutes();
+}
+
+ConnectionPolicy Server::MakeConnectionPolicy() {
+  ConnectionPolicy policy;
+  policy.read_timeout = options_.read_timeout;
+  policy.write_timeout = options_.write_timeout;
+  policy.keep_alive_timeout = options_.keep_alive_timeout;
+  policy.keep_alive_max_requests = options_.keep_alive_max_requests;
+  policy.request_deadline = options_.request_deadline;
+  policy.refusal_retry_after = options_.refusal_retry_after;
+  // The counters are registered after the server object is made; the hooks run once it serves.
+  policy.on_deadline = [this](const std::string& ip) {
+    if (deadline_exceeded_ != nullptr) deadline_exceeded_->Inc();
+    logger_.Warn(
+        "closed a connection whose request missed the deadline",
+        {{"remote", ip},
+         {"deadline_seconds", std::chrono::duration<double>(options_.request_deadline).count()}});
+  };
+  policy.on_refused = [this](const std::string& ip) {
+    if (refused_ != nullptr) refused_->Inc();
+    logger_.Warn(
+        "refused a connection: every worker is busy and the queue is full",
+        {{"remote", ip},
+         {"worker_threads", static_cast<int64_t>(options_.worker_threads)},
+         {"max_queued_connections", static_cast<int64_t>(options_.max_queued_connections)}});
+  };
+  return policy;
 }
 
 Server::~Server() { Shutdown(); }
@@ -225,14 +265,17 @@ Status Server::Start() {
                                    "\" or key \"" + options_.tls->key_file + "\"");
   }
   server_->set_payload_max_length(options_.max_body_bytes);
-  server_->set_read_timeout(options_.read_timeout);
-  server_->set_write_timeout(options_.write_timeout);
+  // The connection loop (MakeConnectionPolicy) applies the timeouts and keep-alive limits;
+  // httplib still writes the latter into its Keep-Alive response header.
   server_->set_keep_alive_timeout(options_.keep_alive_timeout.count());
   server_->set_keep_alive_max_count(options_.keep_alive_max_requests);
   server_->set_tcp_nodelay(true);
   const size_t threads = options_.worker_threads;
   const size_t queued = options_.max_queued_connections;
-  server_->new_task_queue = [threads, queued] { return new BoundedTaskQueue(threads, queued); };
+  const size_t refusing = options_.max_refusing_connections;
+  server_->new_task_queue = [threads, queued, refusing] {
+    return new BoundedTaskQueue(threads, queued, refusing);
+  };
   server_->set_pre_routing_handler(
       [this](const httplib::Request& req, httplib::Response& res) { return PreRoute(req, res); });
   server_->set_error_handler(httplib::Server::HandlerWithResponse(
@@ -248,6 +291,17 @@ Status Server::Start() {
                                       std::to_string(options_.max_body_bytes) + " bytes");
             break;
           case 400:
+            if (CurrentRequestMissedDeadline()) {
+              // cpp-httplib answers 400 to a head or body that stopped arriving.
+              nlohmann::json body = ErrorJson(Status::DeadlineExceeded(
+                  "the request was not received within " +
+                  std::to_string(options_.request_deadline.count()) + " ms"));
+              body["error"]["code"] = 408;
+              body["error"]["reason"] = "RequestTimeout";
+              ReplyJson(res, body, 408);
+              res.set_header("Connection", "close");  // The connection loop closes it.
+              return httplib::Server::HandlerResponse::Handled;
+            }
             status = Status::InvalidArgument("malformed HTTP request");
             break;
           default:

@@ -5,13 +5,18 @@
 //   /healthz and /readyz are always open, /metrics is open unless `metrics_require_auth`; a
 //   component with credentials of its own (the API server's service-account tokens) decides on
 //   the requests the token does not admit through `authenticate_other`;
-// - a request body cap (413), read/write/keep-alive timeouts, a bounded worker pool;
+// - a request body cap (413), read/write/keep-alive timeouts, a deadline for receiving a whole
+//   request (408; a client dripping bytes cannot hold a worker), a bounded worker pool that
+//   answers connections it has no room for with 503 and Retry-After instead of making them wait
+//   (deadline_server.h);
 // - JSON errors for everything it rejects itself (404 for unknown routes, 413, 401, 500 for a
 //   handler that throws), in the shape of json_body.h;
 // - access logs (one JSON line per request) and metrics per server, method, route pattern and
 //   code: sluice_http_requests_total, sluice_http_request_duration_seconds,
-//   sluice_http_requests_in_flight, sluice_http_unauthorized_requests_total; handlers add fields
-//   of their own to the access log line (AddAccessLogField: the authenticated user, say);
+//   sluice_http_requests_in_flight, sluice_http_unauthorized_requests_total,
+//   sluice_http_request_deadline_exceeded_total, sluice_http_refused_connections_total; handlers
+//   add fields of their own to the access log line (AddAccessLogField: the authenticated user,
+//   say);
 // - /healthz (the process is alive), /readyz (every readiness check passes and the server is
 //   not shutting down; `?verbose` lists each check), /metrics (Prometheus text format);
 // - graceful shutdown: stop accepting, mark not ready, cancel `shutdown_token()` so long polls
@@ -36,6 +41,7 @@
 #include <vector>
 
 #include "common/http/bearer_token.h"
+#include "common/http/deadline_server.h"
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
 #include "common/process/cancellation.h"
@@ -50,16 +56,24 @@ struct ServerTlsOptions {
 };
 
 struct ServerOptions {
-  std::string name = "http";          // Names this server in logs and metric labels.
-  std::string address = "127.0.0.1";  // Address to bind; "0.0.0.0" for every interface.
-  int port = 0;                       // 0 picks a free port; port() tells which.
-  size_t max_body_bytes = 16u << 20;  // Larger request bodies get 413.
-  std::chrono::milliseconds read_timeout{30000};
-  std::chrono::milliseconds write_timeout{30000};
+  std::string name = "http";                      // Names this server in logs and metric labels.
+  std::string address = "127.0.0.1";              // Address to bind; "0.0.0.0" for every interface.
+  int port = 0;                                   // 0 picks a free port; port() tells which.
+  size_t max_body_bytes = 16u << 20;              // Larger request bodies get 413.
+  std::chrono::milliseconds read_timeout{30000};  // Longest wait for any one read.
+  std::chrono::milliseconds write_timeout{30000};  // Longest wait for room to write.
+  // A request's head and body must arrive within this from its first byte (408 otherwise). Size
+  // it for the largest body a client sends over its slowest link.
+  std::chrono::milliseconds request_deadline{30000};
   std::chrono::seconds keep_alive_timeout{2};  // Idle keep-alive connections close after this.
   size_t keep_alive_max_requests = 10000;      // Requests per connection before it is closed.
   size_t worker_threads = 8;
-  size_t max_queued_connections = 64;  // Beyond this the accept loop waits (see bounded queue).
+  // Connections waiting for a worker. Beyond them, connections are answered 503 with
+  // Retry-After, up to max_refusing_connections waiting for that answer; past those the accept
+  // loop waits (bounded_task_queue.h). 0 refusals: the accept loop waits at once.
+  size_t max_queued_connections = 64;
+  size_t max_refusing_connections = 256;
+  std::chrono::seconds refusal_retry_after{1};  // The refusals' Retry-After.
   // Kernel accept queue length (capped by net.core.somaxconn). cpp-httplib's own is 5, which
   // drops connections when many clients (watchers, informers) connect at once.
   int listen_backlog = 1024;
@@ -125,6 +139,7 @@ class Server {
   httplib::Server::HandlerResponse PreRoute(const httplib::Request& req, httplib::Response& res);
   void LogAndCount(const httplib::Request& req, const httplib::Response& res);
   void RegisterBuiltinRoutes();
+  ConnectionPolicy MakeConnectionPolicy();
 
   ServerOptions options_;
   metrics::Registry* registry_;
@@ -143,6 +158,8 @@ class Server {
   metrics::HistogramFamily* durations_ = nullptr;
   metrics::Gauge* in_flight_gauge_ = nullptr;
   metrics::Counter* unauthorized_ = nullptr;
+  metrics::Counter* deadline_exceeded_ = nullptr;
+  metrics::Counter* refused_ = nullptr;
 };
 
 }  // namespace sluice::http

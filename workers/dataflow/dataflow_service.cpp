@@ -158,7 +158,8 @@ DataflowService::DataflowService(DataflowServiceOptions options, DataflowConfig 
       dataset_(dataset),
       clock_(clock),
       registry_(registry),
-      logger_(logger) {
+      logger_(logger),
+      lease_waits_(options_.max_waiting_leases) {
   for (const std::string& p : config_.policies) waits_[p] = std::make_unique<PolicyWait>();
   if (registry_ != nullptr) RegisterMetrics();
 }
@@ -357,6 +358,7 @@ void DataflowService::HandleLease(const httplib::Request& req, httplib::Response
   const auto deadline = DeadlineAfter(parsed->wait_seconds, options_.max_wait);
   PollCancel cancel(server_->shutdown_token(), stop_.Token());
   LeaseReply reply;
+  LongPollSlots::Slot slot;  // Held while this request waits, given back when it returns.
   while (true) {
     BeginOp();
     reply = core_->Lease(request);
@@ -366,6 +368,16 @@ void DataflowService::HandleLease(const httplib::Request& req, httplib::Response
     // A worker behind the announced weights gets the empty reply at once: it names the version
     // to load, and admission counts the worker's lag until it has loaded it.
     if (NamesNewerVersion(reply, request)) break;
+    if (!slot.held() && !(slot = lease_waits_.TryTake()).held()) {
+      // Nothing was leased: the worker asks again after Retry-After (a 429 may be resent
+      // whatever the method), and the threads stay free for batches, submits and acks.
+      if (lease_waits_refused_ != nullptr) lease_waits_refused_->Inc();
+      res.set_header("Retry-After", "1");
+      return http::ReplyError(
+          res, Status::TooManyRequests(std::to_string(lease_waits_.capacity()) +
+                                       " lease requests are already waiting for work; retry "
+                                       "after 1 s"));
+    }
     core_->WaitForWork(cancel.flag(), deadline, &request);
   }
   http::ReplyJson(res, LeaseReplyJson(reply, config_.lease_duration));
@@ -671,6 +683,10 @@ void DataflowService::RegisterMetrics() {
   batch_requests_ = &r.AddCounter("sluice_dataflow_batch_requests_total",
                                   "GET /v1/batches requests by outcome (served, empty, drained).",
                                   {"policy", "outcome"});
+  lease_waits_refused_ =
+      &r.AddCounter("sluice_dataflow_lease_waits_refused_total",
+                    "Lease long polls answered 429 because max_waiting_leases were waiting.")
+           .WithLabels({});
   snapshots_total_ =
       &r.AddCounter("sluice_dataflow_snapshots_total", "Snapshots written to the log directory.")
            .WithLabels({});

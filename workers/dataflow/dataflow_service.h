@@ -58,6 +58,7 @@
 #include "common/status.h"
 #include "workers/dataflow/client/dataset.h"
 #include "workers/dataflow/dataflow_core.h"
+#include "workers/dataflow/long_poll_slots.h"
 #include "workers/dataflow/write_ahead_log.h"
 
 namespace sluice::dataflow {
@@ -70,6 +71,12 @@ struct DataflowServiceOptions {
   std::chrono::milliseconds maintenance_interval{1000};
   // Longest long poll a request may ask for (`wait` of leases and batches).
   std::chrono::milliseconds max_wait{30000};
+  // Lease long polls that may wait at once. Each holds one of the server's worker threads, so
+  // this must stay below them: a lease that would wait beyond it is answered 429 with
+  // Retry-After at once, and the threads left serve batches, submits and acks (a trainer's batch
+  // request never queues behind idle rollout replicas). `--max-waiting-leases` sizes it from
+  // the worker threads (dataflow_flags.h).
+  size_t max_waiting_leases = 12;
   // Seed of the core's generator. Must stay the same across restarts on one log: a recovery
   // without a snapshot re-executes every record from a core created with it.
   uint64_t seed = 1;
@@ -122,6 +129,8 @@ class DataflowService {
   WriteAheadLog* wal() { return wal_.get(); }
   // The GET /v1/status body.
   nlohmann::json StatusJson() const;
+  // Lease long polls waiting for work now.
+  size_t waiting_leases() const { return lease_waits_.waiting(); }
 
  private:
   struct PolicyWait;
@@ -184,6 +193,7 @@ class DataflowService {
   std::atomic<uint64_t> snapshots_written_{0};
   std::atomic<uint64_t> snapshot_failures_{0};
   std::atomic<uint64_t> last_snapshot_lsn_{0};
+  LongPollSlots lease_waits_;  // options_.max_waiting_leases of them.
 
   // Trainer data-wait accounting per policy (see docs/dataflow.md, "Metrics").
   mutable std::mutex wait_mu_;
@@ -194,6 +204,7 @@ class DataflowService {
   metrics::CounterFamily* submits_ = nullptr;
   metrics::CounterFamily* wait_seconds_ = nullptr;
   metrics::CounterFamily* batch_requests_ = nullptr;
+  metrics::Counter* lease_waits_refused_ = nullptr;
   metrics::Counter* snapshots_total_ = nullptr;
   metrics::GaugeFamily* wait_fraction_ = nullptr;
   metrics::Gauge* recovery_seconds_ = nullptr;

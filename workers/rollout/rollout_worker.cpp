@@ -302,6 +302,12 @@ void RolloutWorker::LeaseOnce(const CancellationToken& stop) {
   Result<dataflow::LeaseAnswer> answer = dataflow_->Lease(q, stop);
   if (!answer.ok()) {
     if (stop.IsCancelled()) return;
+    if (answer.status().code() == StatusCode::kTooManyRequests) {
+      // As many idle replicas wait for work as the dataflow lets wait: no work for this one
+      // now, which is not an error (the client already waited out each Retry-After).
+      stop.WaitFor(options_.retry_delay);
+      return;
+    }
     if (errors_) errors_->WithLabels({"lease"}).Inc();
     logger_.Warn("lease failed", {{"error", answer.status().ToString()}});
     stop.WaitFor(options_.retry_delay);

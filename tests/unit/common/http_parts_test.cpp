@@ -251,5 +251,48 @@ TEST(BoundedTaskQueueTest, RunsEverythingAndBlocksWhenFull) {
   EXPECT_EQ(ran.load(), 4);
 }
 
+// With room for refusals, a task that finds the queue full runs at once as a refusal (on the
+// refusal thread, RunningAsRefusal() true) instead of waiting; once the refusals are full too,
+// enqueue blocks as before.
+TEST(BoundedTaskQueueTest, RefusesWhatTheQueueHasNoRoomFor) {
+  std::atomic<bool> release{false};
+  std::atomic<bool> release_refusals{false};
+  std::atomic<int> served{0};
+  std::atomic<int> refused{0};
+  const auto task = [&] {
+    if (BoundedTaskQueue::RunningAsRefusal()) {
+      while (!release_refusals.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ++refused;
+    } else {
+      while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ++served;
+    }
+  };
+  {
+    BoundedTaskQueue q(/*threads=*/1, /*max_queued=*/1, /*max_refusing=*/1);
+    EXPECT_FALSE(BoundedTaskQueue::RunningAsRefusal());
+    q.enqueue(task);
+    while (q.busy() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    q.enqueue(task);  // Queued.
+    q.enqueue(task);  // Refused: taken by the refusal thread, which holds it.
+    while (q.refused() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    q.enqueue(task);  // A refusal too, waiting while the refusal thread holds the first.
+    EXPECT_EQ(q.queued(), 1u);
+    std::atomic<bool> fifth_enqueued{false};
+    std::thread producer([&] {
+      q.enqueue(task);  // Both full: blocks.
+      fifth_enqueued = true;
+    });
+    while (q.blocked() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_FALSE(fifth_enqueued.load());
+    release_refusals = true;  // Room among the refusals: the fifth becomes one.
+    producer.join();
+    release = true;
+    q.shutdown();
+  }
+  EXPECT_EQ(served.load(), 2);
+  EXPECT_EQ(refused.load(), 3);
+}
+
 }  // namespace
 }  // namespace sluice::http

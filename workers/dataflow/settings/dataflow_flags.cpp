@@ -1,5 +1,6 @@
 #include "workers/dataflow/settings/dataflow_flags.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -28,6 +29,11 @@ Result<nlohmann::json> JsonFlag(const config::Config& cfg, const char* flag, boo
 
 }  // namespace
 
+size_t DefaultMaxWaitingLeases(size_t worker_threads) {
+  const size_t kept = std::max<size_t>(4, worker_threads / 4);
+  return worker_threads > kept ? worker_threads - kept : 1;
+}
+
 config::Spec DataflowFlagSpec() {
   using config::Option;
   using std::chrono::seconds;
@@ -40,6 +46,10 @@ config::Spec DataflowFlagSpec() {
   serving.shutdown_grace = seconds(20);
   serving.max_body_bytes = uint64_t{64} << 20;
   serving.worker_threads = 16;
+  serving.rollout_token_help =
+      "Bearer token of the rollout replicas: it admits leasing, submitting, the versions and the "
+      "final weights' reads, not batches, acks or announcements (--token-file's does); empty: "
+      "none.";
   service::AddServingOptions(spec, serving);
   // The Dataflow resource (docs/dataflow.md, "Configuration from a Dataflow resource").
   spec.Add(Option::String("dataflow-manifest", "",
@@ -53,6 +63,10 @@ config::Spec DataflowFlagSpec() {
                           "Where spec.dataset.pvc's claim is mounted: the file is <dir><path>."))
       .Add(Option::Duration("max-wait", seconds(30),
                             "Cap on the `wait` of lease and batch long polls."))
+      .Add(Option::Int("max-waiting-leases", 0,
+                       "Lease long polls that may wait at once (each holds a worker thread; "
+                       "more get 429 and Retry-After); 0: the worker threads less a quarter, "
+                       "keeping at least 4 for batches, submits and acks."))
       // Durability.
       .Add(Option::String("wal-dir", "", "Directory of the write-ahead log (a PVC).").Required())
       .Add(Option::Bool("fsync", true,
@@ -274,6 +288,18 @@ Result<DataflowFlagSettings> ResolveDataflowFlags(const config::Config& cfg,
     return Status::InvalidArgument("must be at least 10ms", "--maintenance-interval");
   }
   o.max_wait = std::chrono::duration_cast<std::chrono::milliseconds>(cfg.GetDuration("max-wait"));
+  const int64_t waiting_leases = cfg.GetInt("max-waiting-leases");
+  const int64_t threads = cfg.GetInt("worker-threads");
+  if (waiting_leases < 0 || (waiting_leases > 0 && waiting_leases >= threads)) {
+    // Waiting leases at or above the threads would leave none for the trainers' batches.
+    return Status::InvalidArgument("must be 0 (from --worker-threads) or below --worker-threads (" +
+                                       std::to_string(threads) + ")",
+                                   "--max-waiting-leases");
+  }
+  o.max_waiting_leases =
+      waiting_leases > 0
+          ? static_cast<size_t>(waiting_leases)
+          : DefaultMaxWaitingLeases(static_cast<size_t>(std::max<int64_t>(threads, 1)));
   o.seed = static_cast<uint64_t>(cfg.GetInt("seed"));
   return s;
 }

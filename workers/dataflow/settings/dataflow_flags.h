@@ -18,6 +18,10 @@ namespace sluice::dataflow {
 // The program's flags, the serving ones (common/service/service_main.h) included.
 config::Spec DataflowFlagSpec();
 
+// The lease long polls a server with `worker_threads` threads lets wait (--max-waiting-leases
+// 0): all but a quarter of them, keeping at least 4 threads for everything else, and at least 1.
+size_t DefaultMaxWaitingLeases(size_t worker_threads);
+
 // What the flags resolve to.
 struct DataflowFlagSettings {
   DatasetSource dataset;

@@ -267,6 +267,58 @@ TEST_F(DataflowServiceTest, BackpressureStopsLeasesUntilAcked) {
   EXPECT_LT(std::chrono::steady_clock::now() - began, seconds(4));
 }
 
+// Idle rollout replicas' lease long polls cannot take every worker thread: past
+// max_waiting_leases a lease is answered 429 with Retry-After at once, and the trainer's batch
+// request is served beside the waiting polls.
+TEST_F(DataflowServiceTest, WaitingLeasesLeaveThreadsForTheTrainer) {
+  DataflowConfig c = BaseConfig();
+  c.capacity_groups = 2;
+  c.groups_per_batch = 2;
+  worker_threads_ = 3;
+  max_waiting_leases_ = 2;
+  StartService(c);
+  json reply = Lease("w1", 2);
+  ASSERT_EQ(reply["tasks"].size(), 2U);  // Backpressure from here: leases find no work.
+  std::vector<std::unique_ptr<http::Client>> clients;
+  std::vector<json> polled(2);
+  std::vector<std::thread> pollers;
+  for (int i = 0; i < 2; ++i) {
+    clients.push_back(MakeClient(kToken));
+    pollers.emplace_back(
+        [&, i] { polled[i] = Lease("idle" + std::to_string(i), 1, 5, clients[i].get()); });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + seconds(3);
+  while (service_->waiting_leases() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(service_->waiting_leases(), 2u);
+  // A third idle replica is told to come back instead of taking the last thread.
+  const auto asked = std::chrono::steady_clock::now();
+  http::Response refused = Must(client_->Post(
+      "/v1/leases",
+      json{{"worker_id", "idle2"}, {"pool", "pool"}, {"region", "eu"}, {"capacity", 1}, {"wait", 5}}
+          .dump(),
+      "application/json"));
+  EXPECT_EQ(refused.status, 429) << refused.body;
+  EXPECT_EQ(refused.Header("Retry-After"), "1");
+  EXPECT_NE(refused.body.find("2 lease requests are already waiting for work"), std::string::npos)
+      << refused.body;
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, seconds(1));
+  // The trainer's side still gets through: submits, then the batch, at once.
+  SubmitOk(GroupFor(reply["tasks"][0]));
+  SubmitOk(GroupFor(reply["tasks"][1]));
+  const auto batch_asked = std::chrono::steady_clock::now();
+  Batch b = TakeBatchOk("actor");
+  EXPECT_LT(std::chrono::steady_clock::now() - batch_asked, seconds(1));
+  EXPECT_EQ(Ack(b.batch_id), 200);  // Frees capacity: the waiting polls get their tasks.
+  for (std::thread& t : pollers) t.join();
+  EXPECT_EQ(polled[0]["tasks"].size() + polled[1]["tasks"].size(), 2U)
+      << polled[0].dump() << polled[1].dump();
+  EXPECT_NE(Metrics().find("sluice_dataflow_lease_waits_refused_total 1"), std::string::npos);
+  // The slots were given back: a poll may wait again.
+  EXPECT_EQ(Lease("w4", 1, 0.2)["tasks"].size(), 0U);
+}
+
 TEST_F(DataflowServiceTest, MalformedAndOversizedRequestsAreRejectedWithoutEffect) {
   StartService();
   json task = LeaseOne();

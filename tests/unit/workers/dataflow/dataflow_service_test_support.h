@@ -95,6 +95,7 @@ class DataflowServiceTest : public ::testing::Test {
     so.auth = http::TokenSource::FromValue(kToken);
     so.access_log = false;
     so.shutdown_grace = std::chrono::milliseconds(2000);
+    so.worker_threads = worker_threads_;
     server_ = std::make_unique<http::Server>(so, registry_.get(), logger_);
     DataflowServiceOptions opts;
     opts.wal.dir = dir_ + "/wal";
@@ -103,6 +104,7 @@ class DataflowServiceTest : public ::testing::Test {
     opts.max_wait = std::chrono::milliseconds(5000);
     opts.snapshot_on_stop = snapshot_on_stop;
     opts.groups_per_batch_by_policy = groups_per_batch_by_policy_;
+    opts.max_waiting_leases = max_waiting_leases_;
     service_ = std::make_unique<DataflowService>(opts, std::move(config), &dataset_, &clock_,
                                                  registry_.get(), logger_);
     service_->Register(*server_);
@@ -224,6 +226,8 @@ class DataflowServiceTest : public ::testing::Test {
   log::Logger logger_{"dataflow-test"};
   std::string dir_;
   std::map<std::string, int64_t> groups_per_batch_by_policy_;
+  size_t worker_threads_ = 8;      // The server's.
+  size_t max_waiting_leases_ = 6;  // DataflowServiceOptions::max_waiting_leases.
   std::unique_ptr<metrics::Registry> registry_;
   std::unique_ptr<http::Server> server_;
   std::unique_ptr<DataflowService> service_;
