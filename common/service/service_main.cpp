@@ -22,6 +22,9 @@ void AddServingOptions(config::Spec& spec, const ServingDefaults& d) {
     spec.Add(Option::Bytes("max-body-bytes", *d.max_body_bytes,
                            "Largest request body; larger ones get 413."));
   }
+  if (!d.rollout_token_help.empty()) {
+    spec.Add(Option::String("rollout-token-file", "", d.rollout_token_help));
+  }
   if (d.worker_threads) {
     spec.Add(Option::Int("worker-threads", *d.worker_threads,
                          "HTTP worker threads (long polls hold one each).")
@@ -46,6 +49,23 @@ http::ServerOptions Service::ServerOptions() const {
     o.worker_threads = static_cast<size_t>(config.GetInt("worker-threads"));
   }
   return o;
+}
+
+Status Service::AdmitRolloutToken(http::ServerOptions& options,
+                                  std::vector<http::RouteScope> scope) const {
+  if (definition.spec.Find("rollout-token-file") == nullptr) return Status::Ok();
+  const std::string& file = config.GetString("rollout-token-file");
+  if (file.empty()) return Status::Ok();
+  if (!options.auth) {
+    return Status::InvalidArgument("needs --token-file (without it every route is open)",
+                                   "--rollout-token-file");
+  }
+  Result<std::shared_ptr<http::TokenSource>> token = http::TokenSource::FromFile(file);
+  if (!token.ok()) return Status::InvalidArgument(token.status().message(), "--rollout-token-file");
+  std::vector<http::ScopedToken> tokens;
+  tokens.emplace_back("rollout", *token, std::move(scope));
+  options.authenticate_other = http::ScopedTokenHook(std::move(tokens));
+  return Status::Ok();
 }
 
 int Service::Fail(int exit_code, std::string_view message) const {

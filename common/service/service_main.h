@@ -7,8 +7,8 @@
 // status after its own graceful shutdown.
 //
 // AddServingOptions declares the flags that ServerOptions() and the token read: --address,
-// --port, --token-file, --metrics-require-token and --shutdown-grace, plus --max-body-bytes and
-// --worker-threads where the program sets defaults for them.
+// --port, --token-file, --metrics-require-token and --shutdown-grace, plus --max-body-bytes,
+// --worker-threads and --rollout-token-file where the program sets defaults for them.
 //
 // Usage (a main.cpp):
 //   int main(int argc, char** argv) {
@@ -37,10 +37,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/config/config.h"
 #include "common/config/spec.h"
 #include "common/http/bearer_token.h"
+#include "common/http/scoped_token.h"
 #include "common/http/server.h"
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
@@ -61,6 +63,8 @@ struct ServingDefaults {
   std::chrono::seconds shutdown_grace{5};
   std::optional<uint64_t> max_body_bytes;  // Declares --max-body-bytes when set.
   std::optional<int> worker_threads;       // Declares --worker-threads when set.
+  // Declares --rollout-token-file, with this help, when not empty (Service::AdmitRolloutToken).
+  std::string rollout_token_help;
 };
 
 // Declares the serving flags on `spec` (see the file comment).
@@ -92,6 +96,11 @@ struct Service {
   // metrics_require_auth, shutdown_grace, and max_body_bytes and worker_threads when declared.
   // The body adjusts timeouts and the like on the copy.
   http::ServerOptions ServerOptions() const;
+  // Where the program declares --rollout-token-file and it is set: the rollout replicas' token,
+  // read from that file, admits the routes of `scope` on a server with `options`
+  // (http::ScopedTokenHook; the --token-file token still admits every route). InvalidArgument
+  // naming the flag when the file cannot be read or --token-file is empty.
+  Status AdmitRolloutToken(http::ServerOptions& options, std::vector<http::RouteScope> scope) const;
   // Prints "<program>: <message>" on stderr and returns `exit_code`: for errors while starting.
   int Fail(int exit_code, std::string_view message) const;
 };

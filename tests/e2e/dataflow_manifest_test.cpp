@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -66,6 +67,72 @@ TEST_F(DataflowManifestTest, ServesFromTheSinglePolicyExample) {
   EXPECT_EQ(tasks[0]["sampling"]["maxNewTokens"], 8);
   EXPECT_EQ(tasks[0]["workflow"]["reward"]["type"], "exact-match");
   EXPECT_EQ(p.Kill(SIGTERM), 0) << p.Log();
+}
+
+// Per-role tokens on the real binary: the rollout replicas' token (--rollout-token-file) leases
+// and reads versions, but cannot take or acknowledge a batch or announce a version (403 naming
+// the role); the Dataflow's own token can; any other token gets 401.
+TEST_F(DataflowManifestTest, TheRolloutTokenLeasesButCannotAckOrAnnounce) {
+  DataflowProcess p(dir_.string(), "the-dataflow-token");
+  std::ofstream(dir_ / "rollout-token") << "the-rollout-token\n";
+  ASSERT_TRUE(p.Start({"--dataflow-manifest=" + SourceDir() + "/examples/single-policy-grpo.yaml",
+                       "--rollout-token-file=" + (dir_ / "rollout-token").string()}))
+      << p.Log();
+  auto client_with = [&](const std::string& token) {
+    http::ClientOptions co;
+    co.base_url = p.base_url();
+    co.max_attempts = 1;
+    co.token = http::TokenSource::FromValue(token);
+    return std::move(http::Client::Create(co)).value();
+  };
+  std::unique_ptr<http::Client> rollout = client_with("the-rollout-token");
+  const std::string lease_body = json{{"worker_id", "w"}, {"capacity", 1}}.dump();
+  Result<http::Response> lease = rollout->Post("/v1/leases", lease_body, "application/json");
+  ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+  EXPECT_EQ(lease->status, 200) << lease->body;
+  Result<http::Response> versions = rollout->Get("/v1/versions");
+  ASSERT_TRUE(versions.ok());
+  EXPECT_EQ(versions->status, 200) << versions->body;
+  struct Refused {
+    const char* method;
+    std::string path;
+  };
+  for (const Refused& r : std::vector<Refused>{{"POST", "/v1/batches/b-1/ack"},
+                                               {"GET", "/v1/batches/tiny"},
+                                               {"POST", "/v1/policies/tiny/versions"},
+                                               {"GET", "/v1/status"}}) {
+    http::Request req;
+    req.method = r.method;
+    req.path = r.path;
+    if (req.method == "POST") {
+      req.body = "{}";
+      req.content_type = "application/json";
+    }
+    Result<http::Response> res = rollout->Send(req);
+    ASSERT_TRUE(res.ok()) << res.status().ToString();
+    EXPECT_EQ(res->status, 403) << r.method << " " << r.path << ": " << res->body;
+    EXPECT_NE(res->body.find("the rollout token may not " + std::string(r.method) + " " + r.path),
+              std::string::npos)
+        << res->body;
+  }
+  // The Dataflow's token reaches the same route (an unknown batch: 404, not 403).
+  Result<http::Response> ack = p.client().Post("/v1/batches/b-1/ack", "{}", "application/json");
+  ASSERT_TRUE(ack.ok());
+  EXPECT_EQ(ack->status, 404) << ack->body;
+  Result<http::Response> stranger =
+      client_with("some-other-token")->Post("/v1/leases", lease_body, "application/json");
+  ASSERT_TRUE(stranger.ok());
+  EXPECT_EQ(stranger->status, 401) << stranger->body;
+  EXPECT_EQ(p.Kill(SIGTERM), 0) << p.Log();
+}
+
+// A rollout token without the Dataflow's own token would leave every route open: refused.
+TEST_F(DataflowManifestTest, ARolloutTokenNeedsTheDataflowsToken) {
+  DataflowProcess p(dir_.string());
+  std::ofstream(dir_ / "rollout-token") << "the-rollout-token\n";
+  EXPECT_FALSE(p.Start({"--rollout-token-file=" + (dir_ / "rollout-token").string()}));
+  EXPECT_TRUE(WIFEXITED(p.exit_status()) && WEXITSTATUS(p.exit_status()) == 2) << p.Log();
+  EXPECT_NE(p.Log().find("--rollout-token-file"), std::string::npos) << p.Log();
 }
 
 TEST_F(DataflowManifestTest, InvalidManifestRefusesToStartListingEveryError) {

@@ -45,6 +45,10 @@ TEST(OperatorDataflowTest, DataflowBecomesARunningPodWithLiveStatus) {
   EXPECT_EQ(cluster.Kubectl("get svc arith").exit_code, 0);
   EXPECT_EQ(cluster.Kubectl("get pvc arith-wal").exit_code, 0);
   EXPECT_EQ(cluster.JsonPath("secret arith-token", "{.data.token}").size(), 88u);
+  // The rollout replicas' narrower token is a Secret of its own, with another value.
+  EXPECT_EQ(cluster.JsonPath("secret arith-rollout-token", "{.data.token}").size(), 88u);
+  EXPECT_NE(cluster.JsonPath("secret arith-rollout-token", "{.data.token}"),
+            cluster.JsonPath("secret arith-token", "{.data.token}"));
 
   // The experiment's NetworkPolicies, one per role, owned by the Dataflow
   // (operator/controllers/network_policies.h).

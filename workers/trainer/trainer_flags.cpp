@@ -14,6 +14,9 @@ config::Spec TrainerFlagSpec() {
   serving.token_help =
       "Bearer token for the dataflow and for this rank's own /v1 routes; empty: none "
       "(development only).";
+  serving.rollout_token_help =
+      "Bearer token of the rollout replicas: it admits reading this rank's weight versions, not "
+      "exports (--token-file's does); empty: none.";
   service::AddServingOptions(spec, serving);
   spec.Add(Option::String("dataflow-url", "", "Base URL of the dataflow.").Required())
       .Add(Option::String("advertise-address", "",

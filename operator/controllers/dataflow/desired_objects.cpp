@@ -64,6 +64,14 @@ constexpr char kWalDir[] = "/var/lib/sluice/wal";
 constexpr char kDatasetDir[] = "/var/run/sluice/dataset";
 constexpr char kDatasetPvcDir[] = "/var/run/sluice/dataset-pvc";
 
+json TokenSecret(const json& df, const std::string& name, const std::string& token) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"metadata", Meta(df, name, true)},
+          {"type", "Opaque"},
+          {"stringData", {{"token", token}}}};
+}
+
 }  // namespace
 
 json ScrapeAnnotations(int port) {
@@ -74,6 +82,22 @@ json ScrapeAnnotations(int port) {
 
 std::string DataflowConfigMapName(const std::string& df) { return SubdomainName(df, "-config"); }
 std::string DataflowTokenSecretName(const std::string& df) { return SubdomainName(df, "-token"); }
+std::string DataflowRolloutTokenSecretName(const std::string& df) {
+  return SubdomainName(df, "-rollout-token");
+}
+
+json RolloutTokenVolume(const std::string& df) {
+  return {{"name", "rollout-token"},
+          {"secret", {{"secretName", DataflowRolloutTokenSecretName(df)}}}};
+}
+
+json RolloutTokenMount() {
+  return {{"name", "rollout-token"}, {"mountPath", kRolloutTokenMountDir}, {"readOnly", true}};
+}
+
+std::string RolloutTokenFileArg() {
+  return std::string("--rollout-token-file=") + kRolloutTokenMountDir + "/token";
+}
 std::string DataflowClaimName(const std::string& df) { return SubdomainName(df, "-wal"); }
 std::string DataflowPodName(const std::string& df) { return SubdomainName(df, "-dataflow"); }
 std::string DataflowServiceName(const std::string& df) { return DnsLabelName(df); }
@@ -100,11 +124,11 @@ json DesiredDataflowConfigMap(const json& df) {
 }
 
 json DesiredDataflowTokenSecret(const json& df, const std::string& token) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Secret"},
-          {"metadata", Meta(df, DataflowTokenSecretName(Name(df)), true)},
-          {"type", "Opaque"},
-          {"stringData", {{"token", token}}}};
+  return TokenSecret(df, DataflowTokenSecretName(Name(df)), token);
+}
+
+json DesiredDataflowRolloutTokenSecret(const json& df, const std::string& token) {
+  return TokenSecret(df, DataflowRolloutTokenSecretName(Name(df)), token);
 }
 
 json DesiredDataflowClaim(const json& df) {
@@ -138,11 +162,13 @@ json DesiredDataflowPod(const json& df, const WorkerImages& images) {
   json volumes = json::array({
       {{"name", "config"}, {"configMap", {{"name", DataflowConfigMapName(name)}}}},
       {{"name", "token"}, {"secret", {{"secretName", DataflowTokenSecretName(name)}}}},
+      RolloutTokenVolume(name),
       {{"name", "wal"}, {"persistentVolumeClaim", {{"claimName", DataflowClaimName(name)}}}},
   });
   json mounts = json::array({
       {{"name", "config"}, {"mountPath", kConfigDir}, {"readOnly", true}},
       {{"name", "token"}, {"mountPath", kTokenDir}, {"readOnly", true}},
+      RolloutTokenMount(),
       {{"name", "wal"}, {"mountPath", kWalDir}},
   });
   if (df.contains("/spec/dataset/configMap/name"_json_pointer)) {
@@ -170,6 +196,7 @@ json DesiredDataflowPod(const json& df, const WorkerImages& images) {
       "--dataflow-name=" + name,
       std::string("--wal-dir=") + kWalDir,
       std::string("--token-file=") + kTokenDir + "/token",
+      RolloutTokenFileArg(),
       std::string("--dataset-mount-dir=") + kDatasetDir,
       std::string("--dataset-pvc-mount-dir=") + kDatasetPvcDir,
       // Bind the pod's own address: on the local cluster pods share a network namespace.

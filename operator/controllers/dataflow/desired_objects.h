@@ -3,7 +3,10 @@
 //
 //   ConfigMap  <df>-config   dataflow.json: the Dataflow object, read by sluice-dataflow
 //                            --dataflow-manifest
-//   Secret     <df>-token    the experiment's bearer token (made once, never rewritten)
+//   Secret     <df>-token    the experiment's bearer token, every route (made once, never
+//                            rewritten): the dataflow's, the trainers', the operator's
+//   Secret     <df>-rollout-token
+//                            the rollout replicas' narrower token (made once, never rewritten)
 //   PVC        <df>-wal      the write-ahead log; NOT owned, so deleting the Dataflow keeps it
 //   Service    <df>          port 8080 "http" -> the dataflow pod (<df>.<ns>.svc:8080)
 //   Pod        <df>-dataflow sluice-dataflow, restartPolicy Always, readiness /readyz,
@@ -55,6 +58,17 @@ inline constexpr char kConfigHashAnnotation[] = "sluice.dev/config-hash";
 
 std::string DataflowConfigMapName(const std::string& dataflow);
 std::string DataflowTokenSecretName(const std::string& dataflow);
+// The rollout replicas' token (Secret <df>-rollout-token, key `token`). It admits only leasing,
+// submitting and reading versions and weights (dataflow/rollout_route_scope.h,
+// weights/weight_read_scope.h); the Dataflow's own token (<df>-token) admits everything. The
+// rollout pods mount only this one; the dataflow and trainer pods mount it beside their own, to
+// admit it (--rollout-token-file).
+std::string DataflowRolloutTokenSecretName(const std::string& dataflow);
+inline constexpr char kRolloutTokenMountDir[] = "/var/run/sluice/rollout-token";
+// The dataflow or trainer pod's volume and mount of the rollout token, and its flag.
+nlohmann::json RolloutTokenVolume(const std::string& dataflow);
+nlohmann::json RolloutTokenMount();
+std::string RolloutTokenFileArg();
 std::string DataflowClaimName(const std::string& dataflow);
 std::string DataflowPodName(const std::string& dataflow);
 // "<df>", a DNS label: DnsLabelName(dataflow).
@@ -66,6 +80,9 @@ std::string DataflowEndpoint(const nlohmann::json& dataflow);
 nlohmann::json DesiredDataflowConfigMap(const nlohmann::json& dataflow);
 // `token`: the random token (hex) the caller generated; used only when the Secret is created.
 nlohmann::json DesiredDataflowTokenSecret(const nlohmann::json& dataflow, const std::string& token);
+// Likewise for the rollout replicas' token.
+nlohmann::json DesiredDataflowRolloutTokenSecret(const nlohmann::json& dataflow,
+                                                 const std::string& token);
 nlohmann::json DesiredDataflowClaim(const nlohmann::json& dataflow);
 nlohmann::json DesiredDataflowService(const nlohmann::json& dataflow);
 nlohmann::json DesiredDataflowPod(const nlohmann::json& dataflow, const WorkerImages& images);

@@ -88,10 +88,13 @@ Status DataflowController::EnsureChildren(const json& df, std::string* pod_state
     if (r.ok() || r.status().code() == StatusCode::kAlreadyExists) return Status::Ok();
     return r.status();
   };
-  // Token and claim: created once, never rewritten (the token is shared by the experiment; a
-  // claim's size cannot shrink).
+  // Tokens and claim: created once, never rewritten (the tokens are shared by the experiment's
+  // pods; a claim's size cannot shrink).
   if (!cached(informers_.secrets, DataflowTokenSecretName(name))) {
     SLUICE_RETURN_IF_ERROR(create(kSecrets, DesiredDataflowTokenSecret(df, RandomToken())));
+  }
+  if (!cached(informers_.secrets, DataflowRolloutTokenSecretName(name))) {
+    SLUICE_RETURN_IF_ERROR(create(kSecrets, DesiredDataflowRolloutTokenSecret(df, RandomToken())));
   }
   if (!cached(informers_.claims, DataflowClaimName(name))) {
     SLUICE_RETURN_IF_ERROR(create(kClaims, DesiredDataflowClaim(df)));

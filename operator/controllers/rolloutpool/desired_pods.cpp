@@ -218,7 +218,8 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
       json::array({{{"name", "token"}, {"mountPath", kRolloutTokenDir}, {"readOnly", true}},
                    {{"name", "config"}, {"mountPath", kRolloutConfigDir}, {"readOnly", true}}});
   json volumes = json::array(
-      {{{"name", "token"}, {"secret", {{"secretName", DataflowTokenSecretName(dataflow_name)}}}},
+      {{{"name", "token"},
+        {"secret", {{"secretName", DataflowRolloutTokenSecretName(dataflow_name)}}}},
        {{"name", "config"}, {"configMap", {{"name", RolloutConfigMapName(pool_name)}}}}});
   for (const json& m : models.mounts) mounts.push_back(m);
   for (const json& v : models.volumes) volumes.push_back(v);

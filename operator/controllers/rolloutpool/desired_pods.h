@@ -37,8 +37,10 @@
 //
 //   args, in this order, then (builtin engine) spec.engine.args appended verbatim:
 //     --dataflow-url=<DataflowEndpoint(dataflow)>   http://<df>.<ns>.svc:8080
-//     --token-file=/var/run/sluice/token/token      the Dataflow's bearer token (Secret
-//                                                   <df>-token, key "token", mounted read-only)
+//     --token-file=/var/run/sluice/token/token      the rollout replicas' bearer token (Secret
+//                                                   <df>-rollout-token, key "token", mounted
+//                                                   read-only): lease, submit, read versions
+//                                                   and weights, and this replica's own routes
 //     --policies=<p1,p2,...>                        spec.policies, sorted, comma-separated
 //     --engine=<builtin|vllm|sglang>                spec.engine.type
 //     --tensor-parallel-size=N                      spec.engine.tensorParallelSize

@@ -107,7 +107,9 @@ std::vector<std::string> RolloutPoolController::PoolsOfPolicy(const json& policy
 }
 
 std::string RolloutPoolController::Token(const std::string& ns, const std::string& df) const {
-  kube::ObjectPtr secret = informers_.secrets->store().Get(ns + "/" + DataflowTokenSecretName(df));
+  // The replicas' own token: the only one their servers know.
+  kube::ObjectPtr secret =
+      informers_.secrets->store().Get(ns + "/" + DataflowRolloutTokenSecretName(df));
   if (!secret) return "";
   Result<std::string> token =
       kube::DecodeBase64(secret->value("/data/token"_json_pointer, std::string()));

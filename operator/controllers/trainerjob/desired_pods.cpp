@@ -157,6 +157,7 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
       std::string("--config=") + kTrainerConfigDir + "/trainer.json",
       "--dataflow-url=" + DataflowEndpoint(dataflow),
       std::string("--token-file=") + kTrainerTokenDir + "/token",
+      RolloutTokenFileArg(),  // Rollout replicas read rank 0's weight versions with it.
       "--address=$(POD_IP)",
       "--port=" + std::to_string(kTrainerPort),
       kOpenMetricsArg,
@@ -172,10 +173,12 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
   json volumes = json::array({
       {{"name", "config"}, {"configMap", {{"name", TrainerConfigMapName(name)}}}},
       {{"name", "token"}, {"secret", {{"secretName", DataflowTokenSecretName(dataflow_name)}}}},
+      RolloutTokenVolume(dataflow_name),
   });
   json mounts = json::array({
       {{"name", "config"}, {"mountPath", kTrainerConfigDir}, {"readOnly", true}},
       {{"name", "token"}, {"mountPath", kTrainerTokenDir}, {"readOnly", true}},
+      RolloutTokenMount(),
   });
   if (checkpoint) {
     volumes.push_back(

@@ -47,6 +47,10 @@
 //                                                  from
 //     --token-file=/var/run/sluice/token/token     the Dataflow's bearer token (Secret
 //                                                  <df>-token, key "token", mounted read-only)
+//     --rollout-token-file=/var/run/sluice/rollout-token/token
+//                                                  the rollout replicas' token (Secret
+//                                                  <df>-rollout-token): admitted for reading
+//                                                  rank 0's weight versions only
 //     --address=$(POD_IP)                          bind the pod's own address
 //     --port=8080                                  the HTTP port below
 //     --metrics-require-token=false                /metrics open to Prometheus (kOpenMetricsArg)

@@ -3,13 +3,16 @@
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "common/clock.h"
 #include "workers/dataflow/client/dataset.h"
 #include "workers/dataflow/dataflow_service.h"
+#include "workers/dataflow/rollout_route_scope.h"
 #include "workers/dataflow/settings/dataflow_flags.h"
 #include "workers/dataflow/settings/dataflow_settings.h"
 #include "workers/weights/final_weights.h"
+#include "workers/weights/weight_read_scope.h"
 
 namespace sluice::dataflow {
 
@@ -43,6 +46,13 @@ int ServeDataflow(service::Service& s) {
                                    {"eval_rows", dataset->eval_size()}});
 
   http::ServerOptions options = s.ServerOptions();
+  std::vector<http::RouteScope> rollout_scope = RolloutRouteScope();
+  for (http::RouteScope& r : weights::WeightReadScope("/v1/final/[^/]+")) {
+    rollout_scope.push_back(std::move(r));
+  }
+  if (Status st = s.AdmitRolloutToken(options, std::move(rollout_scope)); !st.ok()) {
+    return s.Fail(2, st.ToString());
+  }
   // Long polls may hold a request up to max-wait; writing a large batch takes time too.
   options.read_timeout = std::chrono::milliseconds(60000);
   options.write_timeout = std::chrono::milliseconds(60000);

@@ -35,6 +35,7 @@
 #include "workers/trainer/trainer_settings.h"
 #include "workers/trainer/trainer_status.h"
 #include "workers/weights/hf_export.h"
+#include "workers/weights/weight_read_scope.h"
 #include "workers/weights/weight_routes.h"
 #include "workers/weights/weight_store.h"
 
@@ -102,6 +103,10 @@ int ServeTrainer(service::Service& svc, const std::string& trainer_config) {
   ExportRoute export_route(store, ExportRoot(*cfg), settings->policy, std::move(sidecars), logger);
   http::ServerOptions options = svc.ServerOptions();
   options.write_timeout = std::chrono::milliseconds(120000);  // Large weight downloads.
+  if (Status st = svc.AdmitRolloutToken(options, weights::WeightReadScope("")); !st.ok()) {
+    std::cerr << kProgram << ": " << st.ToString() << "\n";
+    return 2;
+  }
   http::Server server(options, &registry, logger);
   server.AddReadinessCheck("gang", [&board]() {
     return board.ready() ? Status::Ok() : Status::Unavailable("joining the gang, loading");

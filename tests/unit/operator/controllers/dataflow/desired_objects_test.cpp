@@ -49,6 +49,10 @@ TEST(DataflowChildrenTest, ChildrenAreNamedLabelledAndOwned) {
   const json secret = DesiredDataflowTokenSecret(df, "abc123");
   EXPECT_EQ(secret["metadata"]["name"], "arith-token");
   EXPECT_EQ(secret["stringData"]["token"], "abc123");
+  const json rollout_secret = DesiredDataflowRolloutTokenSecret(df, "def456");
+  EXPECT_EQ(rollout_secret["metadata"]["name"], "arith-rollout-token");
+  EXPECT_EQ(rollout_secret["stringData"]["token"], "def456");
+  EXPECT_EQ(rollout_secret["metadata"]["ownerReferences"], secret["metadata"]["ownerReferences"]);
 
   const json svc = DesiredDataflowService(df);
   EXPECT_EQ(svc["metadata"]["name"], "arith");
@@ -72,6 +76,16 @@ TEST(DataflowChildrenTest, PodRunsTheDataflowWithItsVolumesAndProbes) {
   EXPECT_TRUE(has("--dataflow-name=arith"));
   EXPECT_TRUE(has("--wal-dir=/var/lib/sluice/wal"));
   EXPECT_TRUE(has("--token-file=/var/run/sluice/token/token"));
+  // The rollout replicas' token, admitted for leasing and submitting only.
+  EXPECT_TRUE(has("--rollout-token-file=/var/run/sluice/rollout-token/token"));
+  bool rollout_token = false;
+  for (const json& v : pod["spec"]["volumes"]) {
+    if (v["name"] == "rollout-token") {
+      rollout_token = true;
+      EXPECT_EQ(v["secret"]["secretName"], "arith-rollout-token");
+    }
+  }
+  EXPECT_TRUE(rollout_token);
   EXPECT_TRUE(has("--address=$(POD_IP)"));
   // Prometheus scrapes the pod's HTTP port without the Dataflow's token.
   EXPECT_TRUE(has("--metrics-require-token=false"));
@@ -253,6 +267,7 @@ TEST(DataflowChildrenTest, LongNameGivesValidChildNamesAndLabels) {
   EXPECT_EQ(pod["metadata"]["name"], long_name + "-dataflow");
   const std::string longest(253, 'd');
   for (const std::string& name : {DataflowConfigMapName(longest), DataflowTokenSecretName(longest),
+                                  DataflowRolloutTokenSecretName(longest),
                                   DataflowClaimName(longest), DataflowPodName(longest)}) {
     EXPECT_LE(name.size(), 253u) << name;
   }

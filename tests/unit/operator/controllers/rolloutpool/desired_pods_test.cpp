@@ -399,7 +399,7 @@ TEST(RolloutPoolChildrenTest, PodSpecProbesVolumesAndTolerations) {
   EXPECT_EQ(spec["tolerations"],
             json::parse(R"([{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}])"));
   EXPECT_EQ(spec["volumes"],
-            json::parse(R"([{"name": "token", "secret": {"secretName": "arith-token"}},
+            json::parse(R"([{"name": "token", "secret": {"secretName": "arith-rollout-token"}},
                             {"name": "config", "configMap": {"name": "gen-rollout-config"}},
                             {"name": "tmp", "emptyDir": {}}])"));
   ASSERT_EQ(spec["containers"].size(), 1u);
@@ -606,7 +606,7 @@ TEST(RolloutPoolChildrenTest, ReplicaIsHardenedWithAReadOnlyRootAndAScratchDir) 
       "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": true})"));
   // The built-in engine writes only under /tmp: no weights volume.
   EXPECT_EQ(spec["volumes"],
-            json::parse(R"([{"name": "token", "secret": {"secretName": "arith-token"}},
+            json::parse(R"([{"name": "token", "secret": {"secretName": "arith-rollout-token"}},
                             {"name": "config", "configMap": {"name": "gen-rollout-config"}},
                             {"name": "tmp", "emptyDir": {}}])"));
   EXPECT_EQ(c["volumeMounts"].back(), json::parse(R"({"name": "tmp", "mountPath": "/tmp"})"));

@@ -226,38 +226,42 @@ TEST(TrainerJobChildrenTest, RankPodArgsWithoutCheckpoint) {
       c["args"],
       json::array({"--config=/etc/sluice/config/trainer.json",
                    "--dataflow-url=http://arith.rl.svc:8080",
-                   "--token-file=/var/run/sluice/token/token", "--address=$(POD_IP)", "--port=8080",
-                   "--metrics-require-token=false", "--rank=$(RANK)", "--world-size=$(WORLD_SIZE)",
-                   "--master-addr=$(MASTER_ADDR)", "--master-port=$(MASTER_PORT)", "--steps=500",
-                   "--final-weights-grace=120s"}));
+                   "--token-file=/var/run/sluice/token/token",
+                   "--rollout-token-file=/var/run/sluice/rollout-token/token",
+                   "--address=$(POD_IP)", "--port=8080", "--metrics-require-token=false",
+                   "--rank=$(RANK)", "--world-size=$(WORLD_SIZE)", "--master-addr=$(MASTER_ADDR)",
+                   "--master-port=$(MASTER_PORT)", "--steps=500", "--final-weights-grace=120s"}));
+  // The Dataflow's token, and the rollout replicas' (admitted for weight reads only).
   EXPECT_EQ(pod["spec"]["volumes"], json::parse(R"([
     {"name": "config", "configMap": {"name": "train-config"}},
     {"name": "token", "secret": {"secretName": "arith-token"}},
+    {"name": "rollout-token", "secret": {"secretName": "arith-rollout-token"}},
     {"name": "tmp", "emptyDir": {}}])"));
   EXPECT_EQ(c["volumeMounts"], json::parse(R"([
     {"name": "config", "mountPath": "/etc/sluice/config", "readOnly": true},
     {"name": "token", "mountPath": "/var/run/sluice/token", "readOnly": true},
+    {"name": "rollout-token", "mountPath": "/var/run/sluice/rollout-token", "readOnly": true},
     {"name": "tmp", "mountPath": "/tmp"}])"));
 }
 
 TEST(TrainerJobChildrenTest, RankPodArgsAndVolumesWithCheckpoint) {
   const json pod = Pod(JobWithCheckpoint("/runs/a"));
   const json& c = pod["spec"]["containers"][0];
-  ASSERT_EQ(c["args"].size(), 13u);
-  EXPECT_EQ(c["args"][10], "--steps=500");
-  EXPECT_EQ(c["args"][12], "--checkpoint-dir=/var/lib/sluice/checkpoints/runs/a");
-  EXPECT_EQ(pod["spec"]["volumes"][2], json::parse(R"({"name": "checkpoints",
+  ASSERT_EQ(c["args"].size(), 14u);
+  EXPECT_EQ(c["args"][11], "--steps=500");
+  EXPECT_EQ(c["args"][13], "--checkpoint-dir=/var/lib/sluice/checkpoints/runs/a");
+  EXPECT_EQ(pod["spec"]["volumes"][3], json::parse(R"({"name": "checkpoints",
                             "persistentVolumeClaim": {"claimName": "ckpt"}})"));
-  EXPECT_EQ(c["volumeMounts"][2],
+  EXPECT_EQ(c["volumeMounts"][3],
             json::parse(R"({"name": "checkpoints", "mountPath": "/var/lib/sluice/checkpoints"})"));
   // The default path "/" is the mount itself; a trailing '/' is dropped.
-  EXPECT_EQ(Pod(JobWithCheckpoint("/"))["spec"]["containers"][0]["args"][12],
+  EXPECT_EQ(Pod(JobWithCheckpoint("/"))["spec"]["containers"][0]["args"][13],
             "--checkpoint-dir=/var/lib/sluice/checkpoints");
-  EXPECT_EQ(Pod(JobWithCheckpoint("/runs/b/"))["spec"]["containers"][0]["args"][12],
+  EXPECT_EQ(Pod(JobWithCheckpoint("/runs/b/"))["spec"]["containers"][0]["args"][13],
             "--checkpoint-dir=/var/lib/sluice/checkpoints/runs/b");
   json no_path = JobWithCheckpoint("/");
   no_path["spec"]["checkpoint"]["pvc"].erase("path");
-  EXPECT_EQ(Pod(no_path)["spec"]["containers"][0]["args"][12],
+  EXPECT_EQ(Pod(no_path)["spec"]["containers"][0]["args"][13],
             "--checkpoint-dir=/var/lib/sluice/checkpoints");
 }
 
@@ -357,24 +361,24 @@ TEST(TrainerJobChildrenTest, RankPodMountsThePolicysClaimReadOnly) {
                                   0, 0, WorkerImages{});
   const json& volumes = pod["spec"]["volumes"];
   const json& mounts = pod["spec"]["containers"][0]["volumeMounts"];
-  // config, token, checkpoints, the model, then the scratch emptyDir.
-  ASSERT_EQ(volumes.size(), 5u) << volumes.dump();
-  ASSERT_EQ(mounts.size(), 5u) << mounts.dump();
+  // config, the two tokens, checkpoints, the model, then the scratch emptyDir.
+  ASSERT_EQ(volumes.size(), 6u) << volumes.dump();
+  ASSERT_EQ(mounts.size(), 6u) << mounts.dump();
   const std::string volume = "model-" + JsonHash(json("qwen"));
-  EXPECT_EQ(volumes[3],
+  EXPECT_EQ(volumes[4],
             json({{"name", volume},
                   {"persistentVolumeClaim", {{"claimName", "qwen"}, {"readOnly", true}}}}));
   EXPECT_EQ(
-      mounts[3],
+      mounts[4],
       json({{"name", volume}, {"mountPath", "/var/lib/sluice/model/actor"}, {"readOnly", true}}));
-  EXPECT_EQ(volumes[4]["name"], "tmp");
+  EXPECT_EQ(volumes[5]["name"], "tmp");
   // A Policy loaded from a path or built in mounts nothing more.
-  EXPECT_EQ(Pod(Job())["spec"]["volumes"].size(), 3u);
+  EXPECT_EQ(Pod(Job())["spec"]["volumes"].size(), 4u);
   json builtin = Policy();
   builtin["spec"]["model"]["source"] = {{"builtin", json::object()}};
   EXPECT_EQ(
       DesiredRankPod(Job(), builtin, Dataflow(), 0, 0, WorkerImages{})["spec"]["volumes"].size(),
-      3u);
+      4u);
   // Another claim is another template: the gang is replaced.
   EXPECT_NE(TrainerTemplateHash(Job(), PvcPolicy("qwen", "/")),
             TrainerTemplateHash(Job(), PvcPolicy("llama", "/")));
