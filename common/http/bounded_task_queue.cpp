@@ -80,37 +80,33 @@ size_t BoundedTaskQueue::refused() const {
 
 void BoundedTaskQueue::Refuse() {
   t_refusing = true;
-  for (;;) {
-    std::function<void()> task;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      refusal_ready_.wait(lock, [&] { return shutdown_ || !refusals_.empty(); });
-      if (refusals_.empty()) return;  // Shut down and drained.
-      task = std::move(refusals_.front());
-      refusals_.pop_front();
-      ++refused_;
-    }
-    not_full_.notify_one();
-    task();
-  }
+  while (std::function<void()> task = Next(refusal_ready_, refusals_, refused_)) task();
 }
 
 void BoundedTaskQueue::Work() {
   for (;;) {
-    std::function<void()> task;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      not_empty_.wait(lock, [&] { return shutdown_ || !tasks_.empty(); });
-      if (tasks_.empty()) return;  // Shut down and drained.
-      task = std::move(tasks_.front());
-      tasks_.pop_front();
-      ++busy_;
-    }
-    not_full_.notify_one();
+    std::function<void()> task = Next(not_empty_, tasks_, busy_);
+    if (!task) return;
     task();
     std::lock_guard<std::mutex> lock(mu_);
     --busy_;
   }
+}
+
+std::function<void()> BoundedTaskQueue::Next(std::condition_variable& ready,
+                                             std::deque<std::function<void()>>& from,
+                                             size_t& taken) {
+  std::function<void()> task;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    ready.wait(lock, [&] { return shutdown_ || !from.empty(); });
+    if (from.empty()) return task;  // Shut down and drained.
+    task = std::move(from.front());
+    from.pop_front();
+    ++taken;
+  }
+  not_full_.notify_one();
+  return task;
 }
 
 }  // namespace sluice::http

@@ -51,6 +51,10 @@ class BoundedTaskQueue final : public httplib::TaskQueue {
  private:
   void Work();
   void Refuse();
+  // Waits on `ready` for a task in `from` and takes it, counting it in `taken`; an empty
+  // function once shut down and drained.
+  std::function<void()> Next(std::condition_variable& ready,
+                             std::deque<std::function<void()>>& from, size_t& taken);
 
   const size_t max_queued_;
   const size_t max_refusing_;

@@ -31,6 +31,15 @@ void IpAndPort(const sockaddr_storage& addr, std::string& ip, int& port) {
   ip = text;
 }
 
+// The address `get` (getpeername or getsockname) reports for `fd`; empty and 0 when it fails.
+void SocketAddress(int fd, int (*get)(int, sockaddr*, socklen_t*), std::string& ip, int& port) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  port = 0;
+  ip.clear();
+  if (get(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) IpAndPort(addr, ip, port);
+}
+
 int PollFd(int fd, short events, milliseconds timeout) {
   pollfd p{fd, events, 0};
   for (;;) {
@@ -188,19 +197,11 @@ ssize_t ConnectionStream::write(const char* ptr, size_t size) {
 }
 
 void ConnectionStream::get_remote_ip_and_port(std::string& ip, int& port) const {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  port = 0;
-  ip.clear();
-  if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) IpAndPort(addr, ip, port);
+  SocketAddress(fd_, ::getpeername, ip, port);
 }
 
 void ConnectionStream::get_local_ip_and_port(std::string& ip, int& port) const {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  port = 0;
-  ip.clear();
-  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) IpAndPort(addr, ip, port);
+  SocketAddress(fd_, ::getsockname, ip, port);
 }
 
 SSL* AcceptTls(SSL_CTX* ctx, int fd, ConnectionStream::SteadyTime deadline, std::string* error,

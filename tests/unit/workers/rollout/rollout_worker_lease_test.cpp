@@ -23,6 +23,8 @@
 #include "common/http/json_body.h"
 #include "common/http/server.h"
 #include "common/logging/logger.h"
+#include "common/metrics/exposition.h"
+#include "common/metrics/registry.h"
 #include "tests/support/test_client.h"
 #include "tests/support/wait_until.h"
 #include "tests/unit/workers/rollout/workflows/scripted_backend.h"
@@ -72,6 +74,11 @@ class LeaseDataflow {
       http::ReplyJson(res, {{"versions", json::array()}});
     });
     server_->Post("/v1/leases", [this](const httplib::Request&, httplib::Response& res) {
+      ++lease_requests_;
+      if (busy_answers_.fetch_sub(1) > 0) {  // As many idle replicas wait as may: come back.
+        res.set_header("Retry-After", "0");
+        return http::ReplyError(res, Status::TooManyRequests("lease requests are already waiting"));
+      }
       json tasks = json::array();
       if (!leased_.exchange(true)) tasks.push_back(Task());
       if (tasks.empty()) std::this_thread::sleep_for(milliseconds(20));  // A short long poll.
@@ -121,11 +128,16 @@ class LeaseDataflow {
     return released_;
   }
   std::string url() const { return server_->BaseUrl(); }
+  // The next `n` lease requests are answered 429 (the dataflow's cap on waiting lease polls).
+  void AnswerBusy(int n) { busy_answers_ = n; }
+  int lease_requests() const { return lease_requests_.load(); }
 
  private:
   log::Logger logger_{"dataflow", SystemClock::Instance(), [](std::string_view) {}};
   std::unique_ptr<http::Server> server_;
   std::atomic<bool> leased_{false};
+  std::atomic<int> busy_answers_{0};
+  std::atomic<int> lease_requests_{0};
   std::mutex mu_;
   bool withdrawn_ = false;
   std::vector<std::string> renewed_, released_;
@@ -135,17 +147,27 @@ bool WaitFor(const std::function<bool()>& done, milliseconds limit = seconds(10)
   return ::sluice::test_support::WaitUntil(done, limit, milliseconds(5));
 }
 
-TEST(RolloutWorkerLeaseTest, RenewsEveryThirdOfTheLeaseOnItsClockAndAWithdrawnLeaseEndsTheEpisode) {
-  FakeClock clock;
-  LeaseDataflow dataflow;
-  HeldBackend backend;
-  dataflow::DataflowClient client(
+dataflow::DataflowClient ClientOf(const LeaseDataflow& dataflow) {
+  return dataflow::DataflowClient(
       std::shared_ptr<http::Client>(::sluice::test_support::TestClient(dataflow.url(), kToken)));
+}
+
+// One replica that leases without long polls and retries quickly.
+RolloutWorkerOptions LeaseTestOptions() {
   RolloutWorkerOptions options;
   options.worker_id = "pool-0";
   options.pool = "pool";
   options.lease_wait = seconds(0);
   options.retry_delay = milliseconds(10);
+  return options;
+}
+
+TEST(RolloutWorkerLeaseTest, RenewsEveryThirdOfTheLeaseOnItsClockAndAWithdrawnLeaseEndsTheEpisode) {
+  FakeClock clock;
+  LeaseDataflow dataflow;
+  HeldBackend backend;
+  dataflow::DataflowClient client = ClientOf(dataflow);
+  RolloutWorkerOptions options = LeaseTestOptions();
   options.clock = &clock;
   RolloutWorker worker(options, &client, &backend, {{"actor", test_support::PlainCharPolicy()}},
                        nullptr, EngineGauges{}, nullptr);
@@ -176,6 +198,32 @@ TEST(RolloutWorkerLeaseTest, RenewsEveryThirdOfTheLeaseOnItsClockAndAWithdrawnLe
   EXPECT_EQ(dataflow.released()[0], "L1");  // The task is handed back.
   EXPECT_TRUE(WaitFor([&] { return worker.in_flight() == 0; }));
 
+  backend.End();
+  stop.Cancel();
+  run.join();
+}
+
+// The dataflow's 429 for a lease (as many idle replicas wait as it lets wait) means "no work
+// now": the worker asks again after its retry delay and counts no lease error; its episode
+// starts once a lease is answered.
+TEST(RolloutWorkerLeaseTest, ABusyDataflowsLeaseAnswerIsNoWorkNotAnError) {
+  LeaseDataflow dataflow;
+  dataflow.AnswerBusy(3);
+  HeldBackend backend;
+  dataflow::DataflowClient client = ClientOf(dataflow);
+  const RolloutWorkerOptions options = LeaseTestOptions();
+  metrics::Registry registry;
+  RolloutWorker worker(options, &client, &backend, {{"actor", test_support::PlainCharPolicy()}},
+                       nullptr, EngineGauges{}, &registry);
+  CancellationSource stop;
+  std::thread run([&] { worker.Run(stop.Token()); });
+  ASSERT_TRUE(WaitFor([&] { return backend.calls() == 1; }));  // Leased after three 429s.
+  EXPECT_GE(dataflow.lease_requests(), 4);
+  // No lease error: the series is absent or 0.
+  const std::string text = metrics::ExposeText(registry);
+  const std::string series = "sluice_rollout_errors_total{operation=\"lease\"} ";
+  const size_t at = text.find(series);
+  EXPECT_TRUE(at == std::string::npos || text.compare(at + series.size(), 2, "0\n") == 0) << text;
   backend.End();
   stop.Cancel();
   run.join();
