@@ -30,11 +30,8 @@ std::function<bool(const httplib::Request&, httplib::Response&)> ScopedTokenHook
     if (presented) {
       for (const ScopedToken& t : tokens) {
         if (!TokensEqual(*presented, t.token().Get())) continue;
-        if (t.Admits(req.method, req.path)) {
-          Server::AddAccessLogField("role", t.role());
-          return true;
-        }
         Server::AddAccessLogField("role", t.role());
+        if (t.Admits(req.method, req.path)) return true;
         ReplyError(res, Status::PermissionDenied("the " + t.role() + " token may not " +
                                                  req.method + " " + req.path));
         return false;
