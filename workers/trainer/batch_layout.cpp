@@ -39,4 +39,8 @@ std::vector<std::vector<size_t>> PackMicroBatches(std::span<const size_t> indice
   return out;
 }
 
+bool ProximalLogProbsFromUpdatePass(size_t minibatch_parts, bool needed_before_update) {
+  return minibatch_parts == 1 && !needed_before_update;
+}
+
 }  // namespace sluice::trainer

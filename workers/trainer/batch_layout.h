@@ -33,4 +33,11 @@ std::vector<std::vector<size_t>> SplitBalanced(std::span<const size_t> indices,
 std::vector<std::vector<size_t>> PackMicroBatches(std::span<const size_t> indices,
                                                   std::span<const int64_t> lengths, int64_t budget);
 
+// Whether a step reads the proximal ("old") log-probs off its update pass instead of a separate
+// no-gradient pass before it. They are the pre-update weights' log-probs, so the update pass's
+// own (detached) values are the same numbers when the step makes one optimizer update
+// (`minibatch_parts` == 1) and nothing reads them before that update (`needed_before_update`:
+// the KL-in-reward advantages). This saves one policy forward of the whole batch per step.
+bool ProximalLogProbsFromUpdatePass(size_t minibatch_parts, bool needed_before_update);
+
 }  // namespace sluice::trainer

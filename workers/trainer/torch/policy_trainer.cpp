@@ -317,15 +317,24 @@ Result<StepReport> PolicyTrainer::Step(const dataflow::Batch& batch) {
   std::sort(mine.begin(), mine.end());
   const int64_t budget = im.settings.spec.micro_batch_tokens;
 
+  const double kl_reward_coef = im.kl_in_reward ? im.settings.spec.algorithm.kl_coef : 0.0;
+  const bool proximal_from_update =
+      !im.options.always_separate_proximal_pass &&
+      ProximalLogProbsFromUpdatePass(parts.size(), kl_reward_coef > 0);
+
   // Pre-update pass over this rank's sequences.
   std::vector<SequenceState> state(n);
   {
     torch::NoGradGuard no_grad;
     for (const std::vector<size_t>& idx : PackMicroBatches(mine, lengths, budget)) {
       const MicroBatch mb = Pack(seqs, idx);
-      Result<model::TokenLogProbsResult> lp = im.LogProbs(*im.policy, mb);
-      if (!lp.ok()) return lp.status();
-      std::vector<float> old = ToVector(lp->log_probs), ref, values;
+      std::vector<float> old, ref, values;
+      if (!proximal_from_update) {
+        Result<model::TokenLogProbsResult> lp = im.LogProbs(*im.policy, mb);
+        if (!lp.ok()) return lp.status();
+        old = ToVector(lp->log_probs);
+        ++report.policy_passes;
+      }
       if (im.reference) {
         Result<model::TokenLogProbsResult> r = im.LogProbs(*im.reference, mb);
         if (!r.ok()) return r.status();
@@ -339,7 +348,7 @@ Result<StepReport> PolicyTrainer::Step(const dataflow::Batch& batch) {
       size_t offset = 0;
       for (size_t i : idx) {
         const size_t m = seqs[i].mask.size();
-        state[i].old_logp.assign(old.begin() + offset, old.begin() + offset + m);
+        if (!old.empty()) state[i].old_logp.assign(old.begin() + offset, old.begin() + offset + m);
         if (!ref.empty()) state[i].ref_logp.assign(ref.begin() + offset, ref.begin() + offset + m);
         if (!values.empty()) {
           state[i].old_values.assign(values.begin() + offset, values.begin() + offset + m);
@@ -351,7 +360,6 @@ Result<StepReport> PolicyTrainer::Step(const dataflow::Batch& batch) {
 
   // Token advantages.
   MomentSums moments;
-  const double kl_reward_coef = im.kl_in_reward ? im.settings.spec.algorithm.kl_coef : 0.0;
   std::vector<std::vector<double>> token_adv(n);
   for (size_t i : mine) {
     const TrainSequence& s = seqs[i];
@@ -421,6 +429,7 @@ Result<StepReport> PolicyTrainer::Step(const dataflow::Batch& batch) {
       if (mb.rows.numel() == 0) continue;
       Result<model::TokenLogProbsResult> lp = im.LogProbs(*im.policy, mb);
       if (!lp.ok()) return lp.status();
+      ++report.policy_passes;
       std::vector<std::vector<float>> old(n), ref(n), adv(n), behaviour(n), vals(n), rets(n);
       for (size_t i : idx) {
         old[i] = state[i].old_logp;
@@ -432,7 +441,8 @@ Result<StepReport> PolicyTrainer::Step(const dataflow::Batch& batch) {
       }
       PolicyLossInputs in;
       in.logp = lp->log_probs;
-      in.old_logp = Gather(idx, old);
+      // The update pass runs on the pre-update weights here: its values are the proximal ones.
+      in.old_logp = proximal_from_update ? lp->log_probs.detach() : Gather(idx, old);
       in.behaviour_logp = Gather(idx, behaviour);
       in.advantages = Gather(idx, adv);
       in.mask = mb.mask;

@@ -9,7 +9,9 @@
 //      each rank's share packed into micro-batches of at most spec.microBatchTokens tokens.
 //   3. Before any update, per rank and without gradients: the proximal log-probs (the current
 //      weights' log-probs of every target, the PPO "old" policy), the reference log-probs (klCoef
-//      > 0: the frozen initial weights) and the critic's values (ppo).
+//      > 0: the frozen initial weights) and the critic's values (ppo). With one minibatch and no
+//      KL-in-reward the proximal log-probs are instead the update pass's own, detached: the same
+//      weights, one policy forward fewer (ProximalLogProbsFromUpdatePass, batch_layout.h).
 //   4. Token advantages: TokenRewards (KL-in-reward with klPenalty reward) then GAE(gamma, lambda)
 //      over each sequence, scaled by the dataflow's staleness loss weight; with normalization
 //      batch, normalised over all ranks' generated tokens (moments all-reduced).
@@ -50,6 +52,7 @@ struct StepReport {
   int64_t tokens = 0;             // Forward tokens of the whole batch (all ranks).
   int64_t trained_tokens = 0;     // Generated (loss-masked) targets of the whole batch.
   int64_t optimizer_updates = 0;  // Minibatch updates applied in this step.
+  int64_t policy_passes = 0;      // Policy forwards of a micro-batch on this rank.
   double loss = 0;                // Policy loss summed over minibatches (each a batch mean).
   double value_loss = 0;          // Critic loss (ppo), likewise.
   double reward_mean = 0;         // Mean raw reward of the batch's sequences.
@@ -74,6 +77,9 @@ struct PolicyTrainerOptions {
   // spec.warmStart.steps (warm_start.h).
   int64_t version_base = 0;
   const Clock* clock = nullptr;  // Times each step (StepReport::seconds); null: the system clock.
+  // Computes the proximal log-probs in their own pass even where the update pass's serve (to
+  // check that both give the same step).
+  bool always_separate_proximal_pass = false;
 };
 
 // Builds a fresh copy of the Policy's initial weights (called for the policy, the frozen

@@ -59,5 +59,23 @@ TEST(BatchLayoutTest, PackMicroBatchesKeepsRunsWithinTheBudget) {
   EXPECT_TRUE(PackMicroBatches({}, lengths, 10).empty());
 }
 
+TEST(BatchLayoutTest, ProximalLogProbsComeFromTheUpdatePassOnlyForOneUpdateNeededByNothingElse) {
+  struct Case {
+    size_t parts;
+    bool needed_before_update;
+    bool from_update_pass;
+  };
+  const Case cases[] = {
+      {1, false, true},   // One update, nothing reads them first: the update pass's values.
+      {1, true, false},   // KL-in-reward advantages read them before the update.
+      {2, false, false},  // The second update's weights are no longer the proximal policy's.
+      {4, true, false},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(ProximalLogProbsFromUpdatePass(c.parts, c.needed_before_update), c.from_update_pass)
+        << c.parts << " " << c.needed_before_update;
+  }
+}
+
 }  // namespace
 }  // namespace sluice::trainer

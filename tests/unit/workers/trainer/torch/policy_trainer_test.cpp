@@ -281,6 +281,43 @@ TEST(PolicyTrainerTest, GrpoRaisesTheProbabilityOfRewardedCompletions) {
   EXPECT_GT(p_a(), before + 0.15) << "before " << before;
 }
 
+TEST(PolicyTrainerTest, OneMinibatchReadsTheProximalLogProbsOffTheUpdatePass) {
+  // With one optimizer update per step the update pass runs on the pre-update weights, so its
+  // detached log-probs are the proximal ones and the separate pass is skipped: the same step for
+  // half the policy forwards. With two minibatches both passes stay.
+  for (const double kl : {0.0, 0.05}) {
+    for (const int64_t minibatches : {1, 2}) {
+      SCOPED_TRACE(std::to_string(kl) + " kl, " + std::to_string(minibatches) + " minibatches");
+      TrainerSettings s = Settings("grpo", minibatches);
+      s.spec.algorithm.kl_coef = kl;
+      s.spec.optimizer.lr = 1e-3;  // Adam and rounding, as in TwoGlooRanksTrainTheSameParameters.
+      std::unique_ptr<Communicator> comm = MakeLocalCommunicator();
+      std::unique_ptr<PolicyTrainer> reused = Make(s, comm.get());
+      PolicyTrainerOptions separate_options;
+      separate_options.always_separate_proximal_pass = true;
+      Result<std::unique_ptr<PolicyTrainer>> separate =
+          PolicyTrainer::Create(s, Loader(), comm.get(), separate_options);
+      ASSERT_TRUE(separate.ok()) << separate.status().ToString();
+      for (uint64_t step = 0; step < 3; ++step) {
+        Result<StepReport> a = reused->Step(MakeBatch(step));
+        Result<StepReport> b = (*separate)->Step(MakeBatch(step));
+        ASSERT_TRUE(a.ok()) << a.status().ToString();
+        ASSERT_TRUE(b.ok()) << b.status().ToString();
+        if (minibatches == 1) {
+          EXPECT_GT(a->policy_passes, 1);  // Several micro-batches.
+          EXPECT_EQ(2 * a->policy_passes, b->policy_passes);
+        } else {
+          EXPECT_EQ(a->policy_passes, b->policy_passes);
+        }
+        EXPECT_NEAR(a->loss, b->loss, 1e-6);
+      }
+      EXPECT_LT(MaxDiff(Params(*reused), Params(**separate)), 1e-6);
+      std::unique_ptr<PolicyTrainer> fresh = Make(s, comm.get());
+      EXPECT_GT(MaxDiff(Params(*reused), Params(*fresh)), 1e-3);
+    }
+  }
+}
+
 TEST(PolicyTrainerTest, RejectsTokensOutsideTheVocabularyBeforeAnyUpdate) {
   std::unique_ptr<Communicator> comm = MakeLocalCommunicator();
   std::unique_ptr<PolicyTrainer> t = Make(Settings("grpo"), comm.get());
