@@ -6,8 +6,8 @@
 //    step: forward tokens/s, trained (loss-masked) tokens/s, seconds per step. Baseline, same run:
 //    the model's forward-only pass over the same packed tokens under NoGradGuard (Forward plus
 //    TokenLogProbs, what the step computes for its proximal log-probs), and the ratio step time /
-//    forward time (a step is one no-grad forward, one forward with autograd, the backward and an
-//    AdamW update).
+//    forward time (a step of one minibatch is one forward with autograd, whose detached log-probs
+//    serve as the proximal ones, the backward and an AdamW update).
 // 2. Publishing: the time to publish one version, PublishWeights (convert the parameters to the
 //    published dtype) plus WeightStore::Publish (serialize, hash, diff against the previous
 //    version), in float32 and bfloat16, with the previous version held (the steady state) and for
@@ -24,7 +24,8 @@
 // Models: the built-in tiny model (2 layers, d 128, char vocabulary) and a small Qwen3-shaped
 // one (4 layers, d 256, 8 heads, 2 kv heads, QK norm, vocabulary 8192).
 //
-// Flags: --quick (fewer timed steps), --threads T (torch intra-op threads, default: torch's).
+// Flags: --quick (fewer timed steps), --threads T (torch intra-op threads, default: torch's),
+// --blas-threads B (OpenBLAS's pool, as the workers' flag; default: OpenBLAS's own).
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "bench/bench_support.h"
+#include "workers/model/nn/blas_threads.h"
 #include "workers/trainer/torch/communicator.h"
 #include "workers/trainer/torch/policy_trainer.h"
 #include "workers/trainer/torch/published_weights.h"
@@ -376,8 +378,13 @@ int main(int argc, char** argv) {
       options.forward_reps = 1;
     } else if (a == "--threads" && i + 1 < argc) {
       torch::set_num_threads(std::atoi(argv[++i]));
+    } else if (a == "--blas-threads" && i + 1 < argc) {
+      if (!sluice::model::SetOpenBlasThreads(std::atoi(argv[++i]))) {
+        std::fprintf(stderr, "--blas-threads: this libtorch has no OpenBLAS to size\n");
+        return 2;
+      }
     } else if (a == "--help" || a == "-h") {
-      std::printf("usage: sluice_bench_trainer [--quick] [--threads T]\n");
+      std::printf("usage: sluice_bench_trainer [--quick] [--threads T] [--blas-threads B]\n");
       return 0;
     } else {
       std::fprintf(stderr, "unknown flag %s (see --help)\n", a.c_str());
@@ -392,7 +399,8 @@ int main(int argc, char** argv) {
       "small qwen3-shaped",
       "builtin:tiny?layers=4&d=256&heads=8&kv_heads=2&ff=768&vocab=8192&family=qwen3", options));
 
-  std::printf("trainer, CPU, torch threads %d\n", torch::get_num_threads());
+  std::printf("trainer, CPU, torch threads %d, OpenBLAS threads %d\n", torch::get_num_threads(),
+              sluice::model::OpenBlasThreads());
   std::printf("1. training throughput (GRPO, lr 1e-5, AdamW, float32 weights)\n");
   for (const auto& f : models) sluice::trainer::PrintThroughput(f);
   std::printf(

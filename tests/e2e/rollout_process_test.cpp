@@ -146,6 +146,7 @@ TEST(RolloutProcessTest, ClosedLoopWithTheTrainerThenDrainsOnSigterm) {
                                                              << rollout.Log();
   const std::string log = rollout.Log();
   EXPECT_NE(log.find("\"msg\":\"weights updated\""), std::string::npos) << log;
+  EXPECT_NE(log.find("\"blas_threads\":1"), std::string::npos) << log;  // --blas-threads' default.
   Result<http::Response> metrics = rc->Get("/metrics");
   ASSERT_TRUE(metrics.ok());
   EXPECT_NE(metrics->body.find("sluice_rollout_weight_fetches_total{"), std::string::npos);

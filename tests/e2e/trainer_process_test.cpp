@@ -165,6 +165,8 @@ TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
   EXPECT_TRUE(fs::exists(dir + "/ckpt/step-00000003"));
   const std::string log1 = test_support::ReadFileOrEmpty(dir + "/trainer-1.log");
   EXPECT_NE(log1.find("\"msg\":\"finished\""), std::string::npos) << log1;
+  // --blas-threads' default sized OpenBLAS's pool (Debian's libtorch uses it; -1 if not).
+  EXPECT_NE(log1.find("\"blas_threads\":1"), std::string::npos) << log1;
 
   // The dataflow knows version 3 with its weights URL and digest.
   const json v3 = AnnouncedActor(df);
@@ -256,9 +258,11 @@ TEST(TrainerProcessTest, TrainsOnDataflowBatchesAnnouncesVersionsAndResumes) {
   // A second run with more steps resumes from step 3 and adds one.
   std::vector<std::string> more = flags;
   more.push_back("--steps=4");
+  more.push_back("--blas-threads=2");
   status = RunTrainer(more, dir + "/trainer-2.log", std::chrono::seconds(120));
   const std::string log2 = test_support::ReadFileOrEmpty(dir + "/trainer-2.log");
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << log2;
+  EXPECT_NE(log2.find("\"blas_threads\":2"), std::string::npos) << log2;
   EXPECT_NE(log2.find("\"msg\":\"resumed\""), std::string::npos) << log2;
   EXPECT_NE(log2.find("\"step\":4"), std::string::npos) << log2;
   EXPECT_TRUE(fs::exists(dir + "/ckpt/step-00000004"));

@@ -74,6 +74,12 @@ config::Spec RolloutFlagSpec() {
                             "On SIGTERM: how long running episodes may take to finish before "
                             "they are handed back."))
       .Add(Option::Int("threads", 0, "Intra-op CPU threads for libtorch; 0: its default.").Min(0))
+      .Add(Option::Int("blas-threads", 1,
+                       "Threads of OpenBLAS's own pool, which libtorch's CPU matrix products "
+                       "use; 0: OpenBLAS's default (one per core). Its idle threads spin and take "
+                       "CPU from the processes beside them: 1 suits workers sharing cores, more "
+                       "a worker with cores of its own (docs/trainer.md, \"CPU threads\").")
+               .Min(0))
       .Add(Option::Enum("log-level", {"debug", "info", "warn", "error"}, "info",
                         "Minimum level of the JSON log lines on stderr."));
   return spec;

@@ -19,6 +19,7 @@
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
 #include "workers/dataflow/client/dataflow_client.h"
+#include "workers/model/nn/blas_threads.h"
 #include "workers/rollout/backend/engine_backend.h"
 #include "workers/rollout/backend/hosted_policies.h"
 #include "workers/rollout/external/openai_backend.h"
@@ -77,6 +78,9 @@ int ServeRollout(service::Service& svc) {
        cfg->GetString("policy-config")});
   SetSandboxPolicy(sandbox);
   if (cfg->GetInt("threads") > 0) torch::set_num_threads(static_cast<int>(cfg->GetInt("threads")));
+  if (cfg->GetInt("blas-threads") > 0) {
+    model::SetOpenBlasThreads(static_cast<int>(cfg->GetInt("blas-threads")));
+  }
 
   // The environment server is user code outside the experiment: it gets its own credential, if
   // any, and never the experiment's token.
@@ -181,7 +185,10 @@ int ServeRollout(service::Service& svc) {
     std::cerr << kProgram << ": " << s.ToString() << "\n";
     return 1;
   }
-  logger.Info("listening", {{"url", server.BaseUrl()}, {"replica", replica}, {"pool", pool}});
+  logger.Info("listening", {{"url", server.BaseUrl()},
+                            {"replica", replica},
+                            {"pool", pool},
+                            {"blas_threads", model::OpenBlasThreads()}});
 
   // Models.
   HostedPolicyLoad loaded =

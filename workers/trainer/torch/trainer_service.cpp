@@ -22,6 +22,7 @@
 #include "common/metrics/registry.h"
 #include "workers/dataflow/client/dataflow_client.h"
 #include "workers/model/model_download.h"
+#include "workers/model/nn/blas_threads.h"
 #include "workers/model/nn/decoder_model.h"
 #include "workers/trainer/export_route.h"
 #include "workers/trainer/master_address.h"
@@ -86,6 +87,9 @@ int ServeTrainer(service::Service& svc, const std::string& trainer_config) {
   }
   const int64_t steps = cfg->GetInt("steps") > 0 ? cfg->GetInt("steps") : settings->spec.steps;
   if (cfg->GetInt("threads") > 0) torch::set_num_threads(static_cast<int>(cfg->GetInt("threads")));
+  if (cfg->GetInt("blas-threads") > 0) {
+    model::SetOpenBlasThreads(static_cast<int>(cfg->GetInt("blas-threads")));
+  }
 
   // HTTP first, so /healthz answers during rendezvous and model load.
   TrainerStatusBoard board(&registry, settings->policy, rank);
@@ -276,7 +280,8 @@ int ServeTrainer(service::Service& svc, const std::string& trainer_config) {
   logger.Info("training", {{"policy", settings->policy},
                            {"steps", steps},
                            {"from_step", t.step()},
-                           {"algorithm", settings->spec.algorithm.type}});
+                           {"algorithm", settings->spec.algorithm.type},
+                           {"blas_threads", model::OpenBlasThreads()}});
 
   const LoopOutcome outcome = loop.Run();
   if (outcome.failure) return fail(outcome.failure->what, outcome.failure->status);
