@@ -1,5 +1,5 @@
 // Serving certificates for the local API server: a private CA and the server certificate it
-// signs, kept in the state directory.
+// signs (common/tls/certificates.h), kept in the state directory.
 //
 // First start: generates an ECDSA P-256 CA (CN "sluice-local-ca", CA:TRUE, keyCertSign, valid 10
 // years) and a server certificate (CN "sluice-apiserver", serverAuth, valid 1 year) whose
