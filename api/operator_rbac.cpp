@@ -69,8 +69,8 @@ const std::vector<OperatorRbacRule>& OperatorRbacRules() {
        {"networkpolicies"},
        {"list", "watch", "create", "update", "delete"},
        false,
-       "the per-experiment NetworkPolicies of the Dataflow controller (its informer; switched off: "
-       "deleted)"},
+       "the NetworkPolicies of each experiment (the Dataflow controller) and of each TrainerJob's "
+       "gang (the TrainerJob controller) (their informer; switched off: deleted)"},
       {{""}, {"events"}, {"create", "patch"}, false, "events on the Sluice objects"},
       {{"coordination.k8s.io"}, {"leases"}, {"get", "create", "update"}, true, "leader election"},
   };

@@ -64,7 +64,7 @@ Manager::Manager(kube::DynamicClient& client, kube::EventRecorder& events, Manag
       client,
       controllers::TrainerJobInformers{jobs_.get(), pods_.get(), services_.get(),
                                        config_maps_.get(), policies_.get(), dataflows_.get(),
-                                       secrets_.get(), pools_.get()},
+                                       secrets_.get(), pools_.get(), network_policies_.get()},
       events, job);
   policy_logic_ = std::make_unique<controllers::PolicyController>(
       client, controllers::PolicyInformers{policies_.get(), jobs_.get(), pools_.get()}, events,
@@ -142,6 +142,7 @@ void Manager::Run(CancellationToken stop) {
   controllers::Controller job_controller(
       o, *jobs_, [this](const std::string& key) { return job_logic_->Reconcile(key); });
   job_controller.WatchOwned(*pods_, "TrainerJob");
+  job_controller.WatchOwned(*network_policies_, "TrainerJob");
   job_controller.Watch(*policies_, [this](const nlohmann::json& p) {
     return job_logic_->JobsReferencing(p, "policyRef");
   });

@@ -71,6 +71,16 @@ json Rule(json peers, int port) {
   return rule;
 }
 
+json PolicyObject(json meta, json pod_selector, json ingress) {
+  json spec = {{"podSelector", std::move(pod_selector)},
+               {"policyTypes", json::array({"Ingress"})},
+               {"ingress", std::move(ingress)}};
+  return {{"apiVersion", "networking.k8s.io/v1"},
+          {"kind", "NetworkPolicy"},
+          {"metadata", std::move(meta)},
+          {"spec", std::move(spec)}};
+}
+
 json Policy(const json& df, const std::string& name, const std::string& component, json ingress) {
   // Every worker's /metrics is on its HTTP port, and the operator calls that port too.
   const int http_port = component == "dataflow"  ? kDataflowPort
@@ -83,13 +93,7 @@ json Policy(const json& df, const std::string& name, const std::string& componen
                {"labels", StandardLabels("sluice-dataflow", Name(df), kNetworkPolicyComponent,
                                          {{kDataflowLabel, Name(df)}})},
                {"ownerReferences", json::array({ControllerRef(df)})}};
-  json spec = {{"podSelector", ExperimentPodSelector(df, component)},
-               {"policyTypes", json::array({"Ingress"})},
-               {"ingress", std::move(ingress)}};
-  return {{"apiVersion", "networking.k8s.io/v1"},
-          {"kind", "NetworkPolicy"},
-          {"metadata", std::move(meta)},
-          {"spec", std::move(spec)}};
+  return PolicyObject(std::move(meta), ExperimentPodSelector(df, component), std::move(ingress));
 }
 
 }  // namespace
@@ -128,11 +132,33 @@ std::vector<json> DesiredNetworkPolicies(const json& df) {
              json::array({Rule(json::array({rollouts, trainers}), kDataflowPort)})),
       Policy(df, RolloutNetworkPolicyName(name), "rollout",
              json::array({Rule(json::array({rollouts}), kRolloutPort)})),
-      // Ranks first: all ports, since Gloo connects pairs on ports it picks.
+      // Rank to rank is each job's own gang policy.
       Policy(df, TrainerNetworkPolicyName(name), "trainer",
-             json::array(
-                 {Rule(json::array({trainers}), 0), Rule(json::array({rollouts}), kTrainerPort)})),
+             json::array({Rule(json::array({rollouts}), kTrainerPort)})),
   };
+}
+
+std::string GangNetworkPolicyName(const std::string& job) {
+  return SubdomainName(job, "-gang-ingress");
+}
+
+json GangPodSelector(const json& job) {
+  return {{"matchLabels",
+           {{kComponentLabel, "trainer"}, {kTrainerJobLabel, JobLabelValue(Name(job))}}}};
+}
+
+json DesiredGangNetworkPolicy(const json& job, const json& df) {
+  if (!NetworkPoliciesEnabled(df)) return nullptr;
+  json meta = {
+      {"name", GangNetworkPolicyName(Name(job))},
+      {"namespace", Namespace(job)},
+      {"labels", StandardLabels("sluice-trainer", Name(job), kNetworkPolicyComponent,
+                                {{kTrainerJobLabel, Name(job)}, {kDataflowLabel, Name(df)}})},
+      {"ownerReferences", json::array({ControllerRef(job)})}};
+  // Every port: the rendezvous store and Gloo's pairs, which listen on ports Gloo picks.
+  json peers = json::array({{{"podSelector", GangPodSelector(job)}}});
+  return PolicyObject(std::move(meta), GangPodSelector(job),
+                      json::array({Rule(std::move(peers), 0)}));
 }
 
 }  // namespace sluice::controllers

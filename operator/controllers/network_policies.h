@@ -8,8 +8,6 @@
 //       from the experiment's rollout and trainer pods, TCP 8080 (leases, trajectories, batches,
 //       version announcements)
 //   NetworkPolicy <df>-trainer-ingress    the experiment's trainer rank pods:
-//       from the experiment's trainer pods, every port (rank 0's rendezvous store on 29500 and
-//       Gloo's pairwise connections on ephemeral ports)
 //       from the experiment's rollout pods, TCP 8080 (GET /v1/weights/<v> on rank 0)
 //   NetworkPolicy <df>-rollout-ingress    the experiment's rollout replica pods:
 //       from the experiment's rollout pods, TCP 8080 (weight relays: a region's relay replica
@@ -26,17 +24,26 @@
 // sluice.dev/dataflow = LabelValue(<df>), which the dataflow pod, every rollout replica and every
 // trainer rank of the experiment carry (dataflow/desired_objects.h, rolloutpool/desired_pods.h,
 // trainerjob/desired_pods.h); pools and jobs reference a Dataflow of their own namespace, so peer
-// pod selectors need no namespace selector. The rules are experiment-wide: rollout pods of two
-// pools of one experiment may reach each other's 8080, and two TrainerJobs of one experiment
-// (solve-and-verify) each other's ranks. The kubelet's probes come from the pod's node, which
-// NetworkPolicies always admit.
+// pod selectors need no namespace selector. These rules are experiment-wide: rollout pods of two
+// pools of one experiment may reach each other's 8080. The kubelet's probes come from the pod's
+// node, which NetworkPolicies always admit.
 //
-// spec.networkPolicy.enabled false (default true) gives no policies: the controller deletes the
-// ones it made. Every policy carries StandardLabels("sluice-dataflow", <df>, "network-policy")
-// plus sluice.dev/dataflow, and an ownerReference to the Dataflow (controller), so the garbage
-// collector deletes it with the Dataflow. Every field the API server defaults is written out
-// (policyTypes, each port's protocol, selectors without empty members), so a stored policy equals
-// the desired one and the controller can compare specs.
+// One more policy per TrainerJob, made by the TrainerJob controller and owned by the job:
+//
+//   NetworkPolicy <job>-gang-ingress      the job's rank pods (sluice.dev/trainer-job):
+//       from the job's own rank pods, every port: rank 0's rendezvous store (TCPStore, 29500)
+//       and Gloo's pairwise connections on ports it picks, both unauthenticated
+//       (docs/security.md), so no other pod reaches them, not even a rank of another TrainerJob
+//       of the experiment (solve-and-verify trains two policies side by side).
+//
+// NetworkPolicies add up: a rank pod admits what either of its two policies admits.
+//
+// spec.networkPolicy.enabled false (default true) gives no policies, the gangs' included: the
+// controllers delete the ones they made. Every policy carries StandardLabels("sluice-dataflow",
+// <df>, "network-policy") plus sluice.dev/dataflow, and an ownerReference to the Dataflow
+// (controller), so the garbage collector deletes it with the Dataflow. Every field the API server
+// defaults is written out (policyTypes, each port's protocol, selectors without empty members), so
+// a stored policy equals the desired one and the controller can compare specs.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -81,5 +88,18 @@ nlohmann::json ExperimentPodSelector(const nlohmann::json& dataflow, const std::
 // `dataflow` is validated and defaulted; absent spec.networkPolicy fields take the CRD's
 // defaults.
 std::vector<nlohmann::json> DesiredNetworkPolicies(const nlohmann::json& dataflow);
+
+// "<job>-gang-ingress" (SubdomainName).
+std::string GangNetworkPolicyName(const std::string& job);
+
+// The pod selector {"matchLabels": {app.kubernetes.io/component: trainer, sluice.dev/trainer-job:
+// JobLabelValue(<job>)}} of one TrainerJob's rank pods.
+nlohmann::json GangPodSelector(const nlohmann::json& job);
+
+// The job's gang policy, or null when its Dataflow's policies are switched off. It carries
+// StandardLabels("sluice-trainer", <job>, "network-policy") plus sluice.dev/trainer-job and
+// sluice.dev/dataflow, and an ownerReference to the TrainerJob (controller). `job` and `dataflow`
+// (the one its spec.dataflowRef names) are validated and defaulted.
+nlohmann::json DesiredGangNetworkPolicy(const nlohmann::json& job, const nlohmann::json& dataflow);
 
 }  // namespace sluice::controllers

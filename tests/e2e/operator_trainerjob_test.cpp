@@ -73,6 +73,33 @@ TEST(OperatorTrainerJobTest, GangRunsRestartsOnRankFailureCompletesAndPublishes)
       [&] { return kubectl("logs train-1").output.find("rank 1 of 2") != std::string::npos; },
       std::chrono::seconds(60)))
       << kubectl("get pods -o wide").output << operator_log();
+  // The gang's own NetworkPolicy, owned by the job: only its ranks reach the rendezvous store
+  // and Gloo (operator/controllers/network_policies.h).
+  ASSERT_TRUE(WaitUntil([&] {
+    return kubectl("get networkpolicy train-gang-ingress").exit_code == 0;
+  })) << kubectl("get networkpolicies").output
+      << operator_log();
+  const json gang = get("networkpolicy train-gang-ingress");
+  EXPECT_EQ(gang.value("/metadata/ownerReferences/0/kind"_json_pointer, ""), "TrainerJob");
+  EXPECT_EQ(gang.value("/spec/podSelector/matchLabels/sluice.dev~1trainer-job"_json_pointer, ""),
+            "train");
+  EXPECT_EQ(gang.value("/spec/ingress/0/from/0/podSelector"_json_pointer, json()),
+            gang.value("/spec/podSelector"_json_pointer, json()));
+  EXPECT_FALSE(gang.contains("/spec/ingress/0/ports"_json_pointer)) << gang.dump();
+  EXPECT_EQ(kubectl("get pods -l sluice.dev/trainer-job=train,app.kubernetes.io/component=trainer "
+                    "-o name")
+                .output.find("pod/train-"),
+            0u);
+  // The Dataflow's switch removes it too, while the job runs on.
+  ASSERT_EQ(kubectl("patch dataflow arith --type=merge -p "
+                    "'{\"spec\":{\"networkPolicy\":{\"enabled\":false}}}'")
+                .exit_code,
+            0);
+  EXPECT_TRUE(WaitUntil([&] {
+    return kubectl("get networkpolicy train-gang-ingress").exit_code != 0;
+  })) << kubectl("get networkpolicies").output
+      << operator_log();
+
   // Rank 1 may fail before rank 0 logs, and the gang restart replaces train-0: the master line
   // shows in whichever attempt's rank 0 is read.
   EXPECT_TRUE(WaitUntil(

@@ -58,14 +58,6 @@ std::string PodProblem(const json& pod) {
   return "phase " + StringAt(pod, "/status/phase", "Pending") + (msg.empty() ? "" : ": " + msg);
 }
 
-// Whether `object`'s controller (ownerReferences entry with controller: true) has uid `uid`.
-bool ControlledBy(const json& object, const std::string& uid) {
-  for (const json& ref : object.value("/metadata/ownerReferences"_json_pointer, json::array())) {
-    if (ref.value("controller", false) && ref.value("uid", "") == uid) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 DataflowController::DataflowController(kube::DynamicClient& client, DataflowInformers informers,

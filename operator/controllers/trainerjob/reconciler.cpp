@@ -8,10 +8,12 @@
 #include "common/http/client.h"
 #include "common/openapi/field_error.h"
 #include "common/time_format.h"
+#include "kube/core_resources.h"
 #include "kube/kubeconfig.h"
 #include "operator/controllers/core_resources.h"
 #include "operator/controllers/data_exhaustion.h"
 #include "operator/controllers/labels.h"
+#include "operator/controllers/network_policies.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/status_write.h"
@@ -184,8 +186,21 @@ Status TrainerJobController::EnsureChildren(const json& job, const json& policy,
   };
   SLUICE_RETURN_IF_ERROR(
       ensure(kServices, informers_.services, DesiredTrainerService(job), "spec"));
-  return ensure(kConfigMaps, informers_.config_maps, DesiredTrainerConfigMap(job, policy, dataflow),
-                "data");
+  SLUICE_RETURN_IF_ERROR(ensure(kConfigMaps, informers_.config_maps,
+                                DesiredTrainerConfigMap(job, policy, dataflow), "data"));
+  if (informers_.network_policies == nullptr) return Status::Ok();
+  const json gang = DesiredGangNetworkPolicy(job, dataflow);
+  if (!gang.is_null())
+    return ensure(kube::kNetworkPolicies, informers_.network_policies, gang, "spec");
+  // Switched off on the Dataflow: delete the job's policy, never one of that name it does not
+  // control.
+  const std::string child = GangNetworkPolicyName(Name(job));
+  kube::ObjectPtr current = informers_.network_policies->store().Get(ns + "/" + child);
+  if (!current || !ControlledBy(*current, StringAt(job, "/metadata/uid"))) return Status::Ok();
+  kube::DeleteOptions options;
+  options.precondition_uid = StringAt(*current, "/metadata/uid");
+  Result<json> r = client_.Resource(kube::kNetworkPolicies, ns).Delete(child, options);
+  return r.ok() || r.status().code() == StatusCode::kNotFound ? Status::Ok() : r.status();
 }
 
 bool TrainerJobController::CacheLagsRestart(const std::string& key, const json& job) {

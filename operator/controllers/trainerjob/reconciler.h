@@ -65,6 +65,9 @@ struct TrainerJobInformers {
   // RolloutPools: a finished job's rank 0 serves its final weights until every pool hosting the
   // policy holds them (final_weights.h). May be null (the ranks are then deleted at once).
   kube::Informer* pools = nullptr;
+  // NetworkPolicies: each job's gang policy (network_policies.h). May be null (no gang policies,
+  // as the Dataflow controller makes none without its informer).
+  kube::Informer* network_policies = nullptr;
 };
 
 class TrainerJobController {

@@ -131,15 +131,68 @@ TEST(NetworkPoliciesTest, EachRoleAdmitsOnlyItsCallers) {
   EXPECT_EQ(From(rollout, 2), json::array({prometheus}));
   for (const json& rule : rollout["spec"]["ingress"]) EXPECT_EQ(rule["ports"], kTcp8080);
 
-  // Trainer ranks: each other on every port (no ports: rendezvous and Gloo), rollouts on the
-  // weights port, the operator, Prometheus.
+  // Trainer ranks: rollouts on the weights port, the operator, Prometheus. Not each other: rank to
+  // rank is each job's gang policy, so no rule admits every trainer of the experiment.
   const json& trainer = policies[2];
-  ASSERT_EQ(trainer["spec"]["ingress"].size(), 4u);
-  EXPECT_EQ(trainer["spec"]["ingress"][0], json({{"from", json::array({trainers})}}));
-  EXPECT_EQ(From(trainer, 1), json::array({rollouts}));
-  EXPECT_EQ(trainer["spec"]["ingress"][1]["ports"], kTcp8080);
-  EXPECT_EQ(From(trainer, 2), json::array({operator_peer}));
-  EXPECT_EQ(From(trainer, 3), json::array({prometheus}));
+  ASSERT_EQ(trainer["spec"]["ingress"].size(), 3u);
+  EXPECT_EQ(From(trainer, 0), json::array({rollouts}));
+  EXPECT_EQ(From(trainer, 1), json::array({operator_peer}));
+  EXPECT_EQ(From(trainer, 2), json::array({prometheus}));
+  for (const json& rule : trainer["spec"]["ingress"]) EXPECT_EQ(rule["ports"], kTcp8080);
+  EXPECT_EQ(trainer.dump().find(trainers.dump()), std::string::npos);
+}
+
+TEST(NetworkPoliciesTest, EachGangAdmitsOnlyItsOwnRanksOnEveryPort) {
+  const json df = Dataflow();
+  const json gang = DesiredGangNetworkPolicy(Job(), df);
+  ASSERT_TRUE(gang.is_object());
+  EXPECT_EQ(GangNetworkPolicyName("train"), "train-gang-ingress");
+  EXPECT_EQ(gang["apiVersion"], "networking.k8s.io/v1");
+  EXPECT_EQ(gang["kind"], "NetworkPolicy");
+  EXPECT_EQ(gang["metadata"]["name"], "train-gang-ingress");
+  EXPECT_EQ(gang["metadata"]["namespace"], "rl");
+  EXPECT_EQ(gang["metadata"]["labels"][kManagedByLabel], "sluice-operator");
+  EXPECT_EQ(gang["metadata"]["labels"][kComponentLabel], "network-policy");
+  EXPECT_EQ(gang["metadata"]["labels"][kTrainerJobLabel], "train");
+  EXPECT_EQ(gang["metadata"]["labels"][kDataflowLabel], "arith");
+  ASSERT_EQ(gang["metadata"]["ownerReferences"].size(), 1u);
+  EXPECT_EQ(gang["metadata"]["ownerReferences"][0]["kind"], "TrainerJob");
+  EXPECT_EQ(gang["metadata"]["ownerReferences"][0]["uid"], "u-job");
+  EXPECT_EQ(gang["metadata"]["ownerReferences"][0]["controller"], true);
+  EXPECT_EQ(gang["spec"]["policyTypes"], json::array({"Ingress"}));
+  // One rule, from the gang itself, with no ports: every port (rendezvous, Gloo's pairs).
+  const json selector = GangPodSelector(Job());
+  EXPECT_EQ(gang["spec"]["podSelector"], selector);
+  EXPECT_EQ(gang["spec"]["ingress"],
+            json::array({{{"from", json::array({{{"podSelector", selector}}})}}}));
+
+  // It selects the job's ranks, in every attempt, and no rank of another job of the experiment.
+  const json rank0 = DesiredRankPod(Job(), ActorPolicy(), df, 0, 0, WorkerImages{});
+  const json rank1 = DesiredRankPod(Job(), ActorPolicy(), df, 1, 3, WorkerImages{});
+  json verifier = Job();
+  verifier["metadata"]["name"] = "verify";
+  verifier["metadata"]["uid"] = "u-verify";
+  const json other_rank = DesiredRankPod(verifier, ActorPolicy(), df, 0, 0, WorkerImages{});
+  EXPECT_TRUE(Selects(selector, rank0));
+  EXPECT_TRUE(Selects(selector, rank1));
+  EXPECT_FALSE(Selects(selector, other_rank));
+  EXPECT_TRUE(Selects(GangPodSelector(verifier), other_rank));
+  EXPECT_FALSE(Selects(selector, DesiredDataflowPod(df, WorkerImages{})));
+  EXPECT_FALSE(Selects(selector,
+                       DesiredReplicaPod(Pool(), {ActorPolicy()}, nullptr, 0, df, WorkerImages{})));
+
+  // A job name over 63 characters: the pods' label and the selector hash it the same way.
+  json long_job = Job();
+  long_job["metadata"]["name"] = std::string(70, 'j');
+  const json long_rank = DesiredRankPod(long_job, ActorPolicy(), df, 0, 0, WorkerImages{});
+  const json long_gang = DesiredGangNetworkPolicy(long_job, df);
+  EXPECT_TRUE(Selects(long_gang["spec"]["podSelector"], long_rank));
+  EXPECT_EQ(long_gang["metadata"]["name"], std::string(70, 'j') + "-gang-ingress");
+
+  // The Dataflow's switch covers the gangs too.
+  json off = df;
+  off["spec"]["networkPolicy"] = {{"enabled", false}};
+  EXPECT_TRUE(DesiredGangNetworkPolicy(Job(), off).is_null());
 }
 
 TEST(NetworkPoliciesTest, SelectorsSelectTheExperimentsPods) {
@@ -157,10 +210,9 @@ TEST(NetworkPoliciesTest, SelectorsSelectTheExperimentsPods) {
           << policies[p]["metadata"]["name"] << " vs " << pods[q]["metadata"]["name"];
     }
   }
-  // The peers: the trainer policy's first rule names the trainer ranks, its second the replicas.
-  EXPECT_TRUE(Selects(From(policies[2], 0)[0]["podSelector"], rank));
-  EXPECT_TRUE(Selects(From(policies[2], 1)[0]["podSelector"], replica));
-  EXPECT_FALSE(Selects(From(policies[2], 1)[0]["podSelector"], rank));
+  // The peers: the trainer policy's first rule names the replicas.
+  EXPECT_TRUE(Selects(From(policies[2], 0)[0]["podSelector"], replica));
+  EXPECT_FALSE(Selects(From(policies[2], 0)[0]["podSelector"], rank));
 
   // Pods of another experiment are not selected.
   json other = df;
