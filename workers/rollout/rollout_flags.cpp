@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/service/service_main.h"
+#include "workers/model/cpu_thread_options.h"
 
 namespace sluice::rollout {
 
@@ -73,13 +74,8 @@ config::Spec RolloutFlagSpec() {
       .Add(Option::Duration("drain-grace", seconds(30),
                             "On SIGTERM: how long running episodes may take to finish before "
                             "they are handed back."))
-      .Add(Option::Int("threads", 0, "Intra-op CPU threads for libtorch; 0: its default.").Min(0))
-      .Add(Option::Int("blas-threads", 1,
-                       "Threads of OpenBLAS's own pool, which libtorch's CPU matrix products "
-                       "use; 0: OpenBLAS's default (one per core). Its idle threads spin and take "
-                       "CPU from the processes beside them: 1 suits workers sharing cores, more "
-                       "a worker with cores of its own (docs/trainer.md, \"CPU threads\").")
-               .Min(0))
+      .Add(model::TorchThreadsOption())
+      .Add(model::BlasThreadsOption())
       .Add(Option::Enum("log-level", {"debug", "info", "warn", "error"}, "info",
                         "Minimum level of the JSON log lines on stderr."));
   return spec;

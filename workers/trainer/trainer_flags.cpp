@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "common/service/service_main.h"
+#include "workers/model/cpu_thread_options.h"
 
 namespace sluice::trainer {
 
@@ -47,13 +48,8 @@ config::Spec TrainerFlagSpec() {
                             "the gang."))
       .Add(Option::Duration("dataflow-timeout", seconds(600),
                             "Give up when the dataflow is unreachable this long."))
-      .Add(Option::Int("threads", 0, "Intra-op CPU threads for libtorch; 0: its default.").Min(0))
-      .Add(Option::Int("blas-threads", 1,
-                       "Threads of OpenBLAS's own pool, which libtorch's CPU matrix products "
-                       "use; 0: OpenBLAS's default (one per core). Its idle threads spin and take "
-                       "CPU from the processes beside them: 1 suits workers sharing cores, more "
-                       "a worker with cores of its own (docs/trainer.md, \"CPU threads\").")
-               .Min(0))
+      .Add(model::TorchThreadsOption())
+      .Add(model::BlasThreadsOption())
       .Add(Option::Duration("final-weights-grace", seconds(0),
                             "After the last step, rank 0 keeps serving its weights and "
                             "/v1/status (phase Succeeded) until SIGTERM or for this long, so "
