@@ -1,5 +1,6 @@
 // Reading fields of the objects the controllers handle: metadata.name, metadata.namespace and
-// the controller reference here, any other field with common/json/fields.h (StringAt(obj, "/spec/policyRef/name")).
+// the controller reference here; any other field with common/json/fields.h
+// (StringAt(obj, "/spec/policyRef/name")).
 //
 // Thread safety: pure functions.
 #pragma once
