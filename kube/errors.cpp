@@ -1,7 +1,13 @@
 #include "kube/errors.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
+
+#include "common/json/fields.h"
+#include "common/json/json_depth.h"
 
 namespace sluice::kube {
 
@@ -56,16 +62,22 @@ ApiError ParseApiError(int http_code, std::string_view body, std::string_view re
                                    retry_after_header.data() + retry_after_header.size(), secs);
     if (ec == std::errc() && secs >= 0) err.retry_after = std::chrono::seconds(secs);
   }
-  nlohmann::json doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_object() && doc.value("kind", "") == "Status") {
+  // The body is the server's, whatever its shape: too deep a document is kept as text, and a
+  // member of another type than expected reads as absent (json::value would throw).
+  nlohmann::json doc;
+  if (!FirstTooDeepJson(body))
+    doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_object() && StringField(doc, "kind") == "Status") {
     auto str = [](const nlohmann::json& o, const char* k) {
       const auto it = o.find(k);
       return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
     };
     err.reason = str(doc, "reason");
     err.message = str(doc, "message");
-    if (const auto code = doc.find("code"); code != doc.end() && code->is_number_integer()) {
-      err.http_code = code->get<int>();
+    // Only a code HTTP could carry: another would wrap around in an int.
+    if (const std::optional<int64_t> code = OptionalIntField(doc, "code");
+        code && *code >= 100 && *code <= 599) {
+      err.http_code = static_cast<int>(*code);
     }
     if (const auto details = doc.find("details"); details != doc.end() && details->is_object()) {
       if (const auto causes = details->find("causes");
@@ -77,7 +89,8 @@ ApiError ParseApiError(int http_code, std::string_view body, std::string_view re
       }
       if (const auto ra = details->find("retryAfterSeconds");
           ra != details->end() && ra->is_number_integer() && !err.retry_after) {
-        err.retry_after = std::chrono::seconds(ra->get<int>());
+        // A day at most: a wrapped or absurd value must not park a client.
+        err.retry_after = std::chrono::seconds(std::clamp<int64_t>(ra->get<int64_t>(), 0, 86400));
       }
     }
   } else if (!body.empty()) {

@@ -1,5 +1,11 @@
 #include "kube/watch_decoder.h"
 
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/json/fields.h"
+#include "common/json/json_depth.h"
 #include "kube/errors.h"
 
 namespace sluice::kube {
@@ -28,12 +34,19 @@ std::string WatchEvent::ResourceVersion() const {
 }
 
 Status WatchEvent::ErrorStatus() const {
-  const int code = object->value("code", 500);
-  ApiError err = ParseApiError(code, object->dump(), "");
+  // The object is the server's: a code of another type, or out of HTTP's range, reads as 500.
+  const int64_t code = IntField(*object, "code", 500);
+  ApiError err =
+      ParseApiError(code >= 100 && code <= 599 ? static_cast<int>(code) : 500, object->dump(), "");
   return err.ToStatus();
 }
 
 Status WatchDecoder::DecodeLine(std::string_view line, WatchEvent& out) const {
+  if (const std::optional<size_t> at = FirstTooDeepJson(line)) {
+    return Status::Corruption("watch stream line nests deeper than " +
+                              std::to_string(kMaxJsonDepth) + " levels (at byte " +
+                              std::to_string(*at) + ")");
+  }
   nlohmann::json doc = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
     return Status::Corruption("watch stream line is not a JSON object: " +

@@ -10,10 +10,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <regex>
 #include <string>
 #include <vector>
 
+#include "common/cel/regex.h"
 #include "common/cel/value.h"
 
 namespace sluice::cel {
@@ -93,9 +93,9 @@ struct Expr {
   Macro macro = Macro::kAll;
   bool receiver_style = false;  // kCall: x.f(...) rather than f(x, ...)
   std::vector<std::unique_ptr<Expr>> args;
-  // kCall of matches() with a literal pattern: the pattern compiled once (std::regex is safe to
-  // use concurrently for matching).
-  std::shared_ptr<const std::regex> regex;
+  // kCall of matches() with a literal pattern: the pattern compiled once (safe to search
+  // concurrently).
+  std::shared_ptr<const Regex> regex;
 };
 
 }  // namespace sluice::cel

@@ -31,7 +31,7 @@ namespace sluice::cel {
 inline constexpr uint64_t kMaxEvalSteps = 1'000'000;
 // The deepest value (lists and maps inside each other) that equality and conversion will walk.
 inline constexpr int kMaxValueDepth = 1000;
-// matches() refuses longer inputs: std::regex backtracks recursively and could exhaust the stack.
+// matches() refuses longer inputs: with the step limit (common/cel/regex.h) it bounds a search.
 inline constexpr size_t kMaxRegexInput = 16 * 1024;
 
 // Evaluates `root`, whose variables need `num_slots` slots (ParsedExpr::num_slots). `old_self`

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -206,14 +205,17 @@ Result<Value> Evaluator::Matches(const Expr& e, const std::vector<Value>& args) 
                      " bytes exceeds the supported " + std::to_string(kMaxRegexInput));
   }
   SLUICE_RETURN_IF_ERROR(Charge(s.string_value().size() + 1));
-  try {
-    if (e.regex) return Value::Bool(std::regex_search(s.string_value(), *e.regex));
-    std::regex re(p.string_value(), std::regex::ECMAScript);
-    return Value::Bool(std::regex_search(s.string_value(), re));
-  } catch (const std::regex_error& err) {
-    return EvalError(std::string("matches(): invalid or too complex regular expression: ") +
-                     err.what());
+  std::shared_ptr<const Regex> regex = e.regex;
+  if (!regex) {
+    Result<std::shared_ptr<const Regex>> compiled = Regex::Compile(p.string_value());
+    if (!compiled.ok()) {
+      return EvalError("matches(): invalid regular expression " + compiled.status().message());
+    }
+    regex = *std::move(compiled);
   }
+  const Result<bool> found = regex->Search(s.string_value());
+  if (!found.ok()) return EvalError("matches(): " + found.status().message());
+  return Value::Bool(*found);
 }
 
 }  // namespace sluice::cel::detail

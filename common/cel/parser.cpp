@@ -502,13 +502,14 @@ class Parser {
     e->receiver_style = receiver != nullptr;
     if (info->fn == Builtin::kMatches && e->args[1]->kind == ExprKind::kLiteral &&
         e->args[1]->literal.kind() == Value::Kind::kString) {
-      try {
-        e->regex = std::make_shared<const std::regex>(e->args[1]->literal.string_value(),
-                                                      std::regex::ECMAScript);
-      } catch (const std::regex_error& err) {
+      Result<std::shared_ptr<const Regex>> regex =
+          Regex::Compile(e->args[1]->literal.string_value());
+      if (!regex.ok()) {
         return Status::InvalidArgument("invalid regular expression at column " +
-                                       std::to_string(e->args[1]->column) + ": " + err.what());
+                                       std::to_string(e->args[1]->column) + ": " +
+                                       regex.status().message());
       }
+      e->regex = *std::move(regex);
     }
     return e;
   }

@@ -10,6 +10,7 @@
 
 #include "common/config/suggest.h"
 #include "common/config/value_parsers.h"
+#include "common/yaml/load_all.h"
 
 namespace sluice::config {
 namespace {
@@ -163,7 +164,7 @@ ConfigFileContents ParseConfigYaml(const Spec& spec, std::string_view yaml,
   ConfigFileContents out;
   Walker walker(spec, file_name, &out);
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yaml));
+    const std::vector<YAML::Node> documents = yaml::LoadAllDocuments(yaml);
     if (documents.size() > 1) {
       out.unreadable = true;
       walker.Error("expected one YAML document, found " + std::to_string(documents.size()));

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "common/json/fields.h"
 #include "common/json/json_depth.h"
 
 namespace sluice::http {
@@ -63,22 +64,25 @@ Result<nlohmann::json> ParseJsonObject(const httplib::Request& req) {
 Status StatusFromReply(int http_status, std::string_view body) {
   const StatusCode code = StatusCodeForHttp(http_status);
   if (code == StatusCode::kOk) return Status::Ok();
-  nlohmann::json value = nlohmann::json::parse(body, nullptr, false);
+  // The body is the peer's, whatever its shape: too deep a document is echoed as text, and a
+  // member of another type than expected reads as absent (json::value would throw).
+  nlohmann::json value;
+  if (!FirstTooDeepJson(body)) value = nlohmann::json::parse(body, nullptr, false);
   if (value.is_object()) {
     // Sluice's own error body.
     if (auto it = value.find("error"); it != value.end() && it->is_object()) {
-      std::string message = it->value("message", "");
-      std::string field = it->value("field", "");
-      if (it->value("reason", "") == "AlreadyExists") {
+      std::string message = StringField(*it, "message");
+      std::string field = StringField(*it, "field");
+      if (StringField(*it, "reason") == "AlreadyExists") {
         return Status(StatusCode::kAlreadyExists, std::move(message), std::move(field));
       }
       return Status(code, std::move(message), std::move(field));
     }
     // A Kubernetes metav1.Status.
-    if (value.value("kind", "") == "Status") {
-      const std::string reason = value.value("reason", "");
-      const StatusCode k8s_code = reason == "AlreadyExists" ? StatusCode::kAlreadyExists : code;
-      return Status(k8s_code, value.value("message", ""));
+    if (StringField(value, "kind") == "Status") {
+      const StatusCode k8s_code =
+          StringField(value, "reason") == "AlreadyExists" ? StatusCode::kAlreadyExists : code;
+      return Status(k8s_code, StringField(value, "message"));
     }
   }
   constexpr size_t kMaxEcho = 512;

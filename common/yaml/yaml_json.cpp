@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "common/ascii.h"
+#include "common/yaml/load_all.h"
 
 namespace sluice::yaml {
 namespace {
@@ -77,12 +78,33 @@ nlohmann::json PlainScalar(const std::string& s) {
   return s;
 }
 
-Result<nlohmann::json> Convert(const YAML::Node& node, int depth) {
-  // Aliases can build exponentially large documents ("billion laughs"); bound the depth.
+// What a document may still expand to. Aliases repeat a node wherever they point, so a small
+// text can stand for an exponentially large document ("billion laughs"): depth alone does not
+// bound it, nodes and scalar bytes do.
+struct Budget {
+  size_t nodes = kMaxExpandedNodes;
+  size_t scalar_bytes = kMaxExpandedScalarBytes;
+};
+
+Result<nlohmann::json> Convert(const YAML::Node& node, int depth, Budget& budget) {
   constexpr int kMaxDepth = 200;
   if (depth > kMaxDepth) {
     return Status::InvalidArgument("YAML nesting deeper than " + std::to_string(kMaxDepth) +
                                    Where(node));
+  }
+  if (budget.nodes == 0) {
+    return Status::InvalidArgument("YAML document expands to more than " +
+                                   std::to_string(kMaxExpandedNodes) +
+                                   " nodes (aliases repeated too often?)" + Where(node));
+  }
+  --budget.nodes;
+  if (node.Type() == YAML::NodeType::Scalar) {
+    if (node.Scalar().size() > budget.scalar_bytes) {
+      return Status::InvalidArgument(
+          "YAML document expands to more than " + std::to_string(kMaxExpandedScalarBytes) +
+          " bytes of scalars (aliases repeated too often?)" + Where(node));
+    }
+    budget.scalar_bytes -= node.Scalar().size();
   }
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
@@ -97,7 +119,7 @@ Result<nlohmann::json> Convert(const YAML::Node& node, int depth) {
     case YAML::NodeType::Sequence: {
       nlohmann::json out = nlohmann::json::array();
       for (const YAML::Node& item : node) {
-        SLUICE_ASSIGN_OR_RETURN(nlohmann::json v, Convert(item, depth + 1));
+        SLUICE_ASSIGN_OR_RETURN(nlohmann::json v, Convert(item, depth + 1, budget));
         out.push_back(std::move(v));
       }
       return out;
@@ -109,10 +131,16 @@ Result<nlohmann::json> Convert(const YAML::Node& node, int depth) {
           return Status::InvalidArgument("a map key is not a scalar" + Where(kv.first));
         }
         const std::string key = kv.first.Scalar();
+        if (key.size() > budget.scalar_bytes) {
+          return Status::InvalidArgument(
+              "YAML document expands to more than " + std::to_string(kMaxExpandedScalarBytes) +
+              " bytes of scalars (aliases repeated too often?)" + Where(kv.first));
+        }
+        budget.scalar_bytes -= key.size();
         if (out.contains(key)) {
           return Status::InvalidArgument("duplicate key \"" + key + "\"" + Where(kv.first));
         }
-        SLUICE_ASSIGN_OR_RETURN(nlohmann::json v, Convert(kv.second, depth + 1));
+        SLUICE_ASSIGN_OR_RETURN(nlohmann::json v, Convert(kv.second, depth + 1, budget));
         out[key] = std::move(v);
       }
       return out;
@@ -125,7 +153,8 @@ Result<nlohmann::json> Convert(const YAML::Node& node, int depth) {
 
 Result<nlohmann::json> ToJson(const YAML::Node& node) {
   try {
-    return Convert(node, 0);
+    Budget budget;
+    return Convert(node, 0, budget);
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(std::string("YAML: ") + e.what());
   }
@@ -134,7 +163,7 @@ Result<nlohmann::json> ToJson(const YAML::Node& node) {
 Result<std::vector<nlohmann::json>> ParseDocuments(std::string_view text) {
   std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    docs = LoadAllDocuments(text);
   } catch (const YAML::ParserException& e) {
     return Status::InvalidArgument("YAML syntax error at line " + std::to_string(e.mark.line + 1) +
                                    ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);

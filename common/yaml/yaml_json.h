@@ -11,6 +11,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
@@ -19,7 +20,13 @@
 
 namespace sluice::yaml {
 
-// Converts one parsed YAML node. Errors (an alias cycle, a non-scalar map key) name the line.
+// The most one document may expand to once its aliases are resolved: far above any manifest or
+// config (the API server takes 3 MiB bodies), far below what exhausts memory.
+inline constexpr size_t kMaxExpandedNodes = size_t{1} << 20;
+inline constexpr size_t kMaxExpandedScalarBytes = size_t{64} << 20;
+
+// Converts one parsed YAML node. Errors (an alias cycle, nesting deeper than 200, a document
+// expanding past the limits above, a non-scalar map key) name the line.
 Result<nlohmann::json> ToJson(const YAML::Node& node);
 
 // Parses a YAML stream of one or more documents ("---" separated). Empty documents (only

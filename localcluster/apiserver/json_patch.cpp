@@ -122,7 +122,8 @@ bool IsProperPrefix(const Tokens& prefix, const Tokens& tokens) {
 }
 
 // Applies one operation in place; the caller adds which operation it was to errors.
-Status ApplyOperation(json& doc, const json& op) {
+// `copied_bytes`: what the patch's copy operations have added so far, serialized; updated.
+Status ApplyOperation(json& doc, const json& op, size_t& copied_bytes) {
   if (!op.is_object()) return Status::InvalidArgument("an operation must be a JSON object");
   auto op_it = op.find("op");
   if (op_it == op.end() || !op_it->is_string()) {
@@ -183,7 +184,15 @@ Status ApplyOperation(json& doc, const json& op) {
   SLUICE_ASSIGN_OR_RETURN(json * source, Resolve(doc, from));
   SLUICE_RETURN_IF_ERROR(check_depth(*source));
   json value = *source;
-  if (name == "copy") return Add(doc, path, std::move(value));
+  if (name == "copy") {
+    // Each copy may double the document: a few dozen of them would take any memory there is.
+    copied_bytes += value.dump().size();
+    if (copied_bytes > kMaxJsonPatchCopiedBytes) {
+      return Status::Unprocessable("the patch's copy operations add more than " +
+                                   std::to_string(kMaxJsonPatchCopiedBytes) + " bytes");
+    }
+    return Add(doc, path, std::move(value));
+  }
   // move
   if (from == path) return Status::Ok();
   if (IsProperPrefix(from, path)) {
@@ -248,11 +257,17 @@ Result<json> ApplyJsonPatch(const json& target, const json& patch) {
     return Status::InvalidArgument("a JSON patch must be a JSON array of operations, got " +
                                    std::string(patch.type_name()));
   }
+  if (patch.size() > kMaxJsonPatchOperations) {
+    return Status::InvalidArgument("a JSON patch may hold at most " +
+                                   std::to_string(kMaxJsonPatchOperations) + " operations, got " +
+                                   std::to_string(patch.size()));
+  }
   try {
     json doc = target;
+    size_t copied_bytes = 0;
     for (size_t i = 0; i < patch.size(); ++i) {
       const json& op = patch[i];
-      Status s = ApplyOperation(doc, op);
+      Status s = ApplyOperation(doc, op, copied_bytes);
       if (!s.ok()) {
         std::string context = "operation " + std::to_string(i);
         if (op.is_object()) {

@@ -18,6 +18,7 @@
 // Thread safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -33,6 +34,12 @@ Result<std::vector<std::string>> ParseJsonPointer(std::string_view pointer);
 
 // The pointer text for reference tokens (escaping '~' and '/').
 std::string FormatJsonPointer(const std::vector<std::string>& tokens);
+
+// Bounds, as kube-apiserver's: a patch holds at most kMaxJsonPatchOperations operations
+// (InvalidArgument), and its copy operations add at most kMaxJsonPatchCopiedBytes, serialized,
+// to the document (Unprocessable): each copy may double it.
+inline constexpr size_t kMaxJsonPatchOperations = 10000;
+inline constexpr size_t kMaxJsonPatchCopiedBytes = size_t{3} << 20;
 
 // Applies an RFC 6902 patch document to `target` and returns the patched copy.
 Result<nlohmann::json> ApplyJsonPatch(const nlohmann::json& target, const nlohmann::json& patch);

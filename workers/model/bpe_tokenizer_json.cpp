@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/file/read_file.h"
+#include "common/json/json_depth.h"
 #include "common/status.h"
 #include "common/utf8.h"
 #include "workers/model/bpe_byte_alphabet.h"
@@ -40,8 +41,10 @@ using bpe_internal::SplitStep;
 using bpe_internal::Utf8CharLen;
 using nlohmann::json;
 
-// Ids above this are refused: a hostile file must not make us allocate gigabytes.
-constexpr int64_t kMaxTokenId = (int64_t{1} << 24) - 1;
+// Ids above this are refused: the tables are indexed by id, and a hostile 46-byte file naming id
+// 2^24 made the loader allocate 1.1 GB (found by tests/fuzz/tokenizer_json_fuzz.cpp). Eight times
+// the largest vocabulary in use (Gemma's 262,144), about 70 MB of tables at most.
+constexpr int64_t kMaxTokenId = (int64_t{1} << 21) - 1;
 
 std::string TypeOf(const json& j) {
   if (!j.is_object()) return {};
@@ -492,6 +495,11 @@ Status BpeTokenizer::Impl::ResolveNames(const BpeSpecialNames& names) {
 
 Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromJson(std::string_view text,
                                                              const BpeSpecialNames& names) {
+  if (const std::optional<size_t> at = FirstTooDeepJson(text)) {
+    return Status::InvalidArgument("tokenizer.json nests deeper than " +
+                                   std::to_string(kMaxJsonDepth) + " levels (at byte " +
+                                   std::to_string(*at) + ")");
+  }
   json j;
   try {
     j = json::parse(text);
@@ -537,6 +545,11 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::FromDirectory(
   std::error_code ec;
   if (std::filesystem::exists(config_path, ec)) {
     SLUICE_ASSIGN_OR_RETURN(std::string text, file::ReadWholeFile(config_path.string()));
+    if (const std::optional<size_t> at = FirstTooDeepJson(text)) {
+      return Status::InvalidArgument(config_path.string() + " nests deeper than " +
+                                     std::to_string(kMaxJsonDepth) + " levels (at byte " +
+                                     std::to_string(*at) + ")");
+    }
     json config;
     try {
       config = json::parse(text);

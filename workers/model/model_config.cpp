@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "common/file/read_file.h"
+#include "common/json/json_depth.h"
 #include "workers/model/model_config_internal.h"
 
 namespace sluice::model {
@@ -635,6 +636,13 @@ Result<ModelConfig> LoadHfConfig(const std::string& dir_or_file) {
   }
   Result<std::string> text = file::ReadWholeFile(path.string());
   if (!text.ok()) return Status::NotFound(path.string() + ": cannot open");
+  // Refused before parsing: the parse is fine, but errors print values and compare them,
+  // recursively, once per level.
+  if (const std::optional<size_t> at = FirstTooDeepJson(*text)) {
+    return Status::InvalidArgument(path.string() + ": nests deeper than " +
+                                   std::to_string(kMaxJsonDepth) + " levels (at byte " +
+                                   std::to_string(*at) + ")");
+  }
   json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     return Status::InvalidArgument(path.string() + ": not valid JSON");

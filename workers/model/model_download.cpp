@@ -19,6 +19,7 @@
 #include "common/file/atomic_file.h"
 #include "common/file/read_file.h"
 #include "common/http/url.h"
+#include "common/json/json_depth.h"
 #include "workers/model/safetensors.h"
 
 namespace sluice::model {
@@ -356,7 +357,9 @@ Result<std::vector<ModelFile>> ModelFilesToFetch(const std::optional<std::string
   };
   add(kConfigFile, true);
   if (index_json) {
-    const json index = json::parse(*index_json, nullptr, /*allow_exceptions=*/false);
+    const json index = FirstTooDeepJson(*index_json)
+                           ? json(nullptr)
+                           : json::parse(*index_json, nullptr, /*allow_exceptions=*/false);
     if (index.is_discarded() || !index.is_object()) {
       return Status::Corruption(std::string(kIndexFile) + " is not a JSON object");
     }

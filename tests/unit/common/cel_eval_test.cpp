@@ -207,6 +207,10 @@ TEST(CelFunctionTest, StringListAndMapFunctions) {
       {"'abc'.matches('^b')", "false"},
       {"matches('abc', 'b+')", "true"},
       {"'my-name'.matches(self.re)", "true", R"({"re": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"})"},
+      // RE2's syntax, which Kubernetes' CEL uses: inline flags and Perl classes.
+      {"'ABC'.matches('(?i)^abc$')", "true"},
+      {"'x-12'.matches('^\\\\w-\\\\d+$')", "true"},
+      {"'\u00e9t\u00e9'.matches('^.{3}$')", "true"},
       {"'AbC-\u00c9'.lowerAscii()", "\"abc-\u00c9\""},
       {"'AbC-\u00e9'.upperAscii()", "\"ABC-\u00e9\""},
   });

@@ -197,6 +197,23 @@ TEST(JsonBodyTest, StatusFromReplyUnderstandsOurBodyKubernetesStatusAndText) {
   EXPECT_TRUE(StatusFromReply(201, "").ok());
 }
 
+TEST(JsonBodyTest, StatusFromReplyTakesABodyOfAnyShape) {
+  // Members of another type than expected read as absent instead of throwing out of the client.
+  Status s = StatusFromReply(500, R"({"error":{"message":1,"field":[],"reason":{}}})");
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_EQ(s.message(), "");
+  s = StatusFromReply(409, R"({"kind":7,"reason":"AlreadyExists","message":"m"})");
+  EXPECT_EQ(s.code(), StatusCode::kConflict);
+  s = StatusFromReply(409, R"({"kind":"Status","reason":false,"message":null})");
+  EXPECT_EQ(s.code(), StatusCode::kConflict);
+  EXPECT_EQ(s.message(), "");
+  // Too deep a body is not parsed: it is echoed, cut, as text.
+  const std::string deep = std::string(5000, '[') + std::string(5000, ']');
+  s = StatusFromReply(400, deep);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "HTTP 400: " + std::string(512, '['));
+}
+
 TEST(JsonBodyTest, ParseJsonObjectSaysWhatIsWrong) {
   httplib::Request req;
   req.body = "";

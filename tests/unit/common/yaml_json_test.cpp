@@ -80,5 +80,49 @@ TEST(YamlJsonTest, ErrorsNameTheLine) {
       << docs.status().message();
 }
 
+TEST(YamlJsonTest, AliasesThatExpandPastTheLimitsAreRefused) {
+  // "Billion laughs": ten levels of ten aliases each stand for 10^10 nodes in 300 bytes.
+  std::string laughs = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int i = 1; i <= 9; ++i) {
+    const std::string prev = "*a" + std::to_string(i - 1);
+    laughs += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) laughs += (j ? ", " : "") + prev;
+    laughs += "]\n";
+  }
+  Result<std::vector<json>> docs = ParseDocuments(laughs);
+  ASSERT_FALSE(docs.ok());
+  EXPECT_NE(docs.status().message().find("expands to more than"), std::string::npos)
+      << docs.status().message();
+  // Few nodes, long scalars: 4 MiB repeated 10^3 times.
+  std::string wide = "a0: &a0 " + std::string(size_t{4} << 20, 'x') + "\n";
+  for (int i = 1; i <= 3; ++i) {
+    const std::string prev = "*a" + std::to_string(i - 1);
+    wide += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) wide += (j ? ", " : "") + prev;
+    wide += "]\n";
+  }
+  docs = ParseDocuments(wide);
+  ASSERT_FALSE(docs.ok());
+  EXPECT_NE(docs.status().message().find("bytes of scalars"), std::string::npos)
+      << docs.status().message();
+  // Aliases within the limits resolve as before.
+  docs = ParseDocuments("base: &b {x: 1}\nuse: *b\n");
+  ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+  EXPECT_EQ((*docs)[0]["use"]["x"], 1);
+}
+
+TEST(YamlJsonTest, AStrayCommaWhereADocumentStartsIsAnErrorNotAHang) {
+  // yaml-cpp 0.7's LoadAll looped forever on these, allocating as it went (common/yaml/load_all.h).
+  for (const std::string text : {",", "\"a\",", "--- ,", ", c\t#r"}) {
+    const Result<std::vector<json>> docs = ParseDocuments(text);
+    ASSERT_FALSE(docs.ok()) << text;
+    EXPECT_NE(docs.status().message().find("unexpected ','"), std::string::npos)
+        << docs.status().message();
+  }
+  const Result<std::vector<json>> two = ParseDocuments("a: 1\n---\n---\nb: 2\n");
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(two->size(), 2u);
+}
+
 }  // namespace
 }  // namespace sluice::yaml

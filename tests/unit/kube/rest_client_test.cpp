@@ -101,6 +101,23 @@ TEST(KubeErrorsTest, InvalidKeepsCausesAndRetryAfterIsRead) {
             std::chrono::seconds(3));
 }
 
+TEST(KubeErrorsTest, ABodyOfAnyShapeParsesWithoutThrowing) {
+  // A kind of another type: not a Status, so the body is the message.
+  EXPECT_EQ(ParseApiError(404, R"({"kind":1})", "").ToStatus().code(), StatusCode::kNotFound);
+  // A code no HTTP reply has is ignored; a wild Retry-After is capped at a day.
+  ApiError e = ParseApiError(
+      409, R"({"kind":"Status","code":4294967705,"details":{"retryAfterSeconds":99999999999}})",
+      "");
+  EXPECT_EQ(e.http_code, 409);
+  ASSERT_TRUE(e.retry_after.has_value());
+  EXPECT_EQ(*e.retry_after, std::chrono::seconds(86400));
+  e = ParseApiError(429, R"({"kind":"Status","details":{"retryAfterSeconds":-5}})", "");
+  EXPECT_EQ(e.retry_after, std::chrono::seconds(0));
+  // Too deep a body is not parsed.
+  e = ParseApiError(500, std::string(3000, '[') + std::string(3000, ']'), "");
+  EXPECT_EQ(e.message, std::string(512, '['));
+}
+
 TEST(RestClientTest, SendsTokenUserAgentAndMapsErrors) {
   ScriptedServer server;
   server.SetHandler([](const httplib::Request& req, httplib::Response& res) {

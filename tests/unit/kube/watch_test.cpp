@@ -88,6 +88,27 @@ TEST(WatchDecoderTest, ErrorEventsCarryTheStatusAndBadLinesFail) {
   EXPECT_FALSE(small.Feed("\n", ignore).ok());  // Stays failed.
 }
 
+TEST(WatchDecoderTest, ErrorEventsOfAnyShapeAndTooDeepLines) {
+  std::vector<WatchEvent> events;
+  auto keep = [&](WatchEvent e) {
+    events.push_back(e);
+    return true;
+  };
+  // A code of another type, or out of HTTP's range, reads as 500 instead of throwing.
+  ASSERT_TRUE(WatchDecoder().Feed(Event("ERROR", R"({"code":"410","kind":5})"), keep).ok());
+  ASSERT_TRUE(WatchDecoder().Feed(Event("ERROR", R"({"code":1e10})"), keep).ok());
+  ASSERT_TRUE(WatchDecoder().Feed(Event("ERROR", R"({"code":-7})"), keep).ok());
+  ASSERT_EQ(events.size(), 3u);
+  for (const WatchEvent& e : events) EXPECT_EQ(e.ErrorStatus().code(), StatusCode::kInternal);
+  // A line nesting past kMaxJsonDepth is refused before it is parsed.
+  const std::string deep = R"({"type":"ADDED","object":{"a":)" + std::string(2000, '[') +
+                           std::string(2000, ']') + "}}\n";
+  const Status s = WatchDecoder().Feed(deep, keep);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("deeper than"), std::string::npos) << s.message();
+  EXPECT_EQ(events.size(), 3u);
+}
+
 TEST(IndexerTest, IndexesByNamespaceOwnerAndCustomFunctions) {
   Indexer store;
   ASSERT_TRUE(store

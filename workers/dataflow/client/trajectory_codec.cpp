@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "common/crc32c.h"
+#include "common/json/json_depth.h"
 #include "common/wire/decoder.h"
 #include "common/wire/encoder.h"
 #include "common/wire/frame.h"
@@ -422,6 +423,10 @@ Result<Batch> DecodeBatch(std::string_view body) {
   }
   std::string stats;
   SLUICE_RETURN_IF_ERROR(d.GetString("stats", &stats));
+  if (FirstTooDeepJson(stats)) {
+    return Status::InvalidArgument("nests deeper than " + std::to_string(kMaxJsonDepth) + " levels",
+                                   "stats");
+  }
   b.stats = nlohmann::json::parse(stats, nullptr, false);
   if (b.stats.is_discarded()) return Status::InvalidArgument("not valid JSON", "stats");
   if (!d.empty()) return Status::InvalidArgument("unread bytes after the batch", "stats");

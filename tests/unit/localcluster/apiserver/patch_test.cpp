@@ -197,6 +197,36 @@ TEST(ApiserverJsonPatchTest, OperationsThatWouldNestTooDeepAreRefused) {
   EXPECT_NE(replaced.status().message().find("would nest deeper"), std::string::npos);
 }
 
+TEST(ApiserverJsonPatchTest, CopiesThatWouldExhaustMemoryAndHugePatchesAreRefused) {
+  // Each copy of /a into itself doubles the document: 40 of them would need 2^40 times its size.
+  json doubling = json::array();
+  doubling.push_back(
+      {{"op", "add"}, {"path", "/a"}, {"value", json::array({std::string(1000, 'x')})}});
+  for (int i = 0; i < 40; ++i) {
+    doubling.push_back({{"op", "copy"}, {"from", "/a"}, {"path", "/a/-"}});
+  }
+  const Result<json> grown = ApplyJsonPatch(json::object(), doubling);
+  ASSERT_FALSE(grown.ok());
+  EXPECT_EQ(grown.status().code(), StatusCode::kUnprocessable);
+  EXPECT_NE(grown.status().message().find("copy operations add more than"), std::string::npos)
+      << grown.status().message();
+  // A few copies are fine.
+  doubling.erase(doubling.begin() + 4, doubling.end());
+  ASSERT_TRUE(ApplyJsonPatch(json::object(), doubling).ok());
+  EXPECT_EQ(ApplyJsonPatch(json::object(), doubling)->at("a").size(),
+            4u);  // One element more each.
+
+  json many = json::array();
+  for (size_t i = 0; i <= kMaxJsonPatchOperations; ++i) {
+    many.push_back({{"op", "test"}, {"path", ""}, {"value", json::object()}});
+  }
+  const Result<json> refused = ApplyJsonPatch(json::object(), many);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  many.erase(many.begin());
+  EXPECT_TRUE(ApplyJsonPatch(json::object(), many).ok());
+}
+
 TEST(ApiserverJsonPatchTest, ErrorsNameOperationAndPath) {
   const std::vector<ErrorCase> cases = {
       {"A.9 test failure", R"({"s":"v"})",

@@ -428,9 +428,10 @@ TEST(PodSecurityTest, PodUpdatesAndSubresources) {
   json new_image = pod;
   new_image["spec"]["containers"][0]["image"] = "busybox:2";
   json added = pod;
-  added["spec"]["initContainers"] = {Bare("init")};
+  // json::array: a one-element braced list is the element itself under clang, an array under GCC.
+  added["spec"]["initContainers"] = json::array({Bare("init")});
   json debug = pod;
-  debug["spec"]["ephemeralContainers"] = {Bare("debug")};
+  debug["spec"]["ephemeralContainers"] = json::array({Bare("debug")});
   EXPECT_FALSE(PodSecurityUpdateMatters(relabelled, pod));
   EXPECT_TRUE(PodSecurityUpdateMatters(new_image, pod));
   EXPECT_TRUE(PodSecurityUpdateMatters(added, pod));

@@ -282,8 +282,10 @@ TEST_F(DataflowServiceTest, WaitingLeasesLeaveThreadsForTheTrainer) {
   std::vector<std::unique_ptr<http::Client>> clients;
   std::vector<json> polled(2);
   std::vector<std::thread> pollers;
+  // Every client before any poller: a poller reading clients[i] while push_back reallocates the
+  // vector is a data race (ThreadSanitizer reported it).
+  for (int i = 0; i < 2; ++i) clients.push_back(MakeClient(kToken));
   for (int i = 0; i < 2; ++i) {
-    clients.push_back(MakeClient(kToken));
     pollers.emplace_back(
         [&, i] { polled[i] = Lease("idle" + std::to_string(i), 1, 5, clients[i].get()); });
   }

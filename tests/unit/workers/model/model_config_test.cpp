@@ -473,6 +473,10 @@ TEST(ModelConfigTest, LoadsFromDirectoryAndFile) {
     json bad = Qwen3_06B();
     bad["hidden_act"] = "relu";
     std::ofstream(dir / "bad.json") << bad.dump();
+    // Deep enough that printing it in an error, recursively, overflowed the stack (found by
+    // tests/fuzz/model_config_fuzz.cpp).
+    std::ofstream(dir / "deep.json") << R"({"model_type":"qwen3","vocab_size":)"
+                                     << std::string(100000, '[') << std::string(100000, ']') << "}";
   }
   Result<ModelConfig> from_dir = LoadHfConfig(dir.string());
   ASSERT_TRUE(from_dir.ok()) << from_dir.status().ToString();
@@ -489,6 +493,9 @@ TEST(ModelConfigTest, LoadsFromDirectoryAndFile) {
   Result<ModelConfig> bad = LoadHfConfig((dir / "bad.json").string());
   EXPECT_EQ(bad.status().field(), "hidden_act");
   EXPECT_THAT(bad.status().message(), HasSubstr("bad.json"));
+  Result<ModelConfig> deep = LoadHfConfig((dir / "deep.json").string());
+  EXPECT_EQ(deep.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(deep.status().message(), HasSubstr("nests deeper than 1000 levels"));
   fs::remove_all(dir);
 }
 

@@ -510,6 +510,7 @@ TEST(BpeTokenizerTest, RefusesUnsupportedConfigsNamingThem) {
       {"/pre_tokenizer/pretokenizers/0/behavior", "Sideways", "Sideways",
        "pre_tokenizer.pretokenizers[0].behavior"},
       {"/model/vocab/a", 99999999, "out of range", "model.vocab"},
+      {"/model/vocab/a", 1 << 21, "out of range", "model.vocab"},
       {"/model/vocab/" + std::string("\xC4\x80"), nullptr, "", ""},  // Marker: removed below.
   };
   for (const Case& c : cases) {
@@ -531,6 +532,10 @@ TEST(BpeTokenizerTest, RefusesUnsupportedConfigsNamingThem) {
   }
   EXPECT_FALSE(BpeTokenizer::FromJson("{not json").ok());
   EXPECT_FALSE(BpeTokenizer::FromJson("[]").ok());
+  const auto deep = BpeTokenizer::FromJson(R"({"model":)" + std::string(5000, '[') +
+                                           std::string(5000, ']') + "}");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.status().message().find("nests deeper than"), std::string::npos);
   auto missing = BpeTokenizer::FromFile("/nonexistent/tokenizer.json");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);

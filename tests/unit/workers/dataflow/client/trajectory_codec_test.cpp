@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/json/json_depth.h"
 #include "common/wire/encoder.h"
 #include "common/wire/frame.h"
 
@@ -192,6 +193,31 @@ TEST(TrajectoryCodecTest, BatchPacksWithoutPaddingAndRoundTrips) {
   std::string out;
   EXPECT_FALSE(EncodeBatch(mismatched, &out).ok());
   EXPECT_FALSE(DecodeBatch(body.substr(0, 50)).ok());
+}
+
+TEST(TrajectoryCodecTest, BatchStatsNestedTooDeeplyAreRejected) {
+  Batch b;
+  b.batch_id = "batch-1";
+  b.policy = "actor";
+  b.samples = {MakeSample(3, "actor", 1.0)};
+  b.group_index = {0};
+  b.replayed = {0};
+  b.stats = nlohmann::json::parse(std::string(kMaxJsonDepth + 1, '[') +
+                                  std::string(kMaxJsonDepth + 1, ']'));
+  std::string body;
+  ASSERT_TRUE(EncodeBatch(b, &body).ok());
+  const Result<Batch> back = DecodeBatch(body);
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().field(), "stats");
+  EXPECT_NE(back.status().message().find("deeper than"), std::string::npos);
+  // At the limit it decodes.
+  b.stats =
+      nlohmann::json::parse(std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']'));
+  std::string at_limit;
+  const Status encoded = EncodeBatch(b, &at_limit);
+  ASSERT_TRUE(encoded.ok()) << encoded.ToString();
+  const Result<Batch> decoded = DecodeBatch(at_limit);
+  EXPECT_TRUE(decoded.ok()) << decoded.status().ToString();
 }
 
 // The batch frame as docs/dataflow.md lays it out, written the plain way (concatenated arrays,

@@ -288,7 +288,9 @@ TEST(HostileProgramDeathTest, WithoutNamespacesUntrustedCodeIsRefusedUnlessAllow
       {
         DenyUnshare();
         Result<SandboxResult> refused = RunSandboxed(Python("print('ran')"));
-        const std::string& why = refused.status().message();
+        // A copy: status() returns by value, so a reference into it would dangle (ASan's
+        // stack-use-after-scope found it).
+        const std::string why = refused.status().message();
         if (refused.status().code() != StatusCode::kPermissionDenied ||
             why.find("unshare") == std::string::npos ||
             why.find("--sandbox-isolation=best-effort") == std::string::npos) {
