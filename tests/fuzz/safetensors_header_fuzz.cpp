@@ -4,10 +4,7 @@
 // it accepts an image, every tensor it reports must lie inside the image and decode, and writing
 // the tensors back out must give an image that parses to the same tensors.
 //
-// Build and run (see docs/engine.md, "Weights (safetensors)"):
-//   scripts/fuzz_safetensors.sh [seconds]
-// Built with -DSLUICE_FUZZ_STANDALONE (any compiler, no libFuzzer) it is a driver that replays
-// the files named on its command line, for reproducing a crash under gdb or GCC's sanitizers.
+// Fuzz it with `scripts/fuzz.sh safetensors_header [seconds]` (tests/fuzz/CMakeLists.txt).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -81,18 +78,3 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   }
   return 0;
 }
-
-#ifdef SLUICE_FUZZ_STANDALONE
-#include <fstream>
-#include <iterator>
-
-int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::ifstream in(argv[i], std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-    std::printf("ok %s (%zu bytes)\n", argv[i], bytes.size());
-  }
-  return 0;
-}
-#endif
