@@ -47,7 +47,7 @@ LABEL org.opencontainers.image.title="sluice/dataflow" \
 # the list with ldd and dpkg -S on the build's binary.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libcpp-httplib0.11 libssl3 libyaml-cpp0.7 \
+      libcpp-httplib0.11 libpcre2-8-0 libssl3 libyaml-cpp0.7 \
  && rm -rf /var/lib/apt/lists/*
 # The non-root user the chart's pods and the operator's worker pods run as (runAsUser and
 # runAsGroup 65532); numeric in USER so runAsNonRoot can verify it without /etc/passwd.

@@ -50,7 +50,7 @@ LABEL org.opencontainers.image.title="sluice/operator" \
 # check-images: unlinked ca-certificates
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libcpp-httplib0.11 libssl3 libyaml-cpp0.7 \
+      libcpp-httplib0.11 libpcre2-8-0 libssl3 libyaml-cpp0.7 \
       ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 # The non-root user the chart's pods and the operator's worker pods run as (runAsUser and
