@@ -24,6 +24,7 @@
 
 #include "common/cel/program.h"
 #include "common/status.h"
+#include "tests/fuzz/fuzz_require.h"
 
 namespace {
 
@@ -35,12 +36,7 @@ using sluice::cel::Program;
 constexpr size_t kMaxInputBytes = 16 * 1024;
 constexpr uint64_t kSteps = 20'000;
 
-void Require(bool condition, const char* what) {
-  if (!condition) {
-    std::fprintf(stderr, "cel fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+using sluice::fuzz::Require;
 
 // A spec as the CRDs' rules see it: every JSON kind, nesting, names that need escaping.
 const json& Self() {

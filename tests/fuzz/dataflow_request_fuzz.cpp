@@ -43,6 +43,7 @@
 #include "common/http/json_body.h"
 #include "common/json/json_depth.h"
 #include "common/status.h"
+#include "tests/fuzz/fuzz_require.h"
 #include "workers/dataflow/client/trajectory_codec.h"
 #include "workers/dataflow/dataset_route.h"
 #include "workers/dataflow/request_fields.h"
@@ -56,12 +57,7 @@ namespace dataflow = sluice::dataflow;
 
 constexpr size_t kMaxInputBytes = 64 << 10;
 
-void Require(bool condition, const char* what) {
-  if (!condition) {
-    std::fprintf(stderr, "dataflow_request fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+using sluice::fuzz::Require;
 
 enum Route : uint8_t {
   kLeaseBody,        // POST /v1/leases

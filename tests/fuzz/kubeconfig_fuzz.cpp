@@ -29,6 +29,7 @@
 #include "kube/exec_credential.h"
 #include "kube/kubeconfig.h"
 #include "kube/rest_config.h"
+#include "tests/fuzz/fuzz_require.h"
 
 namespace {
 
@@ -47,12 +48,7 @@ constexpr char kSource[] = "/fuzz/kubeconfig";
 // RestConfigs are built for at most this many contexts per input.
 constexpr size_t kMaxContextsTried = 8;
 
-void Require(bool condition, const char* what) {
-  if (!condition) {
-    std::fprintf(stderr, "kubeconfig fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+using sluice::fuzz::Require;
 
 bool ResolvedPath(const std::string& path) {
   return path.empty() || std::filesystem::path(path).is_absolute();

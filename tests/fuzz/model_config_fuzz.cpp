@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/json/json_depth.h"
+#include "tests/fuzz/fuzz_require.h"
 #include "workers/model/model_config.h"
 
 namespace {
@@ -32,12 +33,7 @@ constexpr size_t kMaxInputBytes = 64 << 10;
 // Frequencies of wider heads take longer and prove nothing more.
 constexpr int64_t kMaxHeadDimForRope = 4096;
 
-void Require(bool condition, const char* what) {
-  if (!condition) {
-    std::fprintf(stderr, "model_config fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+using sluice::fuzz::Require;
 
 void CheckAccepted(const ModelConfig& c) {
   Require(sluice::model::ValidateModelConfig(c).ok(), "an accepted config validates");

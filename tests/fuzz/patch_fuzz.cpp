@@ -36,6 +36,7 @@
 #include "localcluster/apiserver/json_patch.h"
 #include "localcluster/apiserver/merge_patch.h"
 #include "localcluster/apiserver/strategic_merge_patch.h"
+#include "tests/fuzz/fuzz_require.h"
 
 namespace {
 
@@ -60,12 +61,7 @@ constexpr char kPod[] = R"({
   "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
 })";
 
-void Require(bool condition, const char* what) {
-  if (!condition) {
-    std::fprintf(stderr, "patch fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+using sluice::fuzz::Require;
 
 bool IsPatchError(StatusCode code) {
   return code == StatusCode::kInvalidArgument || code == StatusCode::kUnprocessable;

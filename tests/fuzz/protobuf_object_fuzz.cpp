@@ -20,6 +20,7 @@
 #include "common/json/json_depth.h"
 #include "common/status.h"
 #include "localcluster/apiserver/protobuf_objects.h"
+#include "tests/fuzz/fuzz_require.h"
 
 namespace {
 
@@ -28,12 +29,7 @@ using sluice::Result;
 
 constexpr size_t kMaxInputBytes = 64 * 1024;
 
-void Require(bool condition, const char* what) {
-  if (!condition) {
-    std::fprintf(stderr, "protobuf_object fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+using sluice::fuzz::Require;
 
 bool DumpsStrictly(const json& value) {
   try {

@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "tests/fuzz/fuzz_require.h"
 #include "workers/model/safetensors.h"
 
 namespace {
@@ -21,12 +22,7 @@ using sluice::model::SafetensorsHeader;
 using sluice::model::SafetensorsParseOptions;
 using sluice::model::TensorView;
 
-void Require(bool condition, const char* what) {
-  if (!condition) {
-    std::fprintf(stderr, "safetensors fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+using sluice::fuzz::Require;
 
 void CheckAccepted(std::span<const std::byte> image, const SafetensorsHeader& header) {
   Require(header.data_start == 8 + header.header_length, "data_start");

@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tests/fuzz/fuzz_require.h"
 #include "workers/model/bpe_tokenizer.h"
 
 namespace {
@@ -39,12 +40,7 @@ using sluice::model::BpeTokenizer;
 // Bigger inputs prove nothing more and slow the fuzzer down.
 constexpr size_t kMaxInputBytes = 64 << 10;
 
-void Require(bool condition, const char* what) {
-  if (!condition) {
-    std::fprintf(stderr, "tokenizer_json fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+using sluice::fuzz::Require;
 
 // Invalid UTF-8 (stray continuations, an overlong form, a surrogate, a truncated sequence) and a
 // NUL byte.

@@ -46,6 +46,7 @@
 #include "common/status.h"
 #include "common/wire/format.h"
 #include "common/wire/frame.h"
+#include "tests/fuzz/fuzz_require.h"
 #include "workers/dataflow/write_ahead_log.h"
 
 namespace {
@@ -61,12 +62,7 @@ constexpr size_t kMaxInputBytes = 64 << 10;
 constexpr uint32_t kAppendedType = 0x5eed;
 constexpr std::string_view kAppendedPayload = "appended after recovery";
 
-void Require(bool condition, const char* what) {
-  if (!condition) {
-    std::fprintf(stderr, "wal_recovery fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+using sluice::fuzz::Require;
 
 // The process's temporary directory, removed at exit.
 class TempDir {

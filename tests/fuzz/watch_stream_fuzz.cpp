@@ -25,6 +25,7 @@
 #include "common/splitmix64.h"
 #include "common/status.h"
 #include "kube/watch_decoder.h"
+#include "tests/fuzz/fuzz_require.h"
 
 namespace {
 
@@ -35,12 +36,7 @@ using sluice::kube::WatchEventType;
 
 constexpr size_t kMaxInputBytes = 64 * 1024;
 
-void Require(bool condition, const char* what) {
-  if (!condition) {
-    std::fprintf(stderr, "watch_stream fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+using sluice::fuzz::Require;
 
 struct Decoded {
   std::vector<WatchEvent> events;

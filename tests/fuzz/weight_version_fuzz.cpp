@@ -43,6 +43,7 @@
 #include "common/status.h"
 #include "common/wire/format.h"
 #include "common/wire/frame.h"
+#include "tests/fuzz/fuzz_require.h"
 #include "workers/model/safetensors.h"
 #include "workers/weights/weight_delta.h"
 #include "workers/weights/weight_digest.h"
@@ -58,12 +59,7 @@ using sluice::weights::WeightSnapshot;
 
 constexpr size_t kMaxInputBytes = 64 << 10;
 
-void Require(bool condition, const char* what) {
-  if (!condition) {
-    std::fprintf(stderr, "weight_version fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+using sluice::fuzz::Require;
 
 uint32_t LoadLe32(std::string_view s, size_t at) {
   uint32_t v = 0;

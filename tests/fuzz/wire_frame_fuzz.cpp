@@ -39,6 +39,7 @@
 #include "common/wire/decoder.h"
 #include "common/wire/encoder.h"
 #include "common/wire/frame.h"
+#include "tests/fuzz/fuzz_require.h"
 #include "workers/dataflow/client/sample.h"
 #include "workers/dataflow/client/trajectory_codec.h"
 
@@ -58,12 +59,7 @@ using sluice::wire::Frame;
 
 constexpr size_t kMaxInputBytes = 64 * 1024;
 
-void Require(bool condition, const char* what) {
-  if (!condition) {
-    std::fprintf(stderr, "wire fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+using sluice::fuzz::Require;
 
 // Pseudo-random piece sizes, the same for the same input on every machine.
 class Pieces {

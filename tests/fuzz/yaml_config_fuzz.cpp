@@ -41,6 +41,7 @@
 #include "common/status.h"
 #include "common/yaml/load_all.h"
 #include "common/yaml/yaml_json.h"
+#include "tests/fuzz/fuzz_require.h"
 
 namespace {
 
@@ -65,12 +66,7 @@ constexpr size_t kMaxRoundTripKeyBytes = 256;
 // Larger documents (aliases make them from small files) are not parsed a second time.
 constexpr size_t kMaxRoundTripTextBytes = 256 * 1024;
 
-void Require(bool condition, const char* what) {
-  if (!condition) {
-    std::fprintf(stderr, "yaml_config fuzz invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+using sluice::fuzz::Require;
 
 // The shape of the unit tests' spec (tests/unit/common/config_test.cpp): every option type,
 // nested YAML sections.
