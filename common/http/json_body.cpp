@@ -29,6 +29,12 @@ void ReplyJson(httplib::Response& res, const nlohmann::json& body, int http_stat
 
 Result<nlohmann::json> ParseJsonText(std::string_view text, std::string_view what) {
   if (text.empty()) return Status::InvalidArgument(std::string(what) + " is empty; expected JSON");
+  // nlohmann's lexer takes a NUL byte for the end of input, so `{}\0anything` would parse as
+  // `{}`. JSON has no place for one (in a string it must be escaped as \u0000).
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    return Status::InvalidArgument(std::string(what) + " is not valid JSON: a NUL byte at byte " +
+                                   std::to_string(nul));
+  }
   if (const std::optional<size_t> at = FirstTooDeepJson(text)) {
     return Status::InvalidArgument(std::string(what) + " nests deeper than " +
                                    std::to_string(kMaxJsonDepth) + " levels (at byte " +

@@ -26,8 +26,9 @@ void ReplyError(httplib::Response& res, const Status& status);
 void ReplyJson(httplib::Response& res, const nlohmann::json& body, int http_status = 200);
 
 // Parses a request body as a JSON object. A missing body, a non-JSON Content-Type, a syntax
-// error (with its byte offset), nesting deeper than kMaxJsonDepth (json_depth.h; checked before
-// parsing) or a non-object top level is InvalidArgument with a message that says which.
+// error (with its byte offset; a NUL byte anywhere is one), nesting deeper than kMaxJsonDepth
+// (json_depth.h; checked before parsing) or a non-object top level is InvalidArgument with a
+// message that says which.
 Result<nlohmann::json> ParseJsonObject(const httplib::Request& req);
 // Same, for any text (client replies, files).
 Result<nlohmann::json> ParseJsonText(std::string_view text, std::string_view what);

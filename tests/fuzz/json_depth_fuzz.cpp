@@ -8,10 +8,10 @@
 //    later than a higher one;
 //  - on text nlohmann parses (iteratively, so at any depth), FirstTooDeepJson(text, d) reports
 //    exactly when JsonValueDepth of the parsed value exceeds d;
-//  - ParseJsonText accepts exactly what is non-empty, within kMaxJsonDepth and valid JSON, and
-//    then gives nlohmann's value, which (being shallow enough to copy, dump and compare) dumps to
-//    text that parses back to it; ParseJsonObject adds only "is an object" and the Content-Type
-//    check.
+//  - ParseJsonText accepts exactly what is non-empty, within kMaxJsonDepth, valid JSON and free
+//    of NUL bytes, and then gives nlohmann's value, which (being shallow enough to copy, dump and
+//    compare) dumps to text that parses back to it; ParseJsonObject adds only "is an object" and
+//    the Content-Type check.
 // Deep values are only measured and destroyed (both iterative), never copied or compared.
 //
 // Fuzz it with `scripts/fuzz.sh json_depth [seconds]` (tests/fuzz/CMakeLists.txt).
@@ -89,10 +89,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     }
   }
 
+  // ParseJsonText refuses any NUL byte, which JSON never allows unescaped.
   const Result<json> guarded = sluice::http::ParseJsonText(text, "fuzz body");
   const bool shallow = !sluice::FirstTooDeepJson(text).has_value();
-  Require(guarded.ok() == (!text.empty() && shallow && valid),
-          "ParseJsonText accepts exactly the shallow valid texts");
+  const bool no_nul = text.find('\0') == std::string_view::npos;
+  Require(guarded.ok() == (!text.empty() && shallow && valid && no_nul),
+          "ParseJsonText accepts exactly the shallow valid texts without NUL bytes");
   if (!guarded.ok()) {
     Require(guarded.status().code() == sluice::StatusCode::kInvalidArgument,
             "ParseJsonText errors are InvalidArgument");

@@ -50,7 +50,6 @@ using sluice::Status;
 using sluice::StatusCode;
 using sluice::dataflow::Batch;
 using sluice::dataflow::BatchFrameWriter;
-using sluice::dataflow::BatchView;
 using sluice::dataflow::Sample;
 using sluice::dataflow::TrajectoryGroup;
 using sluice::wire::Decoder;
@@ -156,18 +155,6 @@ void CheckGroupBody(std::string_view body) {
   Require(third == again, "group encoding is stable");
 }
 
-BatchView ViewOf(const Batch& batch) {
-  BatchView view;
-  view.batch_id = batch.batch_id;
-  view.policy = batch.policy;
-  view.policy_version = batch.policy_version;
-  for (const Sample& s : batch.samples) view.samples.push_back(&s);
-  view.group_index = batch.group_index;
-  view.replayed = batch.replayed;
-  view.stats = &batch.stats;
-  return view;
-}
-
 void CheckBatchBody(std::string_view body, uint64_t seed) {
   Result<Batch> batch = sluice::dataflow::DecodeBatch(body);
   if (!batch.ok()) {
@@ -208,7 +195,7 @@ void CheckBatchBody(std::string_view body, uint64_t seed) {
   Require(third == again, "batch encoding is stable");
 
   // The streaming writer, in pieces: exactly the same bytes.
-  Result<BatchFrameWriter> writer = BatchFrameWriter::Create(ViewOf(*batch));
+  Result<BatchFrameWriter> writer = BatchFrameWriter::Create(ViewOfBatch(*batch));
   Require(writer.ok(), "BatchFrameWriter accepts what EncodeBatch accepted");
   Require(writer->size() == again.size(), "BatchFrameWriter size");
   std::string pieces;

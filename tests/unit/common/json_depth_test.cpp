@@ -66,5 +66,17 @@ TEST(FirstTooDeepJsonTest, ParseJsonTextRefusesDeepTextWithoutParsingIt) {
   EXPECT_TRUE(http::ParseJsonText(fine, "request body").ok());
 }
 
+TEST(FirstTooDeepJsonTest, ParseJsonTextRefusesANulByteThatWouldEndNlohmannsInput) {
+  using namespace std::string_literals;
+  for (const std::string& text : {"{}\0{\"a\":1}"s, "[1,\0]"s, "\"a\0b\""s, "\0"s}) {
+    Result<nlohmann::json> parsed = http::ParseJsonText(text, "request body");
+    ASSERT_FALSE(parsed.ok()) << parsed->dump();
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(parsed.status().message(), "request body is not valid JSON: a NUL byte at byte " +
+                                             std::to_string(text.find('\0')));
+  }
+  EXPECT_EQ(*http::ParseJsonText("\"a\\u0000b\"", "request body"), "a"s + '\0' + "b");
+}
+
 }  // namespace
 }  // namespace sluice

@@ -189,7 +189,7 @@ Result<TrajectoryGroup> DecodeTrajectoryGroup(std::string_view body) {
   return g;
 }
 
-Status EncodeBatch(const Batch& batch, std::string* out) {
+BatchView ViewOfBatch(const Batch& batch) {
   BatchView view;
   view.batch_id = batch.batch_id;
   view.policy = batch.policy;
@@ -199,7 +199,11 @@ Status EncodeBatch(const Batch& batch, std::string* out) {
   view.group_index = batch.group_index;
   view.replayed = batch.replayed;
   view.stats = &batch.stats;
-  return EncodeBatchView(view, out);
+  return view;
+}
+
+Status EncodeBatch(const Batch& batch, std::string* out) {
+  return EncodeBatchView(ViewOfBatch(batch), out);
 }
 
 Status EncodeBatchView(const BatchView& batch, std::string* out) {

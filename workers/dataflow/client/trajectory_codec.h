@@ -72,6 +72,9 @@ struct BatchView {
   const nlohmann::json* stats = nullptr;  // Null: an empty object.
 };
 
+// A view of all of `batch`; it refers to `batch`, which must outlive it and stay unchanged.
+BatchView ViewOfBatch(const Batch& batch);
+
 // Encodes as one frame, appended to *out.
 Status EncodeTrajectoryGroup(const TrajectoryGroup& group, std::string* out);
 // Decodes one frame holding a TrajectoryGroup; `body` must be exactly that frame.

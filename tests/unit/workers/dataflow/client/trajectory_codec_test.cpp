@@ -291,18 +291,6 @@ Batch MixedBatch() {
   return b;
 }
 
-BatchView ViewOf(const Batch& b) {
-  BatchView v;
-  v.batch_id = b.batch_id;
-  v.policy = b.policy;
-  v.policy_version = b.policy_version;
-  for (const Sample& s : b.samples) v.samples.push_back(&s);
-  v.group_index = b.group_index;
-  v.replayed = b.replayed;
-  v.stats = &b.stats;
-  return v;
-}
-
 TEST(TrajectoryCodecTest, BatchFrameWriterGivesTheReferenceBytesInAnyChunking) {
   const Batch b = MixedBatch();
   const std::string want = ReferenceBatchFrame(b);
@@ -310,10 +298,10 @@ TEST(TrajectoryCodecTest, BatchFrameWriterGivesTheReferenceBytesInAnyChunking) {
   ASSERT_TRUE(EncodeBatch(b, &whole).ok());
   EXPECT_TRUE(whole == want);
   std::string via_view = "prefix";  // Appends.
-  ASSERT_TRUE(EncodeBatchView(ViewOf(b), &via_view).ok());
+  ASSERT_TRUE(EncodeBatchView(ViewOfBatch(b), &via_view).ok());
   EXPECT_TRUE(via_view == "prefix" + want);
   for (size_t chunk : {size_t{1}, size_t{3}, size_t{19}, size_t{64}, size_t{4096}}) {
-    Result<BatchFrameWriter> w = BatchFrameWriter::Create(ViewOf(b));
+    Result<BatchFrameWriter> w = BatchFrameWriter::Create(ViewOfBatch(b));
     ASSERT_TRUE(w.ok()) << w.status().ToString();
     EXPECT_EQ(w->size(), want.size());
     std::string got;
@@ -334,7 +322,7 @@ TEST(TrajectoryCodecTest, BatchFrameWriterGivesTheReferenceBytesInAnyChunking) {
 TEST(TrajectoryCodecTest, BatchFrameWriterHoldsItsOwnerAndMayMove) {
   auto owned = std::make_shared<Batch>(MixedBatch());
   const std::string want = ReferenceBatchFrame(*owned);
-  Result<BatchFrameWriter> w = BatchFrameWriter::Create(ViewOf(*owned), owned);
+  Result<BatchFrameWriter> w = BatchFrameWriter::Create(ViewOfBatch(*owned), owned);
   ASSERT_TRUE(w.ok());
   std::weak_ptr<Batch> alive = owned;
   owned.reset();
@@ -351,9 +339,9 @@ TEST(TrajectoryCodecTest, BatchFrameWriterHoldsItsOwnerAndMayMove) {
 TEST(TrajectoryCodecTest, BatchFrameWriterRejectsWhatEncodeBatchRejects) {
   Batch b = MixedBatch();
   b.replayed.pop_back();
-  EXPECT_EQ(BatchFrameWriter::Create(ViewOf(b)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(BatchFrameWriter::Create(ViewOfBatch(b)).status().code(), StatusCode::kInvalidArgument);
   std::string out = "kept";
-  EXPECT_FALSE(EncodeBatchView(ViewOf(b), &out).ok());
+  EXPECT_FALSE(EncodeBatchView(ViewOfBatch(b), &out).ok());
   EXPECT_EQ(out, "kept");
   const Batch empty;
   std::string frame;
