@@ -28,8 +28,14 @@ deps:
 python-deps: deps
 	@bash scripts/install-python-deps.sh
 
+# A new build directory uses Ninja when it is installed (scripts/install-deps.sh installs it): its
+# single build graph keeps both cores of a 2-core machine busy through the last targets. An
+# existing directory keeps the generator it was configured with.
+GENERATOR = $(if $(wildcard $(BUILD_DIR)/CMakeCache.txt),,$(if $(shell command -v ninja),-G Ninja))
+
 configure:
-	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSLUICE_WERROR=ON $(CMAKE_FLAGS)
+	cmake $(GENERATOR) -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSLUICE_WERROR=ON \
+	  $(CMAKE_FLAGS)
 
 # MAKEFLAGS cleared: under `make test` this runs beside python-deps in a `make -j2`, whose
 # jobserver would otherwise meet the build's own -j (and make warns about it).

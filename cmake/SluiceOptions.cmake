@@ -45,9 +45,10 @@ if(_sluice_san_flags)
   target_link_options(sluice_build_flags INTERFACE ${_sluice_san_flags})
 endif()
 
-# libFuzzer builds (tests/fuzz/CMakeLists.txt): every Sluice target gets the fuzzer's coverage
-# instrumentation, and the fuzz targets link libFuzzer's main. Clang only; with AddressSanitizer,
-# whose runtime also carries the coverage callbacks the instrumented unit tests call.
+# libFuzzer builds (tests/fuzz/CMakeLists.txt): the libraries, programs and fuzz targets get the
+# fuzzer's coverage instrumentation (sluice_apply_fuzz_coverage), and the fuzz targets link
+# libFuzzer's main. Clang only; with AddressSanitizer, whose runtime also carries the coverage
+# callbacks that the instrumented libraries call from the unit tests.
 option(SLUICE_FUZZ "Build tests/fuzz/ as libFuzzer programs (clang, SLUICE_SANITIZE=address[,undefined])"
        OFF)
 if(SLUICE_FUZZ)
@@ -57,6 +58,23 @@ if(SLUICE_FUZZ)
   if(NOT SLUICE_SANITIZE MATCHES "^address")
     message(FATAL_ERROR "SLUICE_FUZZ needs SLUICE_SANITIZE=address or address,undefined")
   endif()
-  target_compile_options(sluice_build_flags INTERFACE
-    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
 endif()
+
+# sluice_apply_fuzz_coverage(): call once, after sluice_apply_pch(). The test programs' own code
+# (and their PCH) stays uninstrumented: libFuzzer never runs it, and the instrumentation makes a
+# test unit about a third slower to compile (34 s against 25 s for a common test unit under ASan).
+function(sluice_apply_fuzz_coverage)
+  if(NOT SLUICE_FUZZ)
+    return()
+  endif()
+  _sluice_collect_targets(${CMAKE_SOURCE_DIR} all_targets)
+  foreach(target IN LISTS all_targets)
+    get_target_property(type ${target} TYPE)
+    get_target_property(is_test ${target} SLUICE_TEST_PROGRAM)
+    if(NOT type MATCHES "^(STATIC_LIBRARY|OBJECT_LIBRARY|EXECUTABLE)$" OR is_test
+       OR target STREQUAL "sluice_test_pch")
+      continue()
+    endif()
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
+  endforeach()
+endfunction()

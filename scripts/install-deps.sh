@@ -7,7 +7,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake make pkg-config git lld
+  build-essential cmake make ninja-build pkg-config git lld
   libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libssl-dev openssl
   libsqlite3-dev sqlite3 googletest libgtest-dev libgmock-dev
   libpcre2-dev    # tokenizer pre-tokenizer regexes (\p{L}-style classes)
