@@ -44,10 +44,10 @@ tsan_programs=(sluice_common_tests sluice_dataflow_tests)
 ulimit -s 65536 2>/dev/null ||
   echo "test-hardening: cannot raise the stack limit; deep-JSON tests may overflow under ASan" >&2
 
-step_start=0
+step_start=-1  # SECONDS when the current step started; -1 before the first
 step() {  # step <what>: prints what starts and how long the previous step took
   local now=$SECONDS
-  ((step_start > 0)) && echo "test-hardening: done in $((now - step_start)) s"
+  ((step_start >= 0)) && echo "test-hardening: done in $((now - step_start)) s"
   step_start=$now
   [[ -n ${1:-} ]] && echo "test-hardening: $1"
   return 0
