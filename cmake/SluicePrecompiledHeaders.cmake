@@ -23,6 +23,22 @@ function(_sluice_collect_targets dir out)
   set(${out} ${targets} PARENT_SCOPE)
 endfunction()
 
+# _sluice_targets(<out> <TYPE regex> [TESTS | NO_TESTS]): the project's targets whose TYPE matches,
+# only the test programs (TESTS) or all but them (NO_TESTS).
+function(_sluice_targets out types)
+  cmake_parse_arguments(ARG "TESTS;NO_TESTS" "" "" ${ARGN})
+  _sluice_collect_targets(${CMAKE_SOURCE_DIR} all_targets)
+  set(matching "")
+  foreach(target IN LISTS all_targets)
+    get_target_property(type ${target} TYPE)
+    get_target_property(is_test ${target} SLUICE_TEST_PROGRAM)
+    if(type MATCHES "${types}" AND NOT (ARG_TESTS AND NOT is_test) AND NOT (ARG_NO_TESTS AND is_test))
+      list(APPEND matching ${target})
+    endif()
+  endforeach()
+  set(${out} ${matching} PARENT_SCOPE)
+endfunction()
+
 # _sluice_make_pch(<name> [LIBS <targets...>] [HEADERS <extra headers...>])
 function(_sluice_make_pch name)
   cmake_parse_arguments(ARG "" "" "LIBS;HEADERS" ${ARGN})
