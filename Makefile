@@ -33,9 +33,14 @@ python-deps: deps
 # existing directory keeps the generator it was configured with.
 GENERATOR = $(if $(wildcard $(BUILD_DIR)/CMakeCache.txt),,$(if $(shell command -v ninja),-G Ninja))
 
+# The torch-free libraries' test programs (SLUICE_SANITIZED_TEST_PROGRAMS) build and run in `make
+# test`'s sanitizer trees rather than here, unless this tree is itself a sanitizer build; set
+# SANITIZED_TESTS=ON to build them here too.
+SANITIZED_TESTS ?= $(if $(SANITIZE),ON,OFF)
+
 configure:
 	cmake $(GENERATOR) -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSLUICE_WERROR=ON \
-	  $(CMAKE_FLAGS)
+	  -DSLUICE_SANITIZED_TESTS=$(SANITIZED_TESTS) $(CMAKE_FLAGS)
 
 # MAKEFLAGS cleared: under `make test` this runs beside python-deps in a `make -j2`, whose
 # jobserver would otherwise meet the build's own -j (and make warns about it).
@@ -44,13 +49,18 @@ build: configure
 
 # The pinned Python packages download and unpack (about two and a half minutes on a fresh
 # machine, mostly I/O) while the build compiles: neither needs the other, only the tests need both.
+# Then the torch-free libraries' tests under ASan+UBSan and TSan and the fuzz targets
+# (test-hardening, below), except in a tree that is itself a sanitizer build.
 test: deps
 	@$(MAKE) --no-print-directory -j2 python-deps build
 	$(TEST_ENV) ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) || \
 	  { bash scripts/failed-test-output.sh $(BUILD_DIR); exit 1; }
+ifeq ($(SANITIZE),)
+	@JOBS=$(JOBS) bash scripts/test-hardening.sh all
+endif
 
-# CI's second half (.ci/run): the torch-free libraries' tests under ASan+UBSan and TSan, built by
-# clang into build-hardening-{asan,tsan}/, and every fuzz target fuzzing for a while
+# The torch-free libraries' tests under ASan+UBSan and TSan, built by clang into
+# build-hardening-{asan,tsan}/, and every fuzz target fuzzing for a while: the end of `make test`
 # (scripts/test-hardening.sh; docs/development.md, "Sanitizers and fuzzing").
 test-hardening: deps
 	@bash scripts/test-hardening.sh all

@@ -4,8 +4,8 @@
 # executions per second of the -O0 tree `make test-hardening` builds for CI's budget: wire_frame
 # and cel, 10 s each), and runs it from its seeds (tests/fuzz/run_fuzz.sh). The corpus it grows
 # persists between runs in $FUZZ_DIR/fuzz/work/<target>/corpus; a crash leaves its input there as
-# crash-*, replayable with `$FUZZ_DIR/fuzz/<target>_fuzz <file>` (or with the replay driver the
-# everyday build makes, build/fuzz/<target>_fuzz, under gdb).
+# crash-*, replayable with `$FUZZ_DIR/fuzz/<target>_fuzz <file>` (or under gdb with the replay
+# driver a GCC build makes with SANITIZED_TESTS=ON: build/fuzz/<target>_fuzz).
 #
 #   scripts/fuzz.sh <target|all> [seconds=600]     e.g. scripts/fuzz.sh wire_frame 3600
 #

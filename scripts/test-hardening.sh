@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sanitizer and fuzzing runs CI makes after `make test` (`make test-hardening`; issue 23,
+# The sanitizer and fuzzing runs that end `make test` (alone: `make test-hardening`; issue 23,
 # docs/development.md "Sanitizers and fuzzing"), on the libraries without libtorch, built by clang:
 #
 #   asan  AddressSanitizer + LeakSanitizer + UBSan: the unit and service tests of common, the kube
@@ -32,9 +32,9 @@ esac
 
 # The model I/O parsers (safetensors, tokenizer.json, config.json) are fuzzed rather than run
 # through their unit tests here, and the API types are generated: CI's budget has no room left.
-asan_programs=(sluice_common_tests sluice_kube_tests sluice_apiserver_tests sluice_dataflow_tests
-  sluice_weights_tests sluice_rollout_sandbox_tests sluice_rollout_rewards_tests
-  sluice_rollout_workflows_tests sluice_fuzz_targets)
+# sluice_sanitized_tests: SLUICE_SANITIZED_TEST_PROGRAMS (cmake/SluiceTesting.cmake), which the
+# main tree of `make test` leaves to this tree.
+asan_programs=(sluice_sanitized_tests sluice_fuzz_targets)
 # The kube client and the API server under TSan would add about 7 minutes of build to CI.
 tsan_programs=(sluice_common_tests sluice_dataflow_tests)
 
@@ -94,7 +94,7 @@ if [[ $stage == tsan || $stage == all ]]; then
   MAKEFLAGS= cmake --build "$tsan_dir" -j "$jobs" --target "${tsan_programs[@]}"
   step "TSan: tests"
   # Debian's cpp-httplib is not built with TSan: tests/sanitizers/tsan.supp. The fuzz targets'
-  # replay drivers are not built in this tree (the everyday build runs them).
+  # replay drivers are not built in this tree (the ASan tree fuzzes from their seeds).
   TSAN_OPTIONS="suppressions=$root/tests/sanitizers/tsan.supp second_deadlock_stack=1" \
     run_tests "$tsan_dir" -LE '^fuzz-replay$'
 fi
