@@ -39,9 +39,17 @@ Server::Server(ServerOptions options, metrics::Registry* registry, const log::Lo
       logger_(logger.With({{"server", options_.name}})) {
   if (options_.tls) {
     const ServerTlsOptions& tls = *options_.tls;
-    server_ = std::make_unique<DeadlineSslServer>(
+    auto ssl = std::make_unique<DeadlineSslServer>(
         tls.cert_file.c_str(), tls.key_file.c_str(),
         tls.client_ca_file.empty() ? nullptr : tls.client_ca_file.c_str(), MakeConnectionPolicy());
+    auto certificate = tls::ReloadingCertificate::Load(tls.cert_file, tls.key_file);
+    if (certificate.ok()) {
+      certificate_ = std::move(*certificate);
+      if (ssl->is_valid()) certificate_->InstallOn(ssl->ssl_context());
+    } else {
+      certificate_status_ = certificate.status();
+    }
+    server_ = std::move(ssl);
   } else {
     server_ = std::make_unique<DeadlineServer>(MakeConnectionPolicy());
   }
@@ -260,6 +268,7 @@ void Server::LogAndCount(const httplib::Request& req, const httplib::Response& r
 
 Status Server::Start() {
   SLUICE_CHECK(!started_.load());
+  if (!certificate_status_.ok()) return certificate_status_;
   if (!server_->is_valid()) {
     return Status::InvalidArgument("cannot load the TLS certificate \"" + options_.tls->cert_file +
                                    "\" or key \"" + options_.tls->key_file + "\"");

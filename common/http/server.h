@@ -46,9 +46,12 @@
 #include "common/metrics/registry.h"
 #include "common/process/cancellation.h"
 #include "common/status.h"
+#include "common/tls/reloading_certificate.h"
 
 namespace sluice::http {
 
+// The certificate and key files are read again when either changes (a renewed Secret): new
+// connections get the new pair (tls/reloading_certificate.h).
 struct ServerTlsOptions {
   std::string cert_file;       // PEM certificate chain served to clients.
   std::string key_file;        // PEM private key for it.
@@ -144,6 +147,9 @@ class Server {
   ServerOptions options_;
   metrics::Registry* registry_;
   log::Logger logger_;
+  // Before server_: its SSL context's certificate callback points here.
+  std::unique_ptr<tls::ReloadingCertificate> certificate_;
+  Status certificate_status_;  // Why the TLS files could not be loaded (Start reports it).
   std::unique_ptr<httplib::Server> server_;
   std::vector<std::pair<std::string, ReadinessCheck>> readiness_;
   CancellationSource shutdown_;

@@ -17,7 +17,15 @@ void AddServingOptions(config::Spec& spec, const ServingDefaults& d) {
                         "Whether /metrics needs the token too (the operator's pods turn it off, "
                         "so Prometheus can scrape them)."))
       .Add(Option::Duration("shutdown-grace", d.shutdown_grace,
-                            "Time in-flight requests get to finish on SIGTERM."));
+                            "Time in-flight requests get to finish on SIGTERM."))
+      .Add(Option::String("tls-cert-file", "",
+                          "PEM certificate chain to serve HTTPS with (read again when it "
+                          "changes); empty: plain HTTP."))
+      .Add(Option::String("tls-key-file", "", "PEM private key of --tls-cert-file."))
+      .Add(Option::String("tls-ca-file", "",
+                          "PEM CA bundle that verifies the Sluice peers this program calls at "
+                          "https:// URLs (the dataflow, trainer rank 0, relays); empty: the "
+                          "system's CAs."));
   if (d.max_body_bytes) {
     spec.Add(Option::Bytes("max-body-bytes", *d.max_body_bytes,
                            "Largest request body; larger ones get 413."));
@@ -48,8 +56,34 @@ http::ServerOptions Service::ServerOptions() const {
   if (definition.spec.Find("worker-threads") != nullptr) {
     o.worker_threads = static_cast<size_t>(config.GetInt("worker-threads"));
   }
+  if (const std::string& cert = config.GetString("tls-cert-file"); !cert.empty()) {
+    o.tls = http::ServerTlsOptions{cert, config.GetString("tls-key-file"), ""};
+  }
   return o;
 }
+
+http::ClientTlsOptions Service::PeerTls() const {
+  http::ClientTlsOptions tls;
+  if (definition.spec.Find("tls-ca-file") != nullptr) tls.ca_file = config.GetString("tls-ca-file");
+  return tls;
+}
+
+namespace {
+
+// A certificate needs its key and a key its certificate.
+Status CheckServingTls(const config::Config& config) {
+  const bool cert = !config.GetString("tls-cert-file").empty();
+  const bool key = !config.GetString("tls-key-file").empty();
+  if (cert && !key) {
+    return Status::InvalidArgument("needed with --tls-cert-file", "--tls-key-file");
+  }
+  if (key && !cert) {
+    return Status::InvalidArgument("needed with --tls-key-file", "--tls-cert-file");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status Service::AdmitRolloutToken(http::ServerOptions& options,
                                   std::vector<http::RouteScope> scope) const {
@@ -83,6 +117,12 @@ int RunService(const ServiceDefinition& definition, int argc, char** argv,
   if (Status s = InstallShutdownSignals(stop); !s.ok()) {
     std::cerr << definition.program << ": " << s.ToString() << "\n";
     return 1;
+  }
+  if (definition.spec.Find("tls-cert-file") != nullptr) {
+    if (Status s = CheckServingTls(*cfg); !s.ok()) {
+      std::cerr << definition.program << ": flag " << s.field() << ": " << s.message() << "\n";
+      return 2;
+    }
   }
   log::Logger logger(definition.component);
   std::shared_ptr<http::TokenSource> token;

@@ -7,8 +7,10 @@
 // status after its own graceful shutdown.
 //
 // AddServingOptions declares the flags that ServerOptions() and the token read: --address,
-// --port, --token-file, --metrics-require-token and --shutdown-grace, plus --max-body-bytes,
-// --worker-threads and --rollout-token-file where the program sets defaults for them.
+// --port, --token-file, --metrics-require-token, --shutdown-grace and the TLS files
+// (--tls-cert-file and --tls-key-file to serve HTTPS, --tls-ca-file to verify the peers it
+// calls: PeerTls), plus --max-body-bytes, --worker-threads and --rollout-token-file where the
+// program sets defaults for them.
 //
 // Usage (a main.cpp):
 //   int main(int argc, char** argv) {
@@ -21,7 +23,8 @@
 //     });
 //   }
 //
-// Exit statuses: 0 after --help or --version; 2 for a bad flag, config file or token file
+// Exit statuses: 0 after --help or --version; 2 for a bad flag (a TLS certificate without its
+// key, or the reverse), config file or token file
 // (printed as "<program>: <message>"); 1 when the signal handlers cannot be installed; else the
 // body's. A program may leave the serving flags out (the node agent serves with its own
 // settings): it then has no token and does not call ServerOptions().
@@ -42,6 +45,7 @@
 #include "common/config/config.h"
 #include "common/config/spec.h"
 #include "common/http/bearer_token.h"
+#include "common/http/client.h"
 #include "common/http/scoped_token.h"
 #include "common/http/server.h"
 #include "common/logging/logger.h"
@@ -92,10 +96,13 @@ struct Service {
   std::shared_ptr<http::TokenSource> token;
 
   // The HTTP server's options from the serving flags (AddServingOptions must have declared
-  // them): name, address, port, auth (the token),
-  // metrics_require_auth, shutdown_grace, and max_body_bytes and worker_threads when declared.
+  // them): name, address, port, auth (the token), metrics_require_auth, shutdown_grace, tls (when
+  // --tls-cert-file is set), and max_body_bytes and worker_threads when declared.
   // The body adjusts timeouts and the like on the copy.
   http::ServerOptions ServerOptions() const;
+  // What verifies the Sluice peers this program calls (--tls-ca-file; empty: the system's CAs).
+  // Only https:// URLs use it.
+  http::ClientTlsOptions PeerTls() const;
   // Where the program declares --rollout-token-file and it is set: the rollout replicas' token,
   // read from that file, admits the routes of `scope` on a server with `options`
   // (http::ScopedTokenHook; the --token-file token still admits every route). InvalidArgument

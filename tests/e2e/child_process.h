@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -60,14 +61,17 @@ class ChildProcess {
     return status;
   }
   // A client (bearer `token`, no retries) of the HTTP server the child logged it listens on
-  // ("msg":"listening","url":...), within 60 s; null when it never did.
-  std::unique_ptr<http::Client> Connect(const std::string& token) {
+  // ("msg":"listening","url":...), within 60 s; null when it never did. With `tls`, over HTTPS
+  // verified by it.
+  std::unique_ptr<http::Client> Connect(const std::string& token,
+                                        std::optional<http::ClientTlsOptions> tls = std::nullopt) {
     std::optional<int> port;
     test_support::WaitUntil([&] { return (port = ListeningPort(Log())).has_value(); },
                             std::chrono::seconds(60), std::chrono::milliseconds(50));
     if (!port) return nullptr;
     http::ClientOptions co;
-    co.base_url = "http://127.0.0.1:" + std::to_string(*port);
+    co.base_url = std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(*port);
+    if (tls) co.tls = *tls;
     co.max_attempts = 1;
     if (!token.empty()) co.token = http::TokenSource::FromValue(token);
     return std::move(http::Client::Create(co)).value();

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "common/http/client.h"
+#include "common/tls/certificates.h"
 #include "tests/e2e/apiserver_process.h"
 #include "tests/e2e/dataflow_process.h"
 
@@ -133,6 +135,33 @@ TEST_F(DataflowManifestTest, ARolloutTokenNeedsTheDataflowsToken) {
   EXPECT_FALSE(p.Start({"--rollout-token-file=" + (dir_ / "rollout-token").string()}));
   EXPECT_TRUE(WIFEXITED(p.exit_status()) && WEXITSTATUS(p.exit_status()) == 2) << p.Log();
   EXPECT_NE(p.Log().find("--rollout-token-file"), std::string::npos) << p.Log();
+}
+
+// A certificate without its key is a flag error naming the missing flag; a key that is not the
+// certificate's stops the start naming the file (common/tls/reloading_certificate.h).
+TEST_F(DataflowManifestTest, TlsFilesThatCannotServeRefuseToStart) {
+  const Clock::WallTime now = SystemClock::Instance().WallNow();
+  Result<tls::CertifiedKey> ca = tls::NewCertificateAuthority({"ca", now, std::chrono::hours(1)});
+  ASSERT_TRUE(ca.ok()) << ca.status().ToString();
+  Result<tls::CertifiedKey> serving =
+      tls::IssueServingCertificate(*ca, {"dataflow", now, std::chrono::hours(1)}, {"127.0.0.1"});
+  ASSERT_TRUE(serving.ok()) << serving.status().ToString();
+  const std::string cert = (dir_ / "tls.crt").string();
+  std::ofstream(cert) << serving->cert_pem;
+  std::ofstream(dir_ / "ca.key") << ca->key_pem;
+
+  DataflowProcess alone(dir_.string());
+  EXPECT_FALSE(alone.Start({"--tls-cert-file=" + cert}));
+  EXPECT_TRUE(WIFEXITED(alone.exit_status()) && WEXITSTATUS(alone.exit_status()) == 2)
+      << alone.Log();
+  EXPECT_NE(alone.Log().find("--tls-key-file"), std::string::npos) << alone.Log();
+
+  DataflowProcess mismatched(dir_.string());
+  EXPECT_FALSE(mismatched.Start(
+      {"--tls-cert-file=" + cert, "--tls-key-file=" + (dir_ / "ca.key").string()}));
+  EXPECT_TRUE(WIFEXITED(mismatched.exit_status()) && WEXITSTATUS(mismatched.exit_status()) != 0)
+      << mismatched.Log();
+  EXPECT_NE(mismatched.Log().find("does not match"), std::string::npos) << mismatched.Log();
 }
 
 TEST_F(DataflowManifestTest, InvalidManifestRefusesToStartListingEveryError) {

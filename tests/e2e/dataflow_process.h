@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -30,9 +31,11 @@ namespace sluice::e2e {
 class DataflowProcess {
  public:
   // `dir` holds the write-ahead log (dir/wal) and the logs; with a `token`, it is written to
-  // dir/token and required of clients.
-  explicit DataflowProcess(std::string dir, std::string token = "")
-      : dir_(std::move(dir)), token_(std::move(token)) {
+  // dir/token and required of clients. With `tls`, client() speaks HTTPS verified by it (Start's
+  // flags must then give the binary its certificate).
+  explicit DataflowProcess(std::string dir, std::string token = "",
+                           std::optional<http::ClientTlsOptions> tls = std::nullopt)
+      : dir_(std::move(dir)), token_(std::move(token)), tls_(std::move(tls)) {
     if (!token_.empty()) std::ofstream(dir_ + "/token") << token_;
   }
   ~DataflowProcess() { Kill(SIGKILL); }
@@ -55,7 +58,9 @@ class DataflowProcess {
           const std::optional<int> port = ListeningPort(Log());
           if (!port) return false;
           http::ClientOptions co;
-          co.base_url = "http://127.0.0.1:" + std::to_string(*port);
+          co.base_url =
+              std::string(tls_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(*port);
+          if (tls_) co.tls = *tls_;
           base_url_ = co.base_url;
           co.max_attempts = 1;
           if (!token_.empty()) co.token = http::TokenSource::FromValue(token_);
@@ -82,7 +87,7 @@ class DataflowProcess {
   }
 
   http::Client& client() { return *client_; }
-  // "http://127.0.0.1:<port>" of the current start.
+  // "http://127.0.0.1:<port>" (or https) of the current start.
   const std::string& base_url() const { return base_url_; }
   int exit_status() const { return exit_status_; }
   // The current (latest) start's log.
@@ -92,6 +97,7 @@ class DataflowProcess {
  private:
   std::string dir_;
   std::string token_;
+  std::optional<http::ClientTlsOptions> tls_;
   std::string base_url_;
   pid_t pid_ = -1;
   int exit_status_ = -1;

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/tls/certificates.h"
 #include "tests/e2e/apiserver_process.h"
 #include "tests/e2e/child_process.h"
 #include "tests/e2e/dataflow_process.h"
@@ -74,26 +75,77 @@ std::vector<std::string> RolloutFlags(const std::string& dir, const std::string&
           "--threads=1"};
 }
 
-TEST(RolloutProcessTest, ClosedLoopWithTheTrainerThenDrainsOnSigterm) {
+// A CA in dir/ca.crt and, for each of `components`, a serving certificate for 127.0.0.1 in
+// dir/<component>.crt and .key; returns the flags that give `component` its certificate and
+// the CA that verifies its peers.
+std::vector<std::string> TlsFlags(const std::string& dir, const std::string& component) {
+  const std::string cert = dir + "/" + component + ".crt";
+  const std::string key = dir + "/" + component + ".key";
+  return {"--tls-cert-file=" + cert, "--tls-key-file=" + key, "--tls-ca-file=" + dir + "/ca.crt"};
+}
+
+bool IssueTlsFiles(const std::string& dir, const std::vector<std::string>& components) {
+  const Clock::WallTime now = SystemClock::Instance().WallNow();
+  Result<tls::CertifiedKey> ca =
+      tls::NewCertificateAuthority({"e2e-ca", now, std::chrono::hours(24)});
+  if (!ca.ok()) return false;
+  std::ofstream(dir + "/ca.crt") << ca->cert_pem;
+  for (const std::string& c : components) {
+    Result<tls::CertifiedKey> s =
+        tls::IssueServingCertificate(*ca, {c, now, std::chrono::hours(24)}, {"127.0.0.1"});
+    if (!s.ok()) return false;
+    std::ofstream(dir + "/" + c + ".crt") << s->cert_pem;
+    std::ofstream(dir + "/" + c + ".key") << s->key_pem;
+  }
+  return true;
+}
+
+std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The whole loop over TLS: the dataflow, the trainer and the worker each serve HTTPS with a
+// certificate from one CA and verify each other with it (--tls-ca-file); the worker fetches the
+// trainer's weights from the https:// URL the trainer announces.
+TEST(RolloutProcessTest, ClosedLoopWithTheTrainerOverTlsThenDrainsOnSigterm) {
   ASSERT_TRUE(HaveBinaries()) << "sluice-rollout or sluice-trainer is not built in " << BinDir();
   const std::string dir = ::testing::TempDir() + "/rollout_e2e_" + std::to_string(getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
-  DataflowProcess df(dir, kToken);
+  ASSERT_TRUE(IssueTlsFiles(dir, {"dataflow", "trainer", "rollout"}));
+  http::ClientTlsOptions verify;
+  verify.ca_file = dir + "/ca.crt";
+  DataflowProcess df(dir, kToken, verify);
   const json workflow = {{"type", "single-turn"},
                          {"roles", {{{"name", "solver"}, {"policy", "actor"}}}},
                          {"reward", {{"type", "math"}}}};
-  ASSERT_TRUE(
-      df.Start({"--policies=actor", "--group-size=4", "--groups-per-batch=2", "--capacity=64",
-                "--max-wait=2s", "--builtin-count=1000", "--workflow=" + workflow.dump(),
-                R"(--sampling={"temperature": 1.0, "maxNewTokens": 8})"}))
+  ASSERT_TRUE(df.Start(
+      Concat({"--policies=actor", "--group-size=4", "--groups-per-batch=2", "--capacity=64",
+              "--max-wait=2s", "--builtin-count=1000", "--workflow=" + workflow.dump(),
+              R"(--sampling={"temperature": 1.0, "maxNewTokens": 8})"},
+             TlsFlags(dir, "dataflow"))))
       << df.Log();
+  ASSERT_EQ(df.base_url().rfind("https://", 0), 0u) << df.base_url();
+  {
+    // Plain HTTP to it, or TLS trusting no CA of ours, gets nothing.
+    http::ClientOptions plain;
+    plain.base_url = "http" + df.base_url().substr(5);
+    plain.max_attempts = 1;
+    Result<http::Response> r = http::Client::Create(plain).value()->Get("/readyz");
+    EXPECT_FALSE(r.ok() && r->status == 200);
+    http::ClientOptions system_cas;
+    system_cas.base_url = df.base_url();
+    system_cas.max_attempts = 1;
+    EXPECT_FALSE(http::Client::Create(system_cas).value()->Get("/readyz").ok());
+  }
   std::ofstream(dir + "/rollout.json")
       << json({{"policies", json::array({json::parse(kPolicy)})}}).dump();
 
-  ChildProcess rollout("sluice-rollout", RolloutFlags(dir, df.base_url(), "gen-0"),
+  ChildProcess rollout("sluice-rollout",
+                       Concat(RolloutFlags(dir, df.base_url(), "gen-0"), TlsFlags(dir, "rollout")),
                        dir + "/rollout.log");
-  std::unique_ptr<http::Client> rc = rollout.Connect(kToken);
+  std::unique_ptr<http::Client> rc = rollout.Connect(kToken, verify);
   ASSERT_NE(rc, nullptr) << rollout.Log();
   ASSERT_TRUE(Eventually(
       [&] {
@@ -125,9 +177,10 @@ TEST(RolloutProcessTest, ClosedLoopWithTheTrainerThenDrainsOnSigterm) {
   })");
   std::ofstream(dir + "/trainer.json") << trainer_config.dump();
   ChildProcess trainer("sluice-trainer",
-                       {"--config=" + dir + "/trainer.json", "--dataflow-url=" + df.base_url(),
-                        "--token-file=" + dir + "/token", "--address=127.0.0.1", "--port=0",
-                        "--batch-wait=2s", "--threads=1"},
+                       Concat({"--config=" + dir + "/trainer.json",
+                               "--dataflow-url=" + df.base_url(), "--token-file=" + dir + "/token",
+                               "--address=127.0.0.1", "--port=0", "--batch-wait=2s", "--threads=1"},
+                              TlsFlags(dir, "trainer")),
                        dir + "/trainer.log");
   // While it trains, the worker loads its versions (checked before it exits: a trainer that is
   // gone serves nothing, so the last versions it announces cannot be fetched).
@@ -146,6 +199,9 @@ TEST(RolloutProcessTest, ClosedLoopWithTheTrainerThenDrainsOnSigterm) {
                                                              << rollout.Log();
   const std::string log = rollout.Log();
   EXPECT_NE(log.find("\"msg\":\"weights updated\""), std::string::npos) << log;
+  // From the trainer's https:// URL (versions announced with it).
+  const json versions = GetJson(df.client(), "/v1/versions");
+  EXPECT_NE(versions.dump().find("https://127.0.0.1:"), std::string::npos) << versions.dump();
   EXPECT_NE(log.find("\"blas_threads\":1"), std::string::npos) << log;  // --blas-threads' default.
   Result<http::Response> metrics = rc->Get("/metrics");
   ASSERT_TRUE(metrics.ok());

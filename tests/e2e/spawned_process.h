@@ -21,10 +21,11 @@
 
 namespace sluice::e2e {
 
-// The port in a Sluice server's "listening" log line ({"msg":"listening","url":"http://host:PORT",
-// "port":PORT,...}); nullopt before the line is there.
+// The port in a Sluice server's "listening" log line
+// ({"msg":"listening","url":"http[s]://host:PORT", "port":PORT,...}); nullopt before the line is
+// there.
 inline std::optional<int> ListeningPort(const std::string& log) {
-  static const std::regex kListening("\"msg\":\"listening\",\"url\":\"http://[^\"]*:([0-9]+)\"");
+  static const std::regex kListening("\"msg\":\"listening\",\"url\":\"https?://[^\"]*:([0-9]+)\"");
   std::smatch m;
   if (!std::regex_search(log, m, kListening)) return std::nullopt;
   return std::stoi(m[1]);

@@ -83,6 +83,7 @@ Result<std::unique_ptr<http::Client>> WeightUpdater::ClientFor(const std::string
   http::ClientOptions o;
   o.base_url = base_url;
   o.token = options_.token;
+  o.tls = options_.tls;
   o.resolver = options_.resolver;
   o.read_timeout = options_.read_timeout;
   o.max_attempts = 2;

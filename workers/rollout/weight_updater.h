@@ -62,7 +62,8 @@ class WeightSink {
 };
 
 struct WeightUpdaterOptions {
-  std::shared_ptr<http::TokenSource> token;           // Sent to the trainer and to relays.
+  std::shared_ptr<http::TokenSource> token;  // Sent to the trainer and to relays.
+  http::ClientTlsOptions tls;                // Verifies the trainer and relays at https:// URLs.
   std::shared_ptr<http::HostsFileResolver> resolver;  // For service and pod names; may be null.
   std::string staging_dir;   // Full downloads land here (created when missing).
   size_t keep_versions = 2;  // Versions held per policy for peers (>= 1).

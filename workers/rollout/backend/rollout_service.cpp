@@ -164,6 +164,7 @@ int ServeRollout(service::Service& svc) {
   }
   WeightUpdaterOptions wu;
   wu.token = token;
+  wu.tls = svc.PeerTls();
   wu.resolver = resolver;
   wu.staging_dir = staging;
   wu.dataflow_url = cfg->GetString("dataflow-url");
@@ -205,6 +206,7 @@ int ServeRollout(service::Service& svc) {
   http::ClientOptions client_options;
   client_options.base_url = cfg->GetString("dataflow-url");
   client_options.token = token;
+  client_options.tls = svc.PeerTls();
   client_options.resolver = resolver;
   client_options.read_timeout = std::chrono::milliseconds(
       std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("lease-wait")) +

@@ -193,6 +193,7 @@ int ServeTrainer(service::Service& svc, const std::string& trainer_config) {
   http::ClientOptions client_options;
   client_options.base_url = cfg->GetString("dataflow-url");
   client_options.token = token;
+  client_options.tls = svc.PeerTls();
   client_options.resolver = HostsResolver();
   client_options.read_timeout = std::chrono::milliseconds(
       std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("batch-wait")) +
@@ -260,7 +261,8 @@ int ServeTrainer(service::Service& svc, const std::string& trainer_config) {
   parts.rank = rank;
   parts.steps = steps;
   parts.checkpoint_dir = checkpoints ? checkpoint_dir : "";
-  parts.weights_base = "http://" + advertise + ":" + std::to_string(server.port()) + "/v1/weights/";
+  const char* scheme = cfg->GetString("tls-cert-file").empty() ? "http://" : "https://";
+  parts.weights_base = scheme + advertise + ":" + std::to_string(server.port()) + "/v1/weights/";
   parts.batch_wait =
       std::chrono::duration_cast<std::chrono::seconds>(cfg->GetDuration("batch-wait"));
   parts.dataflow_timeout = cfg->GetDuration("dataflow-timeout");
