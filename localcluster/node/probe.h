@@ -5,8 +5,8 @@
 // success and failure thresholds. The caller (the pod worker) owns the schedule: it waits
 // initial_delay after the container starts, then runs RunProbe every period.
 //
-// Supported actions: httpGet (HTTP only), tcpSocket, exec. HTTPS and grpc probes fail with a
-// message saying they are not supported.
+// Supported actions: httpGet (HTTP, or HTTPS without verifying the certificate, as the kubelet
+// does), tcpSocket, exec. grpc probes fail with a message saying they are not supported.
 //
 // Thread safety: RunProbe and ProbeTimingOf are reentrant (RunProbe blocks for up to the
 // probe's timeout, plus a little for exec); a ProbeState is a plain value, not synchronised.

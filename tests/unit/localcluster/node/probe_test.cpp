@@ -10,11 +10,16 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
+#include "common/tls/certificates.h"
 #include "tests/support/free_port.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/wait_until.h"
 
 namespace sluice::node {
 namespace {
@@ -154,11 +159,51 @@ TEST(ProbeTest, HttpTimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(15));
 }
 
+// As the kubelet: an HTTPS probe does not verify the certificate (here one from a CA the node
+// does not know, naming another host), only that the container answers 200-399 over TLS.
+TEST(ProbeTest, HttpsProbesSkipVerification) {
+  test_support::TempDir dir;
+  const Clock::WallTime now = SystemClock::Instance().WallNow();
+  Result<tls::CertifiedKey> ca = tls::NewCertificateAuthority({"ca", now, std::chrono::hours(1)});
+  ASSERT_TRUE(ca.ok()) << ca.status().ToString();
+  Result<tls::CertifiedKey> cert = tls::IssueServingCertificate(
+      *ca, {"dataflow", now, std::chrono::hours(1)}, {"dataflow.rl.svc"});
+  ASSERT_TRUE(cert.ok()) << cert.status().ToString();
+  std::ofstream(dir.File("tls.crt")) << cert->cert_pem;
+  std::ofstream(dir.File("tls.key")) << cert->key_pem;
+  httplib::SSLServer server(dir.File("tls.crt").c_str(), dir.File("tls.key").c_str());
+  ASSERT_TRUE(server.is_valid());
+  server.Get("/readyz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok", "text/plain");
+  });
+  server.Get("/fail", [](const httplib::Request&, httplib::Response& res) { res.status = 503; });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread thread([&] { server.listen_after_bind(); });
+  test_support::WaitUntil([&] { return server.is_running(); }, seconds(20), milliseconds(1));
+
+  const json https = {{"httpGet", {{"path", "/readyz"}, {"port", port}, {"scheme", "HTTPS"}}},
+                      {"timeoutSeconds", 5}};
+  ProbeResult r = RunProbe(https, "127.0.0.1", json::object(), {});
+  EXPECT_TRUE(r.success) << r.message;
+  json failing = https;
+  failing["httpGet"]["path"] = "/fail";
+  r = RunProbe(failing, "127.0.0.1", json::object(), {});
+  EXPECT_FALSE(r.success);
+  EXPECT_EQ(r.message, "HTTP probe failed with statuscode: 503");
+  // Plain HTTP to a TLS port does not pass.
+  json plain = https;
+  plain["httpGet"]["scheme"] = "HTTP";
+  EXPECT_FALSE(RunProbe(plain, "127.0.0.1", json::object(), {}).success);
+  server.stop();
+  thread.join();
+}
+
 TEST(ProbeTest, UnsupportedActions) {
   ProbeResult r =
-      RunProbe({{"httpGet", {{"port", 80}, {"scheme", "HTTPS"}}}}, "127.0.0.1", json::object(), {});
+      RunProbe({{"httpGet", {{"port", 80}, {"scheme", "FTP"}}}}, "127.0.0.1", json::object(), {});
   EXPECT_FALSE(r.success);
-  EXPECT_EQ(r.message, "HTTPS probes are not supported");
+  EXPECT_EQ(r.message, "unsupported scheme: FTP");
   r = RunProbe({{"grpc", {{"port", 80}}}}, "127.0.0.1", json::object(), {});
   EXPECT_FALSE(r.success);
   EXPECT_EQ(r.message, "grpc probes are not supported");
