@@ -196,6 +196,9 @@ TEST(PrometheusConfigTest, ScrapesTheWorkerPodsFromTheNodeAgentsTargetsFile) {
   const YAML::Node pods = doc["scrape_configs"][2];
   EXPECT_EQ(pods["job_name"].as<std::string>(), "sluice-pods");
   EXPECT_EQ(pods["scheme"].as<std::string>(), "http");
+  // A target group whose pod is annotated prometheus.io/scheme: https is scraped over TLS
+  // without checking the namespace CA's certificate.
+  EXPECT_TRUE(pods["tls_config"]["insecure_skip_verify"].as<bool>());
   ASSERT_EQ(pods["file_sd_configs"].size(), 1u);
   const YAML::Node sd = pods["file_sd_configs"][0];
   ASSERT_EQ(sd["files"].size(), 1u);
