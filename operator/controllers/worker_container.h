@@ -31,6 +31,7 @@ struct WorkerContainerSpec {
   nlohmann::json extra_ports = nlohmann::json::array();
   nlohmann::json resources = nlohmann::json::object();
   nlohmann::json mounts = nlohmann::json::array();  // volumeMounts.
+  bool https = false;  // The port serves TLS: the probes use scheme HTTPS.
 };
 
 nlohmann::json WorkerContainer(const WorkerContainerSpec& spec);

@@ -257,7 +257,7 @@ TEST(OperatorAutoscaleTest, UpWithPrometheusScrapesTheWorkerPods) {
   EXPECT_EQ(target.value("/labels/dataflow"_json_pointer, ""), "arith");
   EXPECT_EQ(target.value("/labels/component"_json_pointer, ""), "dataflow");
   const std::string pod_ip = cluster.JsonPath("pod arith-dataflow", "{.status.podIP}");
-  EXPECT_EQ(target.value("scrapeUrl", ""), "http://" + pod_ip + ":8080/metrics");
+  EXPECT_EQ(target.value("scrapeUrl", ""), "https://" + pod_ip + ":8080/metrics");
 
   // The selector of the example RolloutPools finds the dataflow's series.
   const std::string query =

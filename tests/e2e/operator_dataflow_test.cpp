@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "common/base64.h"
 #include "common/http/client.h"
 #include "tests/e2e/sluice_session.h"
 
@@ -35,7 +36,7 @@ TEST(OperatorDataflowTest, DataflowBecomesARunningPodWithLiveStatus) {
       << cluster.Kubectl("describe pod arith-dataflow").output << cluster.Log("operator");
   json df = cluster.Get("dataflow arith");
   EXPECT_EQ(df.value("/status/promptsTotal"_json_pointer, 0), 100);
-  EXPECT_EQ(df.value("/status/endpoint"_json_pointer, ""), "http://arith.default.svc:8080");
+  EXPECT_EQ(df.value("/status/endpoint"_json_pointer, ""), "https://arith.default.svc:8080");
   EXPECT_EQ(cluster.JsonPath("dataflow arith", "{.status.conditions[?(@.type==\"Ready\")].status}"),
             "True");
   json pod = cluster.Get("pod arith-dataflow");
@@ -49,6 +50,26 @@ TEST(OperatorDataflowTest, DataflowBecomesARunningPodWithLiveStatus) {
   EXPECT_EQ(cluster.JsonPath("secret arith-rollout-token", "{.data.token}").size(), 88u);
   EXPECT_NE(cluster.JsonPath("secret arith-rollout-token", "{.data.token}"),
             cluster.JsonPath("secret arith-token", "{.data.token}"));
+
+  // TLS (operator/controllers/dataflow/dataflow_tls.h): the status above came over HTTPS,
+  // verified against the namespace's CA. The CA is the namespace's, owned by no Dataflow; the
+  // serving Secret carries that CA, and the ConfigMap the workers mount holds it alone.
+  const json ca = cluster.Get("secret sluice-ca");
+  ASSERT_TRUE(ca.is_object()) << cluster.Log("operator");
+  EXPECT_FALSE(ca.contains("/metadata/ownerReferences"_json_pointer)) << ca.dump(2);
+  const json serving = cluster.Get("secret arith-tls");
+  ASSERT_TRUE(serving.is_object()) << cluster.Log("operator");
+  EXPECT_EQ(serving.value("type", ""), "kubernetes.io/tls");
+  EXPECT_EQ(serving.value("/data/ca.crt"_json_pointer, ""),
+            ca.value("/data/tls.crt"_json_pointer, "?"));
+  const json ca_map = cluster.Get("configmap arith-ca");
+  ASSERT_TRUE(ca_map.is_object()) << cluster.Log("operator");
+  Result<std::string> ca_pem = Base64Decode(ca.value("/data/tls.crt"_json_pointer, ""));
+  ASSERT_TRUE(ca_pem.ok()) << ca.dump(2);
+  EXPECT_EQ(ca_map.value("/data/ca.crt"_json_pointer, ""), *ca_pem);
+  EXPECT_FALSE(ca_map.contains("/data/tls.key"_json_pointer));
+  EXPECT_EQ(pod.value("/spec/containers/0/readinessProbe/httpGet/scheme"_json_pointer, ""),
+            "HTTPS");
 
   // The experiment's NetworkPolicies, one per role, owned by the Dataflow
   // (operator/controllers/network_policies.h).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "operator/controllers/dataflow/dataflow_tls.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/pod_hardening.h"
@@ -74,10 +75,12 @@ json TokenSecret(const json& df, const std::string& name, const std::string& tok
 
 }  // namespace
 
-json ScrapeAnnotations(int port) {
-  return {{"prometheus.io/scrape", "true"},
-          {"prometheus.io/port", std::to_string(port)},
-          {"prometheus.io/path", "/metrics"}};
+json ScrapeAnnotations(int port, bool https) {
+  json annotations = {{"prometheus.io/scrape", "true"},
+                      {"prometheus.io/port", std::to_string(port)},
+                      {"prometheus.io/path", "/metrics"}};
+  if (https) annotations["prometheus.io/scheme"] = "https";
+  return annotations;
 }
 
 std::string DataflowConfigMapName(const std::string& df) { return SubdomainName(df, "-config"); }
@@ -103,7 +106,7 @@ std::string DataflowPodName(const std::string& df) { return SubdomainName(df, "-
 std::string DataflowServiceName(const std::string& df) { return DnsLabelName(df); }
 
 std::string DataflowEndpoint(const json& df) {
-  return "http://" + DataflowServiceName(Name(df)) + "." + Namespace(df) +
+  return "https://" + DataflowServiceName(Name(df)) + "." + Namespace(df) +
          ".svc:" + std::to_string(kDataflowPort);
 }
 
@@ -163,12 +166,14 @@ json DesiredDataflowPod(const json& df, const WorkerImages& images) {
       {{"name", "config"}, {"configMap", {{"name", DataflowConfigMapName(name)}}}},
       {{"name", "token"}, {"secret", {{"secretName", DataflowTokenSecretName(name)}}}},
       RolloutTokenVolume(name),
+      DataflowTlsVolume(name),
       {{"name", "wal"}, {"persistentVolumeClaim", {{"claimName", DataflowClaimName(name)}}}},
   });
   json mounts = json::array({
       {{"name", "config"}, {"mountPath", kConfigDir}, {"readOnly", true}},
       {{"name", "token"}, {"mountPath", kTokenDir}, {"readOnly", true}},
       RolloutTokenMount(),
+      DataflowTlsMount(),
       {{"name", "wal"}, {"mountPath", kWalDir}},
   });
   if (df.contains("/spec/dataset/configMap/name"_json_pointer)) {
@@ -191,7 +196,7 @@ json DesiredDataflowPod(const json& df, const WorkerImages& images) {
   json env = json::array(
       {{{"name", "POD_IP"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}}});
   for (const json& e : ScratchEnv(/*cuda=*/false)) env.push_back(e);
-  const json args = json::array({
+  json args = json::array({
       std::string("--dataflow-manifest=") + kConfigDir + "/dataflow.json",
       "--dataflow-name=" + name,
       std::string("--wal-dir=") + kWalDir,
@@ -204,8 +209,10 @@ json DesiredDataflowPod(const json& df, const WorkerImages& images) {
       "--port=" + std::to_string(kDataflowPort),
       kOpenMetricsArg,
   });
+  for (const std::string& a : DataflowServingTlsArgs()) args.push_back(a);
   WorkerContainerSpec c;
   c.name = "dataflow";
+  c.https = true;
   c.image = images.dataflow;
   c.pull_policy = images.pull_policy;
   c.args = args;
@@ -216,7 +223,7 @@ json DesiredDataflowPod(const json& df, const WorkerImages& images) {
   c.mounts = mounts;
   const json container = WorkerContainer(c);
   json meta = Meta(df, DataflowPodName(name), true);
-  meta["annotations"] = ScrapeAnnotations(kDataflowPort);
+  meta["annotations"] = ScrapeAnnotations(kDataflowPort, /*https=*/true);
   meta["annotations"][kConfigHashAnnotation] = JsonHash(DesiredDataflowConfigMap(df)["data"]);
   json spec = {{"containers", json::array({container})},
                {"volumes", volumes},

@@ -9,11 +9,14 @@
 //                            the rollout replicas' narrower token (made once, never rewritten)
 //   PVC        <df>-wal      the write-ahead log; NOT owned, so deleting the Dataflow keeps it
 //   Service    <df>          port 8080 "http" -> the dataflow pod (<df>.<ns>.svc:8080)
-//   Pod        <df>-dataflow sluice-dataflow, restartPolicy Always, readiness /readyz,
-//                            liveness /healthz; annotated with the config hash so a spec change
-//                            replaces it, and for Prometheus (ScrapeAnnotations); hardened
-//                            (pod_hardening.h, read-only root file system) with an emptyDir
-//                            "tmp" at /tmp and TMPDIR=/tmp (worker_scratch.h)
+//   Secret     <df>-tls, ConfigMap <df>-ca, and the namespace's Secret sluice-ca: the
+//                            dataflow's certificate and the CA that verifies it (dataflow_tls.h)
+//   Pod        <df>-dataflow sluice-dataflow serving HTTPS, restartPolicy Always, readiness
+//                            /readyz, liveness /healthz (scheme HTTPS); annotated with the config
+//                            hash so a spec change replaces it, and for Prometheus
+//                            (ScrapeAnnotations); hardened (pod_hardening.h, read-only root file
+//                            system) with an emptyDir "tmp" at /tmp and TMPDIR=/tmp
+//                            (worker_scratch.h)
 //
 // Every child carries StandardLabels plus sluice.dev/dataflow=<df>; all but the PVC are
 // controlled by the Dataflow (ownerReferences), so kube's garbage collector deletes them with it.
@@ -49,8 +52,9 @@ inline constexpr char kOpenMetricsArg[] = "--metrics-require-token=false";
 // prometheus.io/port `port` (the pod's HTTP port, which serves /metrics too) and
 // prometheus.io/path "/metrics". A real cluster's kubernetes_sd_configs pod job with the usual
 // relabelling scrapes the pod there, and so does `sluice up --prometheus` through the node
-// agent's target list (docs/operator.md, "Scraping the workers").
-nlohmann::json ScrapeAnnotations(int port);
+// agent's target list (docs/operator.md, "Scraping the workers"). With `https`, also
+// prometheus.io/scheme "https".
+nlohmann::json ScrapeAnnotations(int port, bool https = false);
 
 inline constexpr int kDataflowPort = 8080;
 // Annotation on the dataflow pod: JsonHash of its ConfigMap's data (a change replaces the pod).
@@ -73,8 +77,8 @@ std::string DataflowClaimName(const std::string& dataflow);
 std::string DataflowPodName(const std::string& dataflow);
 // "<df>", a DNS label: DnsLabelName(dataflow).
 std::string DataflowServiceName(const std::string& dataflow);
-// "http://<DataflowServiceName(df)>.<ns>.svc:8080": where workers and trainers reach the
-// dataflow.
+// "https://<DataflowServiceName(df)>.<ns>.svc:8080": where workers and trainers reach the
+// dataflow (its certificate: dataflow_tls.h).
 std::string DataflowEndpoint(const nlohmann::json& dataflow);
 
 nlohmann::json DesiredDataflowConfigMap(const nlohmann::json& dataflow);

@@ -12,6 +12,7 @@
 #include "kube/kubeconfig.h"
 #include "operator/controllers/core_resources.h"
 #include "operator/controllers/data_exhaustion.h"
+#include "operator/controllers/dataflow/dataflow_tls.h"
 #include "operator/controllers/network_policies.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/status_write.h"
@@ -114,6 +115,8 @@ Status DataflowController::EnsureChildren(const json& df, std::string* pod_state
   }
   // Before the pod, so that with policies switched on the worker never starts without them.
   SLUICE_RETURN_IF_ERROR(EnsureNetworkPolicies(df));
+  // Before the pod too: it mounts the certificate and cannot start without it.
+  SLUICE_RETURN_IF_ERROR(EnsureTls(df));
   const json pod = DesiredDataflowPod(df, options_.images);
   kube::ObjectPtr current = cached(informers_.pods, DataflowPodName(name));
   if (!current) {
@@ -209,16 +212,22 @@ json DataflowController::CurrentStatus(const json& df, const std::string& pod_st
     kube::ObjectPtr pod = informers_.pods->store().Get(ns + "/" + DataflowPodName(name));
     kube::ObjectPtr secret =
         informers_.secrets->store().Get(ns + "/" + DataflowTokenSecretName(name));
+    kube::ObjectPtr ca_secret = informers_.secrets->store().Get(ns + "/" + kNamespaceCaSecretName);
+    Result<tls::CertifiedKey> ca =
+        ca_secret ? CaFromSecret(*ca_secret) : Result<tls::CertifiedKey>(Status::NotFound("none"));
     std::string error;
     json worker;
-    if (!pod || !secret) {
-      error = "the pod or the token Secret is not in the cache yet";
+    if (!pod || !secret || !ca.ok()) {
+      error = "the pod, the token Secret or the namespace CA Secret is not in the cache yet";
     } else {
       Result<std::string> token =
           kube::DecodeBase64(secret->value("/data/token"_json_pointer, std::string()));
       http::ClientOptions options;
+      // The pod's IP, which its certificate cannot name: verify the Service's name instead.
       options.base_url =
-          "http://" + StringAt(*pod, "/status/podIP") + ":" + std::to_string(kDataflowPort);
+          "https://" + StringAt(*pod, "/status/podIP") + ":" + std::to_string(kDataflowPort);
+      options.tls.ca_pem = ca->cert_pem;
+      options.tls.server_name = DataflowServerName(df);
       options.connect_timeout = options_.worker_timeout;
       options.read_timeout = options_.worker_timeout;
       options.max_attempts = 1;

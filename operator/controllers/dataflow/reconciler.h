@@ -62,6 +62,9 @@ class DataflowController {
  private:
   Status EnsureChildren(const nlohmann::json& df, std::string* pod_state);
   Status EnsureNetworkPolicies(const nlohmann::json& df);
+  // The namespace CA, the Dataflow's serving Secret and its CA ConfigMap (dataflow_tls.h),
+  // made or renewed as needed (ensure_tls.cpp).
+  Status EnsureTls(const nlohmann::json& df);
   nlohmann::json CurrentStatus(const nlohmann::json& df, const std::string& pod_state);
   Status WriteStatus(const nlohmann::json& df, nlohmann::json status);
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/join_strings.h"
+#include "operator/controllers/dataflow/dataflow_tls.h"
 #include "operator/controllers/external_engine.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
@@ -172,15 +173,13 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
       "--max-concurrent-sequences=" +
           std::to_string(engine.value("maxConcurrentSequences", int64_t{64})),
       "--kv-cache-fraction=" + json(engine.value("kvCacheFraction", 0.85)).dump(),
-      "--address=$(POD_IP)",
-      "--port=" + std::to_string(kRolloutPort),
-      kOpenMetricsArg,
-      "--region=$(SLUICE_REGION)",
-      "--replica=$(POD_NAME)",
+      "--address=$(POD_IP)", "--port=" + std::to_string(kRolloutPort), kOpenMetricsArg,
+      "--region=$(SLUICE_REGION)", "--replica=$(POD_NAME)",
       std::string("--policy-config=") + kRolloutConfigDir + "/rollout.json",
       "--sandbox-isolation=" +
           SandboxIsolationFlag(
               pool.value("/spec/sandbox/isolation"_json_pointer, std::string("Namespaces"))),
+      DataflowCaFileArg(),  // Verifies --dataflow-url (dataflow_tls.h).
   });
   const bool external = UsesExternalEngine(pool);
   // With an external engine the served Policy (the one spec.policies names) and its directory.
@@ -223,6 +222,8 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
        {{"name", "config"}, {"configMap", {{"name", RolloutConfigMapName(pool_name)}}}}});
   for (const json& m : models.mounts) mounts.push_back(m);
   for (const json& v : models.volumes) volumes.push_back(v);
+  volumes.push_back(DataflowCaVolume(dataflow_name));
+  mounts.push_back(DataflowCaMount());
   // The environment server's own credential, only the key it names (never the experiment's
   // token, which the worker would otherwise have nothing else to send).
   if (const json ref = EnvironmentTokenRef(&dataflow); ref.is_object()) {

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "operator/controllers/dataflow/dataflow_tls.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/pod_hardening.h"
@@ -156,6 +157,7 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
   json args = json::array({
       std::string("--config=") + kTrainerConfigDir + "/trainer.json",
       "--dataflow-url=" + DataflowEndpoint(dataflow),
+      DataflowCaFileArg(),
       std::string("--token-file=") + kTrainerTokenDir + "/token",
       RolloutTokenFileArg(),  // Rollout replicas read rank 0's weight versions with it.
       "--address=$(POD_IP)",
@@ -174,11 +176,13 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
       {{"name", "config"}, {"configMap", {{"name", TrainerConfigMapName(name)}}}},
       {{"name", "token"}, {"secret", {{"secretName", DataflowTokenSecretName(dataflow_name)}}}},
       RolloutTokenVolume(dataflow_name),
+      DataflowCaVolume(dataflow_name),
   });
   json mounts = json::array({
       {{"name", "config"}, {"mountPath", kTrainerConfigDir}, {"readOnly", true}},
       {{"name", "token"}, {"mountPath", kTrainerTokenDir}, {"readOnly", true}},
       RolloutTokenMount(),
+      DataflowCaMount(),
   });
   if (checkpoint) {
     volumes.push_back(

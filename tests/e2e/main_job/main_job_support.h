@@ -199,13 +199,17 @@ class DataflowApi {
     const json df = cluster.Get(std::string("dataflow ") + kDataflow);
     ASSERT_TRUE(df.is_object()) << Diagnostics(cluster);
     const std::string endpoint = df.value("/status/endpoint"_json_pointer, "");
-    ASSERT_EQ(endpoint, std::string("http://") + kDataflow + ".default.svc:8080") << df.dump(2);
+    ASSERT_EQ(endpoint, std::string("https://") + kDataflow + ".default.svc:8080") << df.dump(2);
+    // Its certificate verifies against the CA the operator gives the workers (<df>-ca).
+    const json ca = cluster.Get(std::string("configmap ") + kDataflow + "-ca");
+    ASSERT_TRUE(ca.is_object() && ca.contains("/data/ca.crt"_json_pointer)) << Diagnostics(cluster);
     const json secret = cluster.Get(std::string("secret ") + kDataflow + "-token");
     ASSERT_TRUE(secret.is_object()) << Diagnostics(cluster);
     Result<std::string> token = Base64Decode(secret.value("/data/token"_json_pointer, ""));
     ASSERT_TRUE(token.ok() && !token->empty()) << secret.dump(2);
     http::ClientOptions options;
     options.base_url = endpoint;
+    options.tls.ca_pem = ca.at("/data/ca.crt"_json_pointer).get<std::string>();
     options.resolver = std::make_shared<http::HostsFileResolver>(cluster.state() + "/node/hosts");
     options.token = http::TokenSource::FromValue(*token);
     options.max_attempts = 1;

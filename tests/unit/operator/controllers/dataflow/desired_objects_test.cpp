@@ -58,7 +58,7 @@ TEST(DataflowChildrenTest, ChildrenAreNamedLabelledAndOwned) {
   EXPECT_EQ(svc["metadata"]["name"], "arith");
   EXPECT_EQ(svc["spec"]["selector"][kDataflowLabel], "arith");
   EXPECT_EQ(svc["spec"]["ports"][0]["port"], kDataflowPort);
-  EXPECT_EQ(DataflowEndpoint(df), "http://arith.rl.svc:8080");
+  EXPECT_EQ(DataflowEndpoint(df), "https://arith.rl.svc:8080");
 }
 
 TEST(DataflowChildrenTest, PodRunsTheDataflowWithItsVolumesAndProbes) {
@@ -92,10 +92,24 @@ TEST(DataflowChildrenTest, PodRunsTheDataflowWithItsVolumesAndProbes) {
   EXPECT_EQ(pod["metadata"]["annotations"]["prometheus.io/scrape"], "true");
   EXPECT_EQ(pod["metadata"]["annotations"]["prometheus.io/port"], "8080");
   EXPECT_EQ(pod["metadata"]["annotations"]["prometheus.io/path"], "/metrics");
-  EXPECT_EQ(pod["metadata"]["annotations"].size(), 4u);  // And the config hash.
+  EXPECT_EQ(pod["metadata"]["annotations"]["prometheus.io/scheme"], "https");
+  EXPECT_EQ(pod["metadata"]["annotations"].size(), 5u);  // And the config hash.
   EXPECT_EQ(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"], "status.podIP");
   EXPECT_EQ(c["readinessProbe"]["httpGet"]["path"], "/readyz");
   EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+  // It serves HTTPS with its Secret <df>-tls (dataflow_tls.h), and is probed so.
+  EXPECT_EQ(c["readinessProbe"]["httpGet"]["scheme"], "HTTPS");
+  EXPECT_EQ(c["livenessProbe"]["httpGet"]["scheme"], "HTTPS");
+  EXPECT_TRUE(has("--tls-cert-file=/var/run/sluice/tls/tls.crt"));
+  EXPECT_TRUE(has("--tls-key-file=/var/run/sluice/tls/tls.key"));
+  bool tls_volume = false;
+  for (const json& v : pod["spec"]["volumes"]) {
+    if (v["name"] == "tls") {
+      tls_volume = true;
+      EXPECT_EQ(v["secret"]["secretName"], "arith-tls");
+    }
+  }
+  EXPECT_TRUE(tls_volume);
   // The dataset ConfigMap is mounted where --dataset-mount-dir points.
   bool dataset = false;
   for (const json& v : pod["spec"]["volumes"]) {
@@ -166,7 +180,7 @@ TEST(DataflowChildrenTest, StatusComesFromTheWorkersReport) {
   EXPECT_EQ(status["promptsTotal"], 1000);
   EXPECT_EQ(status["epoch"], 1);
   EXPECT_DOUBLE_EQ(status["trajectoriesPerSecond"].get<double>(), 30.0);
-  EXPECT_EQ(status["endpoint"], "http://arith.rl.svc:8080");
+  EXPECT_EQ(status["endpoint"], "https://arith.rl.svc:8080");
   ASSERT_EQ(status["policies"].size(), 2u);
   EXPECT_EQ(status["policies"][0]["name"], "actor");
   EXPECT_EQ(status["policies"][0]["latestVersion"], 4);
@@ -254,7 +268,7 @@ TEST(DataflowChildrenTest, LongNameGivesValidChildNamesAndLabels) {
   EXPECT_LE(svc_name.size(), 63u);
   EXPECT_EQ(svc_name.find('.'), std::string::npos);
   EXPECT_EQ(svc_name, DataflowServiceName(long_name));
-  EXPECT_EQ(DataflowEndpoint(df), "http://" + svc_name + ".rl.svc:8080");
+  EXPECT_EQ(DataflowEndpoint(df), "https://" + svc_name + ".rl.svc:8080");
   const json pod = DesiredDataflowPod(df, WorkerImages{});
   for (const auto& [key, value] : svc["spec"]["selector"].items()) {
     EXPECT_EQ(pod["metadata"]["labels"][key], value) << key;

@@ -196,7 +196,7 @@ TEST(RolloutPoolChildrenTest, ArgsFollowTheWorkerContract) {
   const json pod = DesiredReplicaPod(pool, {}, &region, 0, Dataflow(), WorkerImages{});
   const json c = pod["spec"]["containers"][0];
   const std::vector<std::string> want = {
-      "--dataflow-url=http://arith.rl.svc:8080",
+      "--dataflow-url=https://arith.rl.svc:8080",
       "--token-file=/var/run/sluice/token/token",
       "--policies=actor",
       "--engine=builtin",
@@ -211,6 +211,7 @@ TEST(RolloutPoolChildrenTest, ArgsFollowTheWorkerContract) {
       "--replica=$(POD_NAME)",
       "--policy-config=/etc/sluice/config/rollout.json",
       "--sandbox-isolation=namespaces",
+      "--tls-ca-file=/var/run/sluice/dataflow-ca/ca.crt",
       "--enforce-eager",
       "--seed=7",
   };
@@ -295,7 +296,7 @@ TEST(RolloutPoolChildrenTest, ArgsUseEngineDefaults) {
   pool["spec"]["policies"] = {"b", "a", "b"};
   const json pod = DesiredReplicaPod(pool, {}, nullptr, 1, Dataflow(), WorkerImages{});
   const std::vector<std::string> args = Strings(pod["spec"]["containers"][0]["args"]);
-  ASSERT_EQ(args.size(), 15u);
+  ASSERT_EQ(args.size(), 16u);
   EXPECT_EQ(args[2], "--policies=a,b");
   EXPECT_EQ(args[3], "--engine=builtin");
   EXPECT_EQ(args[4], "--tensor-parallel-size=1");
@@ -401,6 +402,7 @@ TEST(RolloutPoolChildrenTest, PodSpecProbesVolumesAndTolerations) {
   EXPECT_EQ(spec["volumes"],
             json::parse(R"([{"name": "token", "secret": {"secretName": "arith-rollout-token"}},
                             {"name": "config", "configMap": {"name": "gen-rollout-config"}},
+                            {"name": "dataflow-ca", "configMap": {"name": "arith-ca"}},
                             {"name": "tmp", "emptyDir": {}}])"));
   ASSERT_EQ(spec["containers"].size(), 1u);
   const json c = spec["containers"][0];
@@ -408,6 +410,8 @@ TEST(RolloutPoolChildrenTest, PodSpecProbesVolumesAndTolerations) {
             json::parse(
                 R"([{"name": "token", "mountPath": "/var/run/sluice/token", "readOnly": true},
                     {"name": "config", "mountPath": "/etc/sluice/config", "readOnly": true},
+                    {"name": "dataflow-ca", "mountPath": "/var/run/sluice/dataflow-ca",
+                     "readOnly": true},
                     {"name": "tmp", "mountPath": "/tmp"}])"));
   EXPECT_EQ(c["ports"],
             json::parse(R"([{"name": "http", "containerPort": 8080, "protocol": "TCP"}])"));
@@ -475,10 +479,11 @@ TEST(RolloutPoolChildrenTest, PodMountsEachHostedPolicysClaimReadOnlyAtItsOwnDir
   const json& mounts = pod["spec"]["containers"][0]["volumeMounts"];
   const std::string actor_volume = "model-" + JsonHash(json("actor-weights"));
   const std::string judge_volume = "model-" + JsonHash(json("judge-weights"));
-  // token, config, the two claims, then the writable emptyDir tmp.
-  ASSERT_EQ(volumes.size(), 5u) << volumes.dump();
-  ASSERT_EQ(mounts.size(), 5u) << mounts.dump();
-  EXPECT_EQ(volumes[4]["name"], "tmp");
+  // token, config, the two claims, the dataflow's CA, then the writable emptyDir tmp.
+  ASSERT_EQ(volumes.size(), 6u) << volumes.dump();
+  ASSERT_EQ(mounts.size(), 6u) << mounts.dump();
+  EXPECT_EQ(volumes[4]["name"], "dataflow-ca");
+  EXPECT_EQ(volumes[5]["name"], "tmp");
   EXPECT_EQ(volumes[0]["name"], "token");
   EXPECT_EQ(volumes[1]["name"], "config");
   EXPECT_EQ(mounts[0]["name"], "token");
@@ -513,8 +518,8 @@ TEST(RolloutPoolChildrenTest, TwoPoliciesOnOneClaimShareItsVolume) {
       Dataflow(), WorkerImages{});
   const json& volumes = pod["spec"]["volumes"];
   const json& mounts = pod["spec"]["containers"][0]["volumeMounts"];
-  ASSERT_EQ(volumes.size(), 4u);  // token, config, the claim, tmp.
-  ASSERT_EQ(mounts.size(), 5u);
+  ASSERT_EQ(volumes.size(), 5u);  // token, config, the claim, the dataflow's CA, tmp.
+  ASSERT_EQ(mounts.size(), 6u);
   const std::string volume = "model-" + JsonHash(json("models"));
   EXPECT_EQ(volumes[2]["name"], volume);
   EXPECT_EQ(mounts[2]["name"], volume);
@@ -532,8 +537,8 @@ TEST(RolloutPoolChildrenTest, BuiltinAndPathPoliciesAddNoVolume) {
                       "spec": {"model": {"source": {"path": "/models/critic"}}}})")};
   const json pod = DesiredReplicaPod(pool, policies, nullptr, 0, Dataflow(), WorkerImages{});
   EXPECT_EQ(pod, DesiredReplicaPod(pool, {}, nullptr, 0, Dataflow(), WorkerImages{}));
-  EXPECT_EQ(pod["spec"]["volumes"].size(), 3u);  // token, config, tmp.
-  EXPECT_EQ(pod["spec"]["containers"][0]["volumeMounts"].size(), 3u);
+  EXPECT_EQ(pod["spec"]["volumes"].size(), 4u);  // token, config, the dataflow's CA, tmp.
+  EXPECT_EQ(pod["spec"]["containers"][0]["volumeMounts"].size(), 4u);
   // And they leave the template hash as it was without any Policy.
   EXPECT_EQ(PoolTemplateHash(pool, policies), PoolTemplateHash(pool, {}));
 }
@@ -608,6 +613,7 @@ TEST(RolloutPoolChildrenTest, ReplicaIsHardenedWithAReadOnlyRootAndAScratchDir) 
   EXPECT_EQ(spec["volumes"],
             json::parse(R"([{"name": "token", "secret": {"secretName": "arith-rollout-token"}},
                             {"name": "config", "configMap": {"name": "gen-rollout-config"}},
+                            {"name": "dataflow-ca", "configMap": {"name": "arith-ca"}},
                             {"name": "tmp", "emptyDir": {}}])"));
   EXPECT_EQ(c["volumeMounts"].back(), json::parse(R"({"name": "tmp", "mountPath": "/tmp"})"));
   // An external engine's volumes and its container are external_engine_test.cpp's.

@@ -225,7 +225,8 @@ TEST(TrainerJobChildrenTest, RankPodArgsWithoutCheckpoint) {
   EXPECT_EQ(
       c["args"],
       json::array({"--config=/etc/sluice/config/trainer.json",
-                   "--dataflow-url=http://arith.rl.svc:8080",
+                   "--dataflow-url=https://arith.rl.svc:8080",
+                   "--tls-ca-file=/var/run/sluice/dataflow-ca/ca.crt",
                    "--token-file=/var/run/sluice/token/token",
                    "--rollout-token-file=/var/run/sluice/rollout-token/token",
                    "--address=$(POD_IP)", "--port=8080", "--metrics-require-token=false",
@@ -236,32 +237,34 @@ TEST(TrainerJobChildrenTest, RankPodArgsWithoutCheckpoint) {
     {"name": "config", "configMap": {"name": "train-config"}},
     {"name": "token", "secret": {"secretName": "arith-token"}},
     {"name": "rollout-token", "secret": {"secretName": "arith-rollout-token"}},
+    {"name": "dataflow-ca", "configMap": {"name": "arith-ca"}},
     {"name": "tmp", "emptyDir": {}}])"));
   EXPECT_EQ(c["volumeMounts"], json::parse(R"([
     {"name": "config", "mountPath": "/etc/sluice/config", "readOnly": true},
     {"name": "token", "mountPath": "/var/run/sluice/token", "readOnly": true},
     {"name": "rollout-token", "mountPath": "/var/run/sluice/rollout-token", "readOnly": true},
+    {"name": "dataflow-ca", "mountPath": "/var/run/sluice/dataflow-ca", "readOnly": true},
     {"name": "tmp", "mountPath": "/tmp"}])"));
 }
 
 TEST(TrainerJobChildrenTest, RankPodArgsAndVolumesWithCheckpoint) {
   const json pod = Pod(JobWithCheckpoint("/runs/a"));
   const json& c = pod["spec"]["containers"][0];
-  ASSERT_EQ(c["args"].size(), 14u);
-  EXPECT_EQ(c["args"][11], "--steps=500");
-  EXPECT_EQ(c["args"][13], "--checkpoint-dir=/var/lib/sluice/checkpoints/runs/a");
-  EXPECT_EQ(pod["spec"]["volumes"][3], json::parse(R"({"name": "checkpoints",
+  ASSERT_EQ(c["args"].size(), 15u);
+  EXPECT_EQ(c["args"][12], "--steps=500");
+  EXPECT_EQ(c["args"][14], "--checkpoint-dir=/var/lib/sluice/checkpoints/runs/a");
+  EXPECT_EQ(pod["spec"]["volumes"][4], json::parse(R"({"name": "checkpoints",
                             "persistentVolumeClaim": {"claimName": "ckpt"}})"));
-  EXPECT_EQ(c["volumeMounts"][3],
+  EXPECT_EQ(c["volumeMounts"][4],
             json::parse(R"({"name": "checkpoints", "mountPath": "/var/lib/sluice/checkpoints"})"));
   // The default path "/" is the mount itself; a trailing '/' is dropped.
-  EXPECT_EQ(Pod(JobWithCheckpoint("/"))["spec"]["containers"][0]["args"][13],
+  EXPECT_EQ(Pod(JobWithCheckpoint("/"))["spec"]["containers"][0]["args"][14],
             "--checkpoint-dir=/var/lib/sluice/checkpoints");
-  EXPECT_EQ(Pod(JobWithCheckpoint("/runs/b/"))["spec"]["containers"][0]["args"][13],
+  EXPECT_EQ(Pod(JobWithCheckpoint("/runs/b/"))["spec"]["containers"][0]["args"][14],
             "--checkpoint-dir=/var/lib/sluice/checkpoints/runs/b");
   json no_path = JobWithCheckpoint("/");
   no_path["spec"]["checkpoint"]["pvc"].erase("path");
-  EXPECT_EQ(Pod(no_path)["spec"]["containers"][0]["args"][13],
+  EXPECT_EQ(Pod(no_path)["spec"]["containers"][0]["args"][14],
             "--checkpoint-dir=/var/lib/sluice/checkpoints");
 }
 
@@ -361,24 +364,24 @@ TEST(TrainerJobChildrenTest, RankPodMountsThePolicysClaimReadOnly) {
                                   0, 0, WorkerImages{});
   const json& volumes = pod["spec"]["volumes"];
   const json& mounts = pod["spec"]["containers"][0]["volumeMounts"];
-  // config, the two tokens, checkpoints, the model, then the scratch emptyDir.
-  ASSERT_EQ(volumes.size(), 6u) << volumes.dump();
-  ASSERT_EQ(mounts.size(), 6u) << mounts.dump();
+  // config, the two tokens, the dataflow's CA, checkpoints, the model, then the scratch emptyDir.
+  ASSERT_EQ(volumes.size(), 7u) << volumes.dump();
+  ASSERT_EQ(mounts.size(), 7u) << mounts.dump();
   const std::string volume = "model-" + JsonHash(json("qwen"));
-  EXPECT_EQ(volumes[4],
+  EXPECT_EQ(volumes[5],
             json({{"name", volume},
                   {"persistentVolumeClaim", {{"claimName", "qwen"}, {"readOnly", true}}}}));
   EXPECT_EQ(
-      mounts[4],
+      mounts[5],
       json({{"name", volume}, {"mountPath", "/var/lib/sluice/model/actor"}, {"readOnly", true}}));
-  EXPECT_EQ(volumes[5]["name"], "tmp");
+  EXPECT_EQ(volumes[6]["name"], "tmp");
   // A Policy loaded from a path or built in mounts nothing more.
-  EXPECT_EQ(Pod(Job())["spec"]["volumes"].size(), 4u);
+  EXPECT_EQ(Pod(Job())["spec"]["volumes"].size(), 5u);
   json builtin = Policy();
   builtin["spec"]["model"]["source"] = {{"builtin", json::object()}};
   EXPECT_EQ(
       DesiredRankPod(Job(), builtin, Dataflow(), 0, 0, WorkerImages{})["spec"]["volumes"].size(),
-      4u);
+      5u);
   // Another claim is another template: the gang is replaced.
   EXPECT_NE(TrainerTemplateHash(Job(), PvcPolicy("qwen", "/")),
             TrainerTemplateHash(Job(), PvcPolicy("llama", "/")));
