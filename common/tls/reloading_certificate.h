@@ -6,8 +6,7 @@
 // its certificate once would serve the old one until it expired. InstallOn() makes every new TLS
 // handshake on an SSL_CTX serve the current pair: the callback compares both files' modification
 // times, inodes and sizes (two stat calls, small beside a handshake) and reloads when either
-// changed. Connections
-// already open keep the certificate they were set up with.
+// changed. Connections already open keep the certificate they were set up with.
 //
 // A reload that fails (a file briefly missing, the key not matching the chain: one file of the
 // pair updated before the other) keeps serving the last good pair and is retried on the next

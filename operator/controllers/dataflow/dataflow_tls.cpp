@@ -51,14 +51,14 @@ CaPlan PlanNamespaceCa(const json* secret, Clock::WallTime now) {
   return {CaPlan::kKeep, "", *ca};
 }
 
-std::vector<std::string> DataflowServingHosts(const json& df) {
-  const std::string svc = DataflowServiceName(Name(df));
-  const std::string ns = Namespace(df);
-  return {svc, svc + "." + ns, svc + "." + ns + ".svc", svc + "." + ns + ".svc.cluster.local"};
-}
-
 std::string DataflowServerName(const json& df) {
   return DataflowServiceName(Name(df)) + "." + Namespace(df) + ".svc";
+}
+
+std::vector<std::string> DataflowServingHosts(const json& df) {
+  const std::string svc = DataflowServiceName(Name(df));
+  const std::string server = DataflowServerName(df);
+  return {svc, svc + "." + Namespace(df), server, server + ".cluster.local"};
 }
 
 std::optional<std::string> DataflowServingProblem(const json* secret,

@@ -78,14 +78,14 @@ TEST(DataflowChildrenTest, PodRunsTheDataflowWithItsVolumesAndProbes) {
   EXPECT_TRUE(has("--token-file=/var/run/sluice/token/token"));
   // The rollout replicas' token, admitted for leasing and submitting only.
   EXPECT_TRUE(has("--rollout-token-file=/var/run/sluice/rollout-token/token"));
-  bool rollout_token = false;
-  for (const json& v : pod["spec"]["volumes"]) {
-    if (v["name"] == "rollout-token") {
-      rollout_token = true;
-      EXPECT_EQ(v["secret"]["secretName"], "arith-rollout-token");
+  // The pod's volume of that name; null when it has none.
+  auto volume = [&](const std::string& name) {
+    for (const json& v : pod["spec"]["volumes"]) {
+      if (v["name"] == name) return v;
     }
-  }
-  EXPECT_TRUE(rollout_token);
+    return json();
+  };
+  EXPECT_EQ(volume("rollout-token")["secret"]["secretName"], "arith-rollout-token");
   EXPECT_TRUE(has("--address=$(POD_IP)"));
   // Prometheus scrapes the pod's HTTP port without the Dataflow's token.
   EXPECT_TRUE(has("--metrics-require-token=false"));
@@ -102,23 +102,9 @@ TEST(DataflowChildrenTest, PodRunsTheDataflowWithItsVolumesAndProbes) {
   EXPECT_EQ(c["livenessProbe"]["httpGet"]["scheme"], "HTTPS");
   EXPECT_TRUE(has("--tls-cert-file=/var/run/sluice/tls/tls.crt"));
   EXPECT_TRUE(has("--tls-key-file=/var/run/sluice/tls/tls.key"));
-  bool tls_volume = false;
-  for (const json& v : pod["spec"]["volumes"]) {
-    if (v["name"] == "tls") {
-      tls_volume = true;
-      EXPECT_EQ(v["secret"]["secretName"], "arith-tls");
-    }
-  }
-  EXPECT_TRUE(tls_volume);
+  EXPECT_EQ(volume("tls")["secret"]["secretName"], "arith-tls");
   // The dataset ConfigMap is mounted where --dataset-mount-dir points.
-  bool dataset = false;
-  for (const json& v : pod["spec"]["volumes"]) {
-    if (v["name"] == "dataset") {
-      dataset = true;
-      EXPECT_EQ(v["configMap"]["name"], "rows");
-    }
-  }
-  EXPECT_TRUE(dataset);
+  EXPECT_EQ(volume("dataset")["configMap"]["name"], "rows");
   // The config hash follows the spec, not the status.
   json changed_status = Dataflow();
   changed_status["status"]["buffered"] = 99;
