@@ -167,7 +167,10 @@ TEST(OperatorAutoscaleTest, ReplicasFollowThePrometheusMetricWithAScaleDownWindo
   EXPECT_EQ(replicas(), 4) << "scaled down inside the stabilisation window";
   ASSERT_TRUE(WaitUntil([&] { return replicas() == 1; }, std::chrono::seconds(60)))
       << kubectl("get rolloutpool elastic -o yaml").output;
-  EXPECT_GE(std::chrono::steady_clock::now() - dropped, std::chrono::seconds(7));
+  // The window holds the last high recommendation for 8 s at whole-second resolution (7 s and a
+  // bit at the least), and that recommendation may have come up to one sync period (1 s) before
+  // the drop, so 6 s is the earliest a correct autoscaler may go down; CI once saw 6.94 s.
+  EXPECT_GE(std::chrono::steady_clock::now() - dropped, std::chrono::seconds(6));
 
   // A broken query freezes the size and says why.
   ASSERT_EQ(kubectl("patch rolloutpool elastic --type=json -p "
