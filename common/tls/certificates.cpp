@@ -438,7 +438,10 @@ std::optional<std::string> ServingCertificateProblem(const std::string& ca_cert_
   }
   const CoveredHosts covered = Covered(cert);
   for (const std::string& dns : host_set->dns) {
-    if (!covered.dns.count(dns)) {
+    // As a client checks it: the name itself, or a wildcard for its first label (RFC 6125).
+    const size_t dot = dns.find('.');
+    const bool wildcard = dot != std::string::npos && covered.dns.count("*" + dns.substr(dot));
+    if (!covered.dns.count(dns) && !wildcard) {
       return "the serving certificate does not cover host \"" + dns + "\"";
     }
   }

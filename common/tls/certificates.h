@@ -55,7 +55,9 @@ Result<std::optional<std::string>> CertificateAuthorityProblem(const CertifiedKe
 // Why `serving` should be reissued, or nullopt when it can be kept: unparsable, its key not
 // matching, not verifying against `ca_cert_pem` as a server certificate at `now`, expiring within
 // `renew_before`, or not covering one of `hosts` (canonicalised as above; an invalid host is
-// reported as a reason too).
+// reported as a reason too). A host is covered by its own name or, as clients verify, by a
+// wildcard for its first label ("*.train.rl.svc" covers "train-0.train.rl.svc", not
+// "a.train-0.train.rl.svc" nor "train.rl.svc").
 std::optional<std::string> ServingCertificateProblem(const std::string& ca_cert_pem,
                                                      const CertifiedKey& serving,
                                                      const std::vector<std::string>& hosts,

@@ -207,5 +207,53 @@ TEST(TlsCertificatesTest, SluicesServerAndClientSpeakHttpsWithThem) {
   EXPECT_FALSE(untrusted.ok() && untrusted->status == 200);
 }
 
+// The trainer ranks' certificate names them all with one wildcard (operator/controllers/
+// trainerjob/desired_pods.h): covered as Sluice's client verifies it, one first label only.
+TEST(TlsCertificatesTest, AWildcardCoversOneFirstLabelAsTheClientVerifiesIt) {
+  test_support::TempDir dir;
+  const Clock::WallTime now = SystemClock::Instance().WallNow();
+  Result<CertifiedKey> ca = NewCertificateAuthority({"sluice-test-ca", now, kDay});
+  ASSERT_TRUE(ca.ok()) << ca.status().ToString();
+  Result<CertifiedKey> s =
+      IssueServingCertificate(*ca, {"train-0.train.rl.svc", now, kDay}, {"*.train.rl.svc"});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  for (const char* host : {"*.train.rl.svc", "train-0.train.rl.svc", "Train-17.train.rl.svc"}) {
+    EXPECT_EQ(ServingCertificateProblem(ca->cert_pem, *s, {host}, now, kRenewBefore), std::nullopt)
+        << host;
+  }
+  for (const char* host : {"a.train-0.train.rl.svc", "train.rl.svc", "train-0.other.rl.svc"}) {
+    EXPECT_NE(ServingCertificateProblem(ca->cert_pem, *s, {host}, now, kRenewBefore), std::nullopt)
+        << host;
+  }
+
+  Write(dir.File("server.crt"), s->cert_pem);
+  Write(dir.File("server.key"), s->key_pem);
+  log::Logger logger("test", SystemClock::Instance(), [](std::string_view) {});
+  http::ServerOptions options;
+  options.tls = http::ServerTlsOptions{dir.File("server.crt"), dir.File("server.key"), ""};
+  http::Server server(options, nullptr, logger);
+  server.Get("/v1/hello", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("hi", "text/plain");
+  });
+  ASSERT_TRUE(server.Start().ok());
+  auto get = [&](const std::string& server_name) {
+    http::ClientOptions client_options;
+    client_options.base_url = server.BaseUrl();
+    client_options.tls.ca_pem = ca->cert_pem;
+    client_options.tls.server_name = server_name;
+    client_options.max_attempts = 1;
+    Result<std::unique_ptr<http::Client>> client = http::Client::Create(client_options);
+    if (!client.ok()) return Result<http::Response>(client.status());
+    return (*client)->Get("/v1/hello");
+  };
+  Result<http::Response> rank = get("train-3.train.rl.svc");
+  ASSERT_TRUE(rank.ok()) << rank.status().ToString();
+  EXPECT_EQ(rank->status, 200);
+  Result<http::Response> elsewhere = get("train-3.other.rl.svc");
+  EXPECT_FALSE(elsewhere.ok() && elsewhere->status == 200);
+  Result<http::Response> deeper = get("a.train-3.train.rl.svc");
+  EXPECT_FALSE(deeper.ok() && deeper->status == 200);
+}
+
 }  // namespace
 }  // namespace sluice::tls
