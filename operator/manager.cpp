@@ -123,6 +123,7 @@ void Manager::Run(CancellationToken stop) {
       o, *pools_, [this](const std::string& key) { return pool_logic_->Reconcile(key); });
   pool_controller.WatchOwned(*pods_, "RolloutPool");
   pool_controller.WatchOwned(*config_maps_, "RolloutPool");
+  pool_controller.WatchOwned(*secrets_, "RolloutPool");  // The replicas' serving certificate.
   pool_controller.Watch(*policies_,
                         [this](const nlohmann::json& p) { return pool_logic_->PoolsOfPolicy(p); });
   pool_controller.Watch(
@@ -143,6 +144,7 @@ void Manager::Run(CancellationToken stop) {
       o, *jobs_, [this](const std::string& key) { return job_logic_->Reconcile(key); });
   job_controller.WatchOwned(*pods_, "TrainerJob");
   job_controller.WatchOwned(*network_policies_, "TrainerJob");
+  job_controller.WatchOwned(*secrets_, "TrainerJob");  // The ranks' serving certificate.
   job_controller.Watch(*policies_, [this](const nlohmann::json& p) {
     return job_logic_->JobsReferencing(p, "policyRef");
   });

@@ -77,6 +77,15 @@ TEST(OperatorRolloutPoolTest, PlacesReplicasByRegionDrainsOnScaleDownAndOnDelete
   }
   EXPECT_EQ(east, 2);
   EXPECT_EQ(west, 1);
+  // The operator reads each replica's GET /v1/status (100 tokens/s from each stand-in) over
+  // HTTPS at its pod IP, verifying the pool's certificate under the pool's role name.
+  EXPECT_TRUE(WaitUntil([&] {
+    return get("rolloutpool pool").value("/status/tokensPerSecond"_json_pointer, 0.0) == 300.0;
+  })) << kubectl("get rolloutpool pool -o yaml").output
+      << log_of("operator");
+  const json serving = get("secret pool-rollout-tls");
+  EXPECT_EQ(serving.value("type", ""), "kubernetes.io/tls") << serving.dump();
+  EXPECT_EQ(serving.value("/metadata/ownerReferences/0/kind"_json_pointer, ""), "RolloutPool");
   json pool = get("rolloutpool pool");
   EXPECT_EQ(pool.value("/status/replicas"_json_pointer, 0), 3);
   EXPECT_NE(pool.value("/status/selector"_json_pointer, "").find("sluice.dev/pool=pool"),

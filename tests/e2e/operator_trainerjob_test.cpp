@@ -121,6 +121,11 @@ TEST(OperatorTrainerJobTest, GangRunsRestartsOnRankFailureCompletesAndPublishes)
       << operator_log();
   json job = get("trainerjob train");
   EXPECT_EQ(job.value("/status/restarts"_json_pointer, 0), 1);
+  // The version came from rank 0's GET /v1/status, over HTTPS with the ranks' certificate from the
+  // namespace's CA, which the operator verified under rank 0's stable name.
+  const json serving = get("secret train-trainer-tls");
+  EXPECT_EQ(serving.value("type", ""), "kubernetes.io/tls") << serving.dump();
+  EXPECT_EQ(serving.value("/metadata/ownerReferences/0/kind"_json_pointer, ""), "TrainerJob");
   EXPECT_EQ(job.value("/status/step"_json_pointer, 0), 30);
   EXPECT_GT(job.value("/status/version"_json_pointer, 0), 0);
   EXPECT_EQ(kubectl("get trainerjob train -o jsonpath='{.status.conditions[?(@.type==\"Complete\")]"
@@ -138,7 +143,7 @@ TEST(OperatorTrainerJobTest, GangRunsRestartsOnRankFailureCompletesAndPublishes)
   })) << kubectl("get policy tiny -o yaml").output;
   EXPECT_NE(get("policy tiny")
                 .value("/status/weightsURL"_json_pointer, "")
-                .find("http://train-0.train.default.svc:8080/v1/weights/"),
+                .find("https://train-0.train.default.svc:8080/v1/weights/"),
             std::string::npos);
 
   // The suspended job runs nothing.

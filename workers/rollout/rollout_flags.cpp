@@ -56,6 +56,10 @@ config::Spec RolloutFlagSpec() {
       .Add(Option::String("weights-relay", "",
                           "Base URL of the region's weight relay (another replica); empty: "
                           "fetch from the trainers."))
+      .Add(Option::String("relay-server-name", "",
+                          "The name relays' certificates hold (relays are reached at their pod "
+                          "IP; the operator gives the pool's role name); empty: the relay URL's "
+                          "host."))
       .Add(Option::String("model-cache-dir", "",
                           "Where a Policy's spec.model.source.uri is downloaded "
                           "(<dir>/<hash of the URI>) and reused from; empty: "

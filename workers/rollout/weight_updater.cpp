@@ -79,23 +79,23 @@ void WeightUpdater::RegisterRoutes(http::Server& server) {
   }
 }
 
-Result<std::unique_ptr<http::Client>> WeightUpdater::ClientFor(const std::string& base_url) const {
+Result<std::unique_ptr<http::Client>> WeightUpdater::ClientFor(const std::string& base_url,
+                                                               bool relay) const {
   http::ClientOptions o;
   o.base_url = base_url;
   o.token = options_.token;
   o.tls = options_.tls;
+  if (relay && !options_.relay_server_name.empty()) o.tls.server_name = options_.relay_server_name;
   o.resolver = options_.resolver;
   o.read_timeout = options_.read_timeout;
   o.max_attempts = 2;
   return http::Client::Create(std::move(o));
 }
 
-namespace {}  // namespace
-
 Result<weights::FetchedWeights> WeightUpdater::Fetch(PolicyState& state,
-                                                     const std::string& base_url, int64_t version,
-                                                     const std::string& digest) {
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<http::Client> client, ClientFor(base_url));
+                                                     const std::string& base_url, bool relay,
+                                                     int64_t version, const std::string& digest) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<http::Client> client, ClientFor(base_url, relay));
   weights::FetchOptions fetch;
   fetch.chunk_bytes = state.chunk_bytes;
   // Delta from the held snapshot when there is one.
@@ -149,7 +149,7 @@ Result<std::optional<UpdateReport>> WeightUpdater::Update(
   Result<weights::FetchedWeights> fetched = Status::Unavailable("no source tried");
   if (!relay.empty()) {
     const std::string base = relay + "/v1/relay/" + announced.policy;
-    fetched = Fetch(state, base, announced.number, announced.digest);
+    fetched = Fetch(state, base, /*relay=*/true, announced.number, announced.digest);
     // Not there yet: the relay learned of the version when this replica did and is fetching it.
     std::chrono::milliseconds poll(50);
     const Clock::MonoTime give_up = clock_.Now() + options_.relay_wait;
@@ -157,7 +157,7 @@ Result<std::optional<UpdateReport>> WeightUpdater::Update(
            clock_.Now() + poll <= give_up) {
       clock_.SleepFor(poll);
       poll = std::min(2 * poll, std::chrono::milliseconds(500));
-      fetched = Fetch(state, base, announced.number, announced.digest);
+      fetched = Fetch(state, base, /*relay=*/true, announced.number, announced.digest);
     }
     report.source = "relay";
     if (!fetched.ok()) {
@@ -166,7 +166,7 @@ Result<std::optional<UpdateReport>> WeightUpdater::Update(
     }
   }
   if (relay.empty() || !fetched.ok()) {
-    fetched = Fetch(state, trainer.base, announced.number, announced.digest);
+    fetched = Fetch(state, trainer.base, /*relay=*/false, announced.number, announced.digest);
     report.source = "trainer";
     if (!fetched.ok()) {
       if (errors_) errors_->WithLabels({announced.policy, "trainer"}).Inc();
@@ -175,7 +175,7 @@ Result<std::optional<UpdateReport>> WeightUpdater::Update(
       const Status trainer_error = fetched.status();
       fetched =
           Fetch(state, options_.dataflow_url + weights::FinalWeights::BasePath(announced.policy),
-                announced.number, announced.digest);
+                /*relay=*/false, announced.number, announced.digest);
       report.source = "dataflow";
       if (!fetched.ok()) {
         if (errors_) errors_->WithLabels({announced.policy, "dataflow"}).Inc();

@@ -64,6 +64,9 @@ class WeightSink {
 struct WeightUpdaterOptions {
   std::shared_ptr<http::TokenSource> token;  // Sent to the trainer and to relays.
   http::ClientTlsOptions tls;                // Verifies the trainer and relays at https:// URLs.
+  // The name a relay's certificate holds (the pool's role name: relays are reached at their pod
+  // IP, which no certificate made before the pod can name); empty: the relay URL's host.
+  std::string relay_server_name;
   std::shared_ptr<http::HostsFileResolver> resolver;  // For service and pod names; may be null.
   std::string staging_dir;   // Full downloads land here (created when missing).
   size_t keep_versions = 2;  // Versions held per policy for peers (>= 1).
@@ -101,7 +104,7 @@ class WeightUpdater {
                 WeightUpdaterOptions options, WeightSink* sink, metrics::Registry* registry);
   ~WeightUpdater();
 
-  // The relay's base URL ("http://host:port"); empty: fetch from the trainer only.
+  // The relay's base URL ("https://host:port"); empty: fetch from the trainer only.
   void SetRelay(std::string base_url);
   std::string relay() const;
 
@@ -118,8 +121,9 @@ class WeightUpdater {
 
  private:
   struct PolicyState;
-  Result<std::unique_ptr<http::Client>> ClientFor(const std::string& base_url) const;
-  Result<weights::FetchedWeights> Fetch(PolicyState& state, const std::string& base_url,
+  // `relay`: the URL is a relay's, verified under relay_server_name.
+  Result<std::unique_ptr<http::Client>> ClientFor(const std::string& base_url, bool relay) const;
+  Result<weights::FetchedWeights> Fetch(PolicyState& state, const std::string& base_url, bool relay,
                                         int64_t version, const std::string& digest);
 
   const WeightUpdaterOptions options_;

@@ -1,9 +1,7 @@
 // TLS for the dataflow (issue 23): the objects the operator provisions so that the dataflow
-// serves HTTPS and its clients verify it, and the decisions on when to make or renew them.
+// serves HTTPS and its clients verify it, and the decisions on when to make or renew them, over
+// the namespace's CA (namespace_certificates.h, Secret sluice-ca).
 //
-//   Secret     sluice-ca      the namespace's certificate authority (tls.crt, tls.key): made by
-//                             the first Dataflow of the namespace, shared by all, owned by none
-//                             (deleting a Dataflow keeps it); replaced a year before it expires
 //   Secret     <df>-tls       kubernetes.io/tls: the dataflow's serving certificate from that CA
 //                             (tls.crt, tls.key) and the CA (ca.crt), for the Service's names
 //                             (DataflowServingHosts); owned by the Dataflow, reissued 30 days
@@ -27,33 +25,9 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "common/tls/certificates.h"
+#include "operator/controllers/namespace_certificates.h"
 
 namespace sluice::controllers {
-
-inline constexpr char kNamespaceCaSecretName[] = "sluice-ca";
-// Lifetimes: the CA for 10 years, renewed in its last; serving certificates for a year, renewed
-// in their last 30 days.
-inline constexpr std::chrono::hours kCaValidity{24 * 3650};
-inline constexpr std::chrono::hours kCaRenewBefore{24 * 365};
-inline constexpr std::chrono::hours kServingValidity{24 * 365};
-inline constexpr std::chrono::hours kServingRenewBefore{24 * 30};
-
-// What to do with the namespace CA Secret the cache holds (null: none).
-struct CaPlan {
-  enum Kind {
-    kKeep,      // `ca` is good.
-    kCreate,    // There is none.
-    kReplace,   // It must be replaced: `reason` says why (expiring, not yet valid).
-    kUnusable,  // It cannot be used at all (`reason`); a human must look, nothing is overwritten.
-  };
-  Kind kind = kCreate;
-  std::string reason;
-  tls::CertifiedKey ca;  // With kKeep: the CA, PEM.
-};
-CaPlan PlanNamespaceCa(const nlohmann::json* secret, Clock::WallTime now);
-
-// The CA (tls.crt, tls.key) in a Secret's base64 `data`; InvalidArgument naming the missing key.
-Result<tls::CertifiedKey> CaFromSecret(const nlohmann::json& secret);
 
 // "<svc>", "<svc>.<ns>", "<svc>.<ns>.svc", "<svc>.<ns>.svc.cluster.local" for the Dataflow's
 // Service (DataflowServiceName).
@@ -71,18 +45,18 @@ std::optional<std::string> DataflowServingProblem(const nlohmann::json* secret,
 std::string DataflowTlsSecretName(const std::string& dataflow);
 std::string DataflowCaConfigMapName(const std::string& dataflow);
 
-// The objects (Secrets with base64 `data`, so an update replaces the keys exactly).
-nlohmann::json DesiredNamespaceCaSecret(const std::string& ns, const tls::CertifiedKey& ca);
+// The objects (namespace_certificates.h makes the namespace's CA Secret). The serving Secret's
+// metadata: name, namespace, labels, owned by the Dataflow.
+nlohmann::json DataflowTlsSecretMeta(const nlohmann::json& dataflow);
 nlohmann::json DesiredDataflowTlsSecret(const nlohmann::json& dataflow,
                                         const tls::CertifiedKey& serving,
                                         const std::string& ca_cert_pem);
 nlohmann::json DesiredDataflowCaConfigMap(const nlohmann::json& dataflow,
                                           const std::string& ca_cert_pem);
 
-// The dataflow pod's volume, mount and flags for its serving certificate.
+// The dataflow pod's volume for its serving certificate (mounted with ServingTlsMount, served with
+// ServingTlsArgs).
 nlohmann::json DataflowTlsVolume(const std::string& dataflow);
-nlohmann::json DataflowTlsMount();
-std::vector<std::string> DataflowServingTlsArgs();
 // The trainer and rollout pods' volume, mount and flag for the CA that verifies the dataflow.
 nlohmann::json DataflowCaVolume(const std::string& dataflow);
 nlohmann::json DataflowCaMount();

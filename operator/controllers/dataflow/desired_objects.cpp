@@ -4,6 +4,7 @@
 
 #include "operator/controllers/dataflow/dataflow_tls.h"
 #include "operator/controllers/labels.h"
+#include "operator/controllers/namespace_certificates.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/pod_hardening.h"
 #include "operator/controllers/worker_container.h"
@@ -173,7 +174,7 @@ json DesiredDataflowPod(const json& df, const WorkerImages& images) {
       {{"name", "config"}, {"mountPath", kConfigDir}, {"readOnly", true}},
       {{"name", "token"}, {"mountPath", kTokenDir}, {"readOnly", true}},
       RolloutTokenMount(),
-      DataflowTlsMount(),
+      ServingTlsMount(),
       {{"name", "wal"}, {"mountPath", kWalDir}},
   });
   if (df.contains("/spec/dataset/configMap/name"_json_pointer)) {
@@ -209,7 +210,7 @@ json DesiredDataflowPod(const json& df, const WorkerImages& images) {
       "--port=" + std::to_string(kDataflowPort),
       kOpenMetricsArg,
   });
-  for (const std::string& a : DataflowServingTlsArgs()) args.push_back(a);
+  for (const std::string& a : ServingTlsArgs()) args.push_back(a);
   WorkerContainerSpec c;
   c.name = "dataflow";
   c.https = true;

@@ -9,6 +9,7 @@
 #include "operator/controllers/dataflow/dataflow_tls.h"
 #include "operator/controllers/external_engine.h"
 #include "operator/controllers/labels.h"
+#include "operator/controllers/namespace_certificates.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/pod_hardening.h"
 #include "operator/controllers/policy_model_volumes.h"
@@ -113,6 +114,23 @@ json DesiredRolloutConfigMap(const json& pool, const std::vector<json>& policies
           {"data", {{"rollout.json", config.dump(2) + "\n"}}}};
 }
 
+std::string RolloutTlsSecretName(const std::string& pool) {
+  return SubdomainName(pool, "-rollout-tls");
+}
+
+std::string RolloutServerName(const json& pool) {
+  return DnsLabelName(Name(pool)) + "." + Namespace(pool) + ".rollout.sluice.internal";
+}
+
+json RolloutTlsSecretMeta(const json& pool) {
+  const std::string pool_name = Name(pool);
+  return {
+      {"name", RolloutTlsSecretName(pool_name)},
+      {"namespace", Namespace(pool)},
+      {"labels", StandardLabels("sluice-rollout", pool_name, "rollout", {{kPoolLabel, pool_name}})},
+      {"ownerReferences", json::array({ControllerRef(pool)})}};
+}
+
 std::string PoolTemplateHash(const json& pool, const std::vector<json>& policies,
                              const json* dataflow) {
   const json spec = pool.value("spec", json::object());
@@ -173,13 +191,19 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
       "--max-concurrent-sequences=" +
           std::to_string(engine.value("maxConcurrentSequences", int64_t{64})),
       "--kv-cache-fraction=" + json(engine.value("kvCacheFraction", 0.85)).dump(),
-      "--address=$(POD_IP)", "--port=" + std::to_string(kRolloutPort), kOpenMetricsArg,
-      "--region=$(SLUICE_REGION)", "--replica=$(POD_NAME)",
+      "--address=$(POD_IP)",
+      "--port=" + std::to_string(kRolloutPort),
+      kOpenMetricsArg,
+      "--region=$(SLUICE_REGION)",
+      "--replica=$(POD_NAME)",
       std::string("--policy-config=") + kRolloutConfigDir + "/rollout.json",
       "--sandbox-isolation=" +
           SandboxIsolationFlag(
               pool.value("/spec/sandbox/isolation"_json_pointer, std::string("Namespaces"))),
-      DataflowCaFileArg(),  // Verifies --dataflow-url (dataflow_tls.h).
+      DataflowCaFileArg(),  // Verifies --dataflow-url, the trainers and relays (dataflow_tls.h).
+      ServingTlsArgs()[0],
+      ServingTlsArgs()[1],
+      "--relay-server-name=" + RolloutServerName(pool),
   });
   const bool external = UsesExternalEngine(pool);
   // With an external engine the served Policy (the one spec.policies names) and its directory.
@@ -224,6 +248,8 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
   for (const json& v : models.volumes) volumes.push_back(v);
   volumes.push_back(DataflowCaVolume(dataflow_name));
   mounts.push_back(DataflowCaMount());
+  volumes.push_back(ServingTlsVolume(RolloutTlsSecretName(pool_name)));
+  mounts.push_back(ServingTlsMount());
   // The environment server's own credential, only the key it names (never the experiment's
   // token, which the worker would otherwise have nothing else to send).
   if (const json ref = EnvironmentTokenRef(&dataflow); ref.is_object()) {
@@ -253,6 +279,7 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
   c.args = args;
   c.env = env;
   c.http_port = kRolloutPort;
+  c.https = true;
   // Beside an external server, the replica's resources (its GPUs) are the server's.
   c.resources =
       external ? WorkerResources(json::object(), kExternalEngineWorkerRequests)
@@ -286,7 +313,7 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
            {{"name", ReplicaPodName(pool_name, region_name, index)},
             {"namespace", Namespace(pool)},
             {"labels", StandardLabels("sluice-rollout", pool_name, "rollout", extra)},
-            {"annotations", ScrapeAnnotations(kRolloutPort)},
+            {"annotations", ScrapeAnnotations(kRolloutPort, /*https=*/true)},
             {"ownerReferences", json::array({ControllerRef(pool)})}}},
           {"spec", spec}};
 }

@@ -36,7 +36,7 @@
 // The worker contract (sluice-rollout implements it):
 //
 //   args, in this order, then (builtin engine) spec.engine.args appended verbatim:
-//     --dataflow-url=<DataflowEndpoint(dataflow)>   http://<df>.<ns>.svc:8080
+//     --dataflow-url=<DataflowEndpoint(dataflow)>   https://<df>.<ns>.svc:8080
 //     --token-file=/var/run/sluice/token/token      the rollout replicas' bearer token (Secret
 //                                                   <df>-rollout-token, key "token", mounted
 //                                                   read-only): lease, submit, read versions
@@ -55,6 +55,15 @@
 //     --replica=$(POD_NAME)                         the Pod's name
 //     --policy-config=/etc/sluice/config/rollout.json  the pool's ConfigMap <pool>-rollout-config
 //                                                   (DesiredRolloutConfigMap), mounted read-only
+//     --sandbox-isolation=<namespaces|...>          spec.sandbox.isolation
+//     --tls-ca-file=/var/run/sluice/dataflow-ca/ca.crt
+//                                                   the namespace's CA (ConfigMap <df>-ca):
+//                                                   verifies the dataflow, the trainers and the
+//                                                   relays
+//     --tls-cert-file=/var/run/sluice/tls/tls.crt   the Secret <pool>-rollout-tls, mounted
+//     --tls-key-file=/var/run/sluice/tls/tls.key    read-only: the replica serves HTTPS
+//     --relay-server-name=<RolloutServerName(pool)> the name relays are verified under (they are
+//                                                   reached at their pod IP)
 //   with spec.engine.type vllm or sglang, instead of spec.engine.args (which go to the server):
 //     --engine-url=http://$(POD_IP):8000            the server in the "engine" container
 //     --served-model-name=<policy>                  the one hosted Policy
@@ -64,7 +73,10 @@
 //   always the operator's rollout image (spec.engine.image is the server's).
 //   env: POD_IP, POD_NAME (downward API), SLUICE_REGION, TMPDIR=/tmp,
 //        CUDA_CACHE_PATH=/tmp/cuda-cache (ScratchEnv), then spec.template.env verbatim.
-//   HTTP on port 8080 ("http"):
+//   HTTPS on port 8080 ("http"; the probes and Prometheus use scheme https), with the pool's
+//   serving certificate from the namespace's CA (namespace_certificates.h) for one name,
+//   RolloutServerName: the operator and the relays' peers call replicas at their pod IP and verify
+//   that name (a role's, not a host's; nothing resolves it):
 //     GET  /healthz    200 while the process is alive, including while the model loads (the
 //                      liveness probe restarts the container after 60 s without an answer).
 //     GET  /readyz     200 once every hosted Policy is loaded and the replica takes work.
@@ -137,6 +149,13 @@ nlohmann::json DesiredReplicaPod(const nlohmann::json& pool,
                                  const std::vector<nlohmann::json>& policies,
                                  const nlohmann::json* region, int index,
                                  const nlohmann::json& dataflow, const WorkerImages& images);
+
+// "<pool>-rollout-tls" (SubdomainName): the Secret holding the replicas' serving certificate.
+std::string RolloutTlsSecretName(const std::string& pool);
+// "<DnsLabelName(pool)>.<ns>.rollout.sluice.internal": the one name of that certificate.
+std::string RolloutServerName(const nlohmann::json& pool);
+// The serving Secret's metadata: name, namespace, the pool's labels, owned by the pool.
+nlohmann::json RolloutTlsSecretMeta(const nlohmann::json& pool);
 
 // "<pool>-rollout-config" (SubdomainName: truncated and hashed beyond 253 characters).
 std::string RolloutConfigMapName(const std::string& pool);

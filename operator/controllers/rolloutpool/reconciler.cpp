@@ -11,8 +11,10 @@
 #include "operator/autoscale/prometheus_client.h"
 #include "operator/controllers/abandoned_termination.h"
 #include "operator/controllers/core_resources.h"
+#include "operator/controllers/ensure_certificates.h"
 #include "operator/controllers/external_engine.h"
 #include "operator/controllers/labels.h"
+#include "operator/controllers/namespace_certificates.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
 #include "operator/controllers/rolloutpool/desired_pods.h"
@@ -106,14 +108,24 @@ std::vector<std::string> RolloutPoolController::PoolsOfPolicy(const json& policy
   return keys;
 }
 
-std::string RolloutPoolController::Token(const std::string& ns, const std::string& df) const {
+rolloutpool::WorkerCredentials RolloutPoolController::Credentials(const json& pool,
+                                                                  const std::string& df) const {
+  const std::string ns = Namespace(pool);
+  rolloutpool::WorkerCredentials creds;
+  creds.server_name = RolloutServerName(pool);
   // The replicas' own token: the only one their servers know.
-  kube::ObjectPtr secret =
-      informers_.secrets->store().Get(ns + "/" + DataflowRolloutTokenSecretName(df));
-  if (!secret) return "";
-  Result<std::string> token =
-      kube::DecodeBase64(secret->value("/data/token"_json_pointer, std::string()));
-  return token.ok() ? *token : "";
+  if (kube::ObjectPtr secret =
+          informers_.secrets->store().Get(ns + "/" + DataflowRolloutTokenSecretName(df))) {
+    Result<std::string> token =
+        kube::DecodeBase64(secret->value("/data/token"_json_pointer, std::string()));
+    if (token.ok()) creds.token = *token;
+  }
+  // Without the CA in the cache yet the calls fail (the system's CAs do not know the replicas)
+  // and are made again at the next reconcile.
+  if (kube::ObjectPtr ca = informers_.secrets->store().Get(ns + "/" + kNamespaceCaSecretName)) {
+    if (Result<tls::CertifiedKey> key = CaFromSecret(*ca); key.ok()) creds.ca_pem = key->cert_pem;
+  }
+  return creds;
 }
 
 int64_t RolloutPoolController::NowSeconds() const {
@@ -140,14 +152,14 @@ Result<std::vector<json>> RolloutPoolController::OwnedPods(const json& pool) con
 
 std::vector<Replica> RolloutPoolController::Observe(const std::vector<json>& pods,
                                                     const std::string& template_hash,
-                                                    const std::string& token, int64_t abandon_after,
-                                                    PoolState& state) {
+                                                    const rolloutpool::WorkerCredentials& creds,
+                                                    int64_t abandon_after, PoolState& state) {
   const int64_t now_s = NowSeconds();
   std::vector<Replica> replicas;
   for (const json& pod : pods) {
     Replica r = rolloutpool::ReplicaFromPod(pod, template_hash, now_s, abandon_after);
     if (r.placement.ready) {
-      if (Result<json> ws = workers_.GetStatus(r.url, token); ws.ok()) {
+      if (Result<json> ws = workers_.GetStatus(r.url, creds); ws.ok()) {
         r.worker = rolloutpool::WorkerReportOf(*ws);
         r.placement.in_flight = ws->value("in_flight", int64_t{-1});
       }
@@ -376,7 +388,8 @@ Status RolloutPoolController::Execute(const json& pool, const std::vector<Action
                                       const std::vector<Replica>& replicas,
                                       const std::vector<json>& pods,
                                       const std::vector<json>& hosted, const json* dataflow,
-                                      const std::string& token, PoolState& state) {
+                                      const rolloutpool::WorkerCredentials& creds,
+                                      PoolState& state) {
   kube::ResourceClient pods_client = client_.Resource(kPods, Namespace(pool));
   std::map<std::string, size_t, std::less<>> by_name;  // Replica index by Pod name.
   for (size_t i = 0; i < replicas.size(); ++i) by_name.emplace(replicas[i].placement.name, i);
@@ -414,7 +427,7 @@ Status RolloutPoolController::Execute(const json& pool, const std::vector<Action
         break;
       }
       case ActionKind::kAskToDrain: {
-        Status s = workers_.Drain(replicas[i].url, token);
+        Status s = workers_.Drain(replicas[i].url, creds);
         json patch = {
             {"metadata",
              {{"annotations",
@@ -427,7 +440,7 @@ Status RolloutPoolController::Execute(const json& pool, const std::vector<Action
         break;
       }
       case ActionKind::kAskAgain:
-        (void)workers_.Drain(replicas[i].url, token);
+        (void)workers_.Drain(replicas[i].url, creds);
         break;
       case ActionKind::kDelete: {
         Result<json> r = pods_client.Delete(a.replica);
@@ -466,12 +479,12 @@ Status RolloutPoolController::Execute(const json& pool, const std::vector<Action
       case ActionKind::kSetRelay: {
         std::optional<rolloutpool::WorkerReport> report = replicas[i].worker;
         if (!report.has_value()) {  // A joiner, not asked for its status yet.
-          Result<json> ws = workers_.GetStatus(replicas[i].url, token);
+          Result<json> ws = workers_.GetStatus(replicas[i].url, creds);
           if (!ws.ok()) break;
           report = rolloutpool::WorkerReportOf(*ws);
         }
         // A lost POST is repeated at the next round.
-        if (report->relay != a.relay) (void)workers_.SetRelay(replicas[i].url, token, a.relay);
+        if (report->relay != a.relay) (void)workers_.SetRelay(replicas[i].url, creds, a.relay);
         break;
       }
       case ActionKind::kRemoveFinalizer: {
@@ -527,7 +540,7 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
   }
   SLUICE_ASSIGN_OR_RETURN(const std::vector<json> pods, OwnedPods(pool));
   const std::string df_name = StringAt(pool, "/spec/dataflowRef/name");
-  const std::string token = Token(ns, df_name);
+  const rolloutpool::WorkerCredentials creds = Credentials(pool, df_name);
   facts.grace_seconds = pool.value("/spec/drain/gracePeriodSeconds"_json_pointer, int64_t{120});
   const int64_t abandon_after =
       std::max<int64_t>(facts.grace_seconds, kAbandonedTerminationFloorSeconds);
@@ -535,9 +548,9 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
   if (facts.deleting) {
     // Every replica is leaving: the pool's counts and autoscaler no longer mean anything.
     if (metrics_) metrics_->RemovePool(ns, name);
-    facts.replicas = Observe(pods, "", token, abandon_after, state);
+    facts.replicas = Observe(pods, "", creds, abandon_after, state);
     SLUICE_RETURN_IF_ERROR(Execute(pool, rolloutpool::Plan(facts, NowSeconds()), facts.replicas,
-                                   pods, {}, nullptr, token, state));
+                                   pods, {}, nullptr, creds, state));
     if (pods.empty()) return ReconcileResult{};
     return ReconcileResult{std::chrono::milliseconds(500)};
   }
@@ -569,9 +582,17 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
     return ReconcileResult{};
   }
 
+  // The replicas' serving certificate, from the namespace's CA, before any replica mounts it.
+  const Clock::WallTime now = clock_.WallNow();
+  SLUICE_ASSIGN_OR_RETURN(tls::CertifiedKey ca,
+                          EnsureNamespaceCa(client_, *informers_.secrets, events_, pool, ns, now));
+  SLUICE_RETURN_IF_ERROR(EnsureServingSecret(client_, *informers_.secrets, events_, pool,
+                                             RolloutTlsSecretMeta(pool), {RolloutServerName(pool)},
+                                             RolloutServerName(pool), ca, now));
+
   // 3. Facts about each replica. A replica that is ready again earns a fresh back-off.
   const std::string hash = PoolTemplateHash(pool, hosted, dataflow.get());
-  facts.replicas = Observe(pods, hash, token, abandon_after, state);
+  facts.replicas = Observe(pods, hash, creds, abandon_after, state);
   for (const Replica& r : facts.replicas) {
     if (r.placement.ready) state.recreate.erase(r.placement.name);
   }
@@ -591,7 +612,7 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
 
   // 6. The plan.
   SLUICE_RETURN_IF_ERROR(Execute(pool, rolloutpool::Plan(facts, NowSeconds()), facts.replicas, pods,
-                                 hosted, dataflow.get(), token, state));
+                                 hosted, dataflow.get(), creds, state));
 
   // 7. Status.
   SLUICE_RETURN_IF_ERROR(WriteStatus(pool, state, facts.replicas, placed));

@@ -100,14 +100,16 @@ class RolloutPoolController {
   };
 
   PoolState& State(const std::string& key);
-  std::string Token(const std::string& ns, const std::string& dataflow) const;
+  // What calls to the replicas carry: their token, the namespace's CA, the name to verify.
+  rolloutpool::WorkerCredentials Credentials(const nlohmann::json& pool,
+                                             const std::string& dataflow) const;
   // The pool's replica Pods, from the owner-uid index.
   Result<std::vector<nlohmann::json>> OwnedPods(const nlohmann::json& pool) const;
   // The replicas' facts, with their workers' reports; forgets force-deleted uids that are gone.
   std::vector<rolloutpool::Replica> Observe(const std::vector<nlohmann::json>& pods,
                                             const std::string& template_hash,
-                                            const std::string& token, int64_t abandon_after,
-                                            PoolState& state);
+                                            const rolloutpool::WorkerCredentials& creds,
+                                            int64_t abandon_after, PoolState& state);
   // The hosted Policies and the worker config; a reason the pool is blocked, if any.
   Result<std::optional<Blocked>> ResolvePolicies(const nlohmann::json& pool, PoolState& state,
                                                  std::vector<nlohmann::json>* hosted);
@@ -123,7 +125,8 @@ class RolloutPoolController {
   Status Execute(const nlohmann::json& pool, const std::vector<rolloutpool::Action>& actions,
                  const std::vector<rolloutpool::Replica>& replicas,
                  const std::vector<nlohmann::json>& pods, const std::vector<nlohmann::json>& hosted,
-                 const nlohmann::json* dataflow, const std::string& token, PoolState& state);
+                 const nlohmann::json* dataflow, const rolloutpool::WorkerCredentials& creds,
+                 PoolState& state);
   // Status from the replicas and the placement plan, written when it changed.
   Status WriteStatus(const nlohmann::json& pool, PoolState& state,
                      const std::vector<rolloutpool::Replica>& replicas, const Placed& placed);

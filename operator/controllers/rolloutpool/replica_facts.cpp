@@ -57,7 +57,7 @@ Replica ReplicaFromPod(const json& pod, const std::string& template_hash, int64_
   f.draining = r.draining_since.has_value() || r.terminating;
   r.uid = StringAt(pod, "/metadata/uid");
   const std::string ip = StringAt(pod, "/status/podIP");
-  r.url = ip.empty() ? "" : "http://" + ip + ":" + std::to_string(kRolloutPort);
+  r.url = ip.empty() ? "" : "https://" + ip + ":" + std::to_string(kRolloutPort);
   r.current = StringAt(pod, "/metadata/labels/sluice.dev~1template-hash") == template_hash;
   r.termination_abandoned = TerminationAbandoned(pod, now_seconds, abandon_after_seconds);
   return r;

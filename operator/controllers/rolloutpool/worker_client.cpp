@@ -9,7 +9,7 @@ namespace sluice::controllers::rolloutpool {
 
 using nlohmann::json;
 
-Result<json> WorkerClient::Call(const std::string& url, const std::string& token,
+Result<json> WorkerClient::Call(const std::string& url, const WorkerCredentials& creds,
                                 const std::string& method, const std::string& path,
                                 const std::string& body) const {
   if (url.empty()) return Status::Unavailable("the replica has no IP yet");
@@ -18,7 +18,9 @@ Result<json> WorkerClient::Call(const std::string& url, const std::string& token
   options.connect_timeout = timeout_;
   options.read_timeout = timeout_;
   options.max_attempts = 1;
-  if (!token.empty()) options.token = http::TokenSource::FromValue(token);
+  options.tls.ca_pem = creds.ca_pem;
+  options.tls.server_name = creds.server_name;
+  if (!creds.token.empty()) options.token = http::TokenSource::FromValue(creds.token);
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<http::Client> client, http::Client::Create(options));
   SLUICE_ASSIGN_OR_RETURN(http::Response reply, method == "GET"
                                                     ? client->Get(path)
@@ -30,17 +32,17 @@ Result<json> WorkerClient::Call(const std::string& url, const std::string& token
   return parsed;
 }
 
-Result<json> WorkerClient::GetStatus(const std::string& url, const std::string& token) const {
-  return Call(url, token, "GET", "/v1/status", "");
+Result<json> WorkerClient::GetStatus(const std::string& url, const WorkerCredentials& creds) const {
+  return Call(url, creds, "GET", "/v1/status", "");
 }
 
-Status WorkerClient::Drain(const std::string& url, const std::string& token) const {
-  return Call(url, token, "POST", "/v1/drain", "{}").status();
+Status WorkerClient::Drain(const std::string& url, const WorkerCredentials& creds) const {
+  return Call(url, creds, "POST", "/v1/drain", "{}").status();
 }
 
-Status WorkerClient::SetRelay(const std::string& url, const std::string& token,
+Status WorkerClient::SetRelay(const std::string& url, const WorkerCredentials& creds,
                               const std::string& relay) const {
-  return Call(url, token, "POST", "/v1/relay", json{{"url", relay}}.dump()).status();
+  return Call(url, creds, "POST", "/v1/relay", json{{"url", relay}}.dump()).status();
 }
 
 }  // namespace sluice::controllers::rolloutpool

@@ -4,6 +4,7 @@
 
 #include "operator/controllers/dataflow/dataflow_tls.h"
 #include "operator/controllers/labels.h"
+#include "operator/controllers/namespace_certificates.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/pod_hardening.h"
 #include "operator/controllers/policy_model_volumes.h"
@@ -80,13 +81,28 @@ std::string TrainerServiceName(const std::string& job) { return DnsLabelName(job
 std::string TrainerConfigMapName(const std::string& job) { return SubdomainName(job, "-config"); }
 std::string JobLabelValue(const std::string& job) { return LabelValue(job); }
 
-std::string MasterAddress(const json& job) {
-  return RankPodName(Name(job), 0) + "." + TrainerServiceName(Name(job)) + "." + Namespace(job) +
+std::string RankServerName(const json& job, int rank) {
+  return RankPodName(Name(job), rank) + "." + TrainerServiceName(Name(job)) + "." + Namespace(job) +
          ".svc";
 }
 
+std::string MasterAddress(const json& job) { return RankServerName(job, 0); }
+
+std::vector<std::string> TrainerServingHosts(const json& job) {
+  const std::string under = TrainerServiceName(Name(job)) + "." + Namespace(job) + ".svc";
+  return {"*." + under, "*." + under + ".cluster.local"};
+}
+
+std::string TrainerTlsSecretName(const std::string& job) {
+  return SubdomainName(job, "-trainer-tls");
+}
+
+json TrainerTlsSecretMeta(const json& job) {
+  return TrainerMeta(job, TrainerTlsSecretName(Name(job)), TrainerLabels(job));
+}
+
 std::string WeightsUrl(const json& job, int64_t version) {
-  return "http://" + MasterAddress(job) + ":" + std::to_string(kTrainerPort) + "/v1/weights/" +
+  return "https://" + MasterAddress(job) + ":" + std::to_string(kTrainerPort) + "/v1/weights/" +
          std::to_string(version);
 }
 
@@ -162,6 +178,9 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
       RolloutTokenFileArg(),  // Rollout replicas read rank 0's weight versions with it.
       "--address=$(POD_IP)",
       "--port=" + std::to_string(kTrainerPort),
+      ServingTlsArgs()[0],
+      ServingTlsArgs()[1],
+      "--advertise-address=" + RankServerName(job, rank),
       kOpenMetricsArg,
       "--rank=$(RANK)",
       "--world-size=$(WORLD_SIZE)",
@@ -177,12 +196,14 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
       {{"name", "token"}, {"secret", {{"secretName", DataflowTokenSecretName(dataflow_name)}}}},
       RolloutTokenVolume(dataflow_name),
       DataflowCaVolume(dataflow_name),
+      ServingTlsVolume(TrainerTlsSecretName(name)),
   });
   json mounts = json::array({
       {{"name", "config"}, {"mountPath", kTrainerConfigDir}, {"readOnly", true}},
       {{"name", "token"}, {"mountPath", kTrainerTokenDir}, {"readOnly", true}},
       RolloutTokenMount(),
       DataflowCaMount(),
+      ServingTlsMount(),
   });
   if (checkpoint) {
     volumes.push_back(
@@ -205,6 +226,7 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
   c.args = args;
   c.env = env;
   c.http_port = kTrainerPort;
+  c.https = true;
   c.extra_ports = json::array(
       {{{"name", "rendezvous"}, {"containerPort", kRendezvousPort}, {"protocol", "TCP"}}});
   c.resources = WorkerResources(tmpl.value("resources", json::object()), kTrainerDefaultRequests);
@@ -233,7 +255,7 @@ json DesiredRankPod(const json& job, const json& policy, const json& dataflow, i
                                           {kAttemptLabel, std::to_string(attempt)},
                                           {kTemplateHashLabel, TrainerTemplateHash(job, policy)}});
   json meta = TrainerMeta(job, RankPodName(name, rank), labels);
-  meta["annotations"] = ScrapeAnnotations(kTrainerPort);
+  meta["annotations"] = ScrapeAnnotations(kTrainerPort, /*https=*/true);
   meta["annotations"][kConfigHashAnnotation] =
       JsonHash(DesiredTrainerConfigMap(job, policy, dataflow)["data"]);
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}};

@@ -9,6 +9,11 @@
 //   ConfigMap  <job>-config    trainer.json: {"trainerJob": {apiVersion, kind, metadata{name,
 //                              namespace}, spec}, "policy": {the same for the Policy},
 //                              "dataflow": {the same for the Dataflow}}
+//   Secret     <job>-trainer-tls
+//                              kubernetes.io/tls: the ranks' serving certificate from the
+//                              namespace's CA (namespace_certificates.h) for every rank's stable
+//                              name (TrainerServingHosts: *.<job>.<ns>.svc[.cluster.local]), so
+//                              it does not change with spec.replicas
 //   Pod        <job>-<rank>    one rank of the data-parallel gang (sluice-trainer), rank 0 ..
 //                              spec.replicas-1; restartPolicy Never: a failed rank fails the
 //                              attempt and the operator replaces the whole gang (attempt + 1)
@@ -43,8 +48,11 @@
 //
 //   args, in this order:
 //     --config=/etc/sluice/config/trainer.json     the ConfigMap above, mounted read-only
-//     --dataflow-url=<DataflowEndpoint(dataflow)>  http://<df>.<ns>.svc:8080, where batches come
-//                                                  from
+//     --dataflow-url=<DataflowEndpoint(dataflow)>  https://<df>.<ns>.svc:8080, where batches
+//                                                  come from
+//     --tls-ca-file=/var/run/sluice/dataflow-ca/ca.crt
+//                                                  the namespace's CA (ConfigMap <df>-ca): verifies
+//                                                  the dataflow
 //     --token-file=/var/run/sluice/token/token     the Dataflow's bearer token (Secret
 //                                                  <df>-token, key "token", mounted read-only)
 //     --rollout-token-file=/var/run/sluice/rollout-token/token
@@ -52,7 +60,12 @@
 //                                                  <df>-rollout-token): admitted for reading
 //                                                  rank 0's weight versions only
 //     --address=$(POD_IP)                          bind the pod's own address
-//     --port=8080                                  the HTTP port below
+//     --port=8080                                  the HTTPS port below
+//     --tls-cert-file=/var/run/sluice/tls/tls.crt  the Secret <job>-trainer-tls, mounted read-only
+//     --tls-key-file=/var/run/sluice/tls/tls.key   (re-read when it is renewed)
+//     --advertise-address=<job>-<rank>.<job>.<ns>.svc
+//                                                  the host of the weight URLs rank 0 announces,
+//                                                  a name its certificate holds (RankServerName)
 //     --metrics-require-token=false                /metrics open to Prometheus (kOpenMetricsArg)
 //     --rank=$(RANK)
 //     --world-size=$(WORLD_SIZE)
@@ -71,7 +84,7 @@
 //     SLUICE_ATTEMPT (the gang attempt, 0 first; the worker may log it or seed with it),
 //     TMPDIR=/tmp, CUDA_CACHE_PATH=/tmp/cuda-cache (ScratchEnv, worker_scratch.h).
 //   ports: 8080 "http", 29500 "rendezvous" (torch.distributed-style TCP store on rank 0).
-//   HTTP on port 8080 ("http"):
+//   HTTPS on port 8080 ("http"; the probes and Prometheus use scheme https):
 //     GET /healthz         200 while the process is alive, including during rendezvous and model
 //                          load; 60 s without an answer kills the container, and with
 //                          restartPolicy Never that fails the Pod and so the attempt.
@@ -99,6 +112,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "operator/controllers/dataflow/desired_objects.h"
 
@@ -126,9 +140,20 @@ std::string JobLabelValue(const std::string& job);
 
 // "<job>-0.<job>.<ns>.svc": rank 0's stable DNS name through the headless Service.
 std::string MasterAddress(const nlohmann::json& job);
-// "http://<job>-0.<job>.<ns>.svc:8080/v1/weights/<version>": where rollout workers download
+// "https://<job>-0.<job>.<ns>.svc:8080/v1/weights/<version>": where rollout workers download
 // weight version `version` (the Policy's status.weightsURL).
 std::string WeightsUrl(const nlohmann::json& job, int64_t version);
+
+// "<job>-<rank>.<job>.<ns>.svc": a rank's stable name, which its certificate holds; the operator
+// verifies it when it calls the rank at its pod IP (ClientTlsOptions::server_name).
+std::string RankServerName(const nlohmann::json& job, int rank);
+// "*.<job>.<ns>.svc", "*.<job>.<ns>.svc.cluster.local": the names of the ranks' certificate.
+std::vector<std::string> TrainerServingHosts(const nlohmann::json& job);
+// "<job>-trainer-tls": SubdomainName(job, "-trainer-tls") (a Dataflow of the job's name has
+// "<name>-tls").
+std::string TrainerTlsSecretName(const std::string& job);
+// The serving Secret's metadata: name, namespace, the job's labels, owned by the job.
+nlohmann::json TrainerTlsSecretMeta(const nlohmann::json& job);
 
 // JsonHash of {"spec": job spec without runPolicy, "policy": policy spec}: the value of the
 // sluice.dev/template-hash label of the job's current rank Pods.

@@ -12,7 +12,9 @@
 #include "kube/kubeconfig.h"
 #include "operator/controllers/core_resources.h"
 #include "operator/controllers/data_exhaustion.h"
+#include "operator/controllers/ensure_certificates.h"
 #include "operator/controllers/labels.h"
+#include "operator/controllers/namespace_certificates.h"
 #include "operator/controllers/network_policies.h"
 #include "operator/controllers/object_meta.h"
 #include "operator/controllers/reference_indexes.h"
@@ -119,21 +121,27 @@ json TrainerJobController::AskRankZero(const json& job, const std::vector<json>&
       StringAt(*rank0, "/status/podIP").empty()) {
     return json();
   }
+  // The pod's IP, which the ranks' certificate cannot name: verify rank 0's stable name instead.
+  kube::ObjectPtr ca_secret =
+      informers_.secrets->store().Get(Namespace(job) + "/" + kNamespaceCaSecretName);
+  Result<tls::CertifiedKey> ca =
+      ca_secret ? CaFromSecret(*ca_secret) : Result<tls::CertifiedKey>(Status::NotFound("no CA"));
+  if (!ca.ok()) return json();
   http::ClientOptions options;
   options.base_url =
-      "http://" + StringAt(*rank0, "/status/podIP") + ":" + std::to_string(kTrainerPort);
+      "https://" + StringAt(*rank0, "/status/podIP") + ":" + std::to_string(kTrainerPort);
+  options.tls.ca_pem = ca->cert_pem;
+  options.tls.server_name = RankServerName(job, 0);
   options.connect_timeout = options_.worker_timeout;
   options.read_timeout = options_.worker_timeout;
   options.max_attempts = 1;
-  if (informers_.secrets != nullptr) {
-    const std::string df_name = StringAt(job, "/spec/dataflowRef/name");
-    kube::ObjectPtr secret =
-        informers_.secrets->store().Get(Namespace(job) + "/" + DataflowTokenSecretName(df_name));
-    Result<std::string> token =
-        secret ? kube::DecodeBase64(secret->value("/data/token"_json_pointer, std::string()))
-               : Result<std::string>(Status::NotFound("no token"));
-    if (token.ok() && !token->empty()) options.token = http::TokenSource::FromValue(*token);
-  }
+  const std::string df_name = StringAt(job, "/spec/dataflowRef/name");
+  kube::ObjectPtr secret =
+      informers_.secrets->store().Get(Namespace(job) + "/" + DataflowTokenSecretName(df_name));
+  Result<std::string> token =
+      secret ? kube::DecodeBase64(secret->value("/data/token"_json_pointer, std::string()))
+             : Result<std::string>(Status::NotFound("no token"));
+  if (token.ok() && !token->empty()) options.token = http::TokenSource::FromValue(*token);
   Result<std::unique_ptr<http::Client>> client = http::Client::Create(options);
   if (!client.ok()) return json();
   Result<http::Response> r = (*client)->Get("/v1/status");
@@ -188,6 +196,13 @@ Status TrainerJobController::EnsureChildren(const json& job, const json& policy,
       ensure(kServices, informers_.services, DesiredTrainerService(job), "spec"));
   SLUICE_RETURN_IF_ERROR(ensure(kConfigMaps, informers_.config_maps,
                                 DesiredTrainerConfigMap(job, policy, dataflow), "data"));
+  // The ranks' serving certificate, from the namespace's CA.
+  const Clock::WallTime now = clock_.WallNow();
+  SLUICE_ASSIGN_OR_RETURN(tls::CertifiedKey ca,
+                          EnsureNamespaceCa(client_, *informers_.secrets, events_, job, ns, now));
+  SLUICE_RETURN_IF_ERROR(EnsureServingSecret(client_, *informers_.secrets, events_, job,
+                                             TrainerTlsSecretMeta(job), TrainerServingHosts(job),
+                                             RankServerName(job, 0), ca, now));
   if (informers_.network_policies == nullptr) return Status::Ok();
   const json gang = DesiredGangNetworkPolicy(job, dataflow);
   if (!gang.is_null())

@@ -59,8 +59,8 @@ struct TrainerJobInformers {
   kube::Informer* config_maps = nullptr;
   kube::Informer* policies = nullptr;
   kube::Informer* dataflows = nullptr;
-  // The Dataflow's token Secret: rank 0 requires the bearer token on /v1/status. May be null
-  // (the report is then asked for without one).
+  // Secrets: the Dataflow's token (rank 0 requires the bearer token on /v1/status), the
+  // namespace's CA and the ranks' serving certificate (namespace_certificates.h). Required.
   kube::Informer* secrets = nullptr;
   // RolloutPools: a finished job's rank 0 serves its final weights until every pool hosting the
   // policy holds them (final_weights.h). May be null (the ranks are then deleted at once).
@@ -96,7 +96,7 @@ class TrainerJobController {
   // Deletes `names` (reported as one DeletedRanks Event naming `why`).
   Status DeleteRanks(const nlohmann::json& job, const std::vector<std::string>& names,
                      const std::string& why);
-  // The headless Service and the config ConfigMap every rank uses.
+  // The headless Service, the config ConfigMap and the serving certificate every rank uses.
   Status EnsureChildren(const nlohmann::json& job, const nlohmann::json& policy,
                         const nlohmann::json& dataflow);
   // Carries out `plan` (plan.h).

@@ -27,6 +27,9 @@
 //                                                       a stand-in vLLM server (also with
 //                                                       SLUICE_TESTPOD_MODE=engine):
 //                                                       stand_in_engine.h
+//
+// serve, worker and trainer serve HTTPS when given --tls-cert-file F --tls-key-file K, as the
+// operator gives the trainer ranks.
 #include <signal.h>
 #include <unistd.h>
 
@@ -85,6 +88,10 @@ sluice::http::ServerOptions ServerOptionsFrom(const std::map<std::string, std::s
   options.port = static_cast<int>(Int(f, "port", 8080));
   options.access_log = false;
   options.shutdown_grace = std::chrono::milliseconds(200);
+  // As the workers do: the operator gives the trainer ranks a serving certificate.
+  if (f.count("tls-cert-file") && f.count("tls-key-file")) {
+    options.tls = sluice::http::ServerTlsOptions{f.at("tls-cert-file"), f.at("tls-key-file"), ""};
+  }
   return options;
 }
 

@@ -165,6 +165,7 @@ int ServeRollout(service::Service& svc) {
   WeightUpdaterOptions wu;
   wu.token = token;
   wu.tls = svc.PeerTls();
+  wu.relay_server_name = cfg->GetString("relay-server-name");
   wu.resolver = resolver;
   wu.staging_dir = staging;
   wu.dataflow_url = cfg->GetString("dataflow-url");

@@ -166,7 +166,7 @@ TEST(ExternalEngineTest, AVllmReplicaRunsTheServerBesideTheWorker) {
   EXPECT_EQ(engine["securityContext"], worker["securityContext"]);
   std::vector<std::string> volumes;
   for (const json& v : spec["volumes"]) volumes.push_back(v["name"]);
-  EXPECT_EQ(volumes.size(), 8u);
+  EXPECT_EQ(volumes.size(), 9u);
   for (const json& c : spec["containers"]) {
     for (const json& m : c["volumeMounts"]) {
       EXPECT_NE(std::find(volumes.begin(), volumes.end(), m["name"]), volumes.end()) << m.dump();

@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -20,6 +22,7 @@
 #include "common/http/server.h"
 #include "common/logging/logger.h"
 #include "common/metrics/registry.h"
+#include "common/tls/certificates.h"
 #include "tests/unit/workers/weights/weight_fixtures.h"
 #include "workers/weights/final_weights.h"
 
@@ -39,9 +42,11 @@ class RecordingSink final : public WeightSink {
   std::vector<std::tuple<std::string, int64_t, std::string>> applied;
 };
 
-// A server with bearer auth on a free loopback port.
-std::unique_ptr<http::Server> StartServer(metrics::Registry* registry, const log::Logger& logger) {
+// A server with bearer auth on a free loopback port (HTTPS with `tls`).
+std::unique_ptr<http::Server> StartServer(metrics::Registry* registry, const log::Logger& logger,
+                                          std::optional<http::ServerTlsOptions> tls = {}) {
   http::ServerOptions so;
+  so.tls = std::move(tls);
   so.name = "weights";
   so.address = "127.0.0.1";
   so.auth = http::TokenSource::FromValue(kToken);
@@ -156,6 +161,58 @@ TEST_F(WeightUpdaterTest, AWrongDigestLoadsNothing) {
   Result<std::optional<UpdateReport>> r2 = updater.Update(bad_url);
   ASSERT_FALSE(r2.ok());
   EXPECT_EQ(r2.status().field(), "versions[actor].url");
+}
+
+// Relays are reached at their pod IP and verified under the pool's role name
+// (relay_server_name): a peer trusting the CA fetches through the relay; one expecting another
+// name refuses it and goes to the trainer, saying why.
+TEST_F(WeightUpdaterTest, ARelayOverTlsIsVerifiedUnderThePoolsName) {
+  const Clock::WallTime now = SystemClock::Instance().WallNow();
+  Result<tls::CertifiedKey> ca =
+      tls::NewCertificateAuthority({"sluice-ca.rl", now, std::chrono::hours(24)});
+  ASSERT_TRUE(ca.ok()) << ca.status().ToString();
+  const std::string role = "gen.rl.rollout.sluice.internal";
+  Result<tls::CertifiedKey> serving =
+      tls::IssueServingCertificate(*ca, {role, now, std::chrono::hours(24)}, {role});
+  ASSERT_TRUE(serving.ok()) << serving.status().ToString();
+  std::ofstream(dir_ + "/tls.crt") << serving->cert_pem;
+  std::ofstream(dir_ + "/tls.key") << serving->key_pem;
+
+  RecordingSink relay_sink;
+  WeightUpdater relay({"actor"}, 0, Options("relay"), &relay_sink, nullptr);
+  metrics::Registry relay_registry;
+  std::unique_ptr<http::Server> relay_server = StartServer(
+      &relay_registry, logger_, http::ServerTlsOptions{dir_ + "/tls.crt", dir_ + "/tls.key", ""});
+  relay.RegisterRoutes(*relay_server);
+  ASSERT_TRUE(relay_server->Start().ok());
+  ASSERT_EQ(relay_server->BaseUrl().rfind("https://127.0.0.1:", 0), 0u);
+  const dataflow::AnnouncedVersion v1 = PublishNext();
+  ASSERT_TRUE(relay.Update(v1).ok());
+
+  auto peer_options = [&](const std::string& name, const std::string& server_name) {
+    WeightUpdaterOptions o = Options(name);
+    o.tls.ca_pem = ca->cert_pem;
+    o.relay_server_name = server_name;
+    return o;
+  };
+  RecordingSink sink;
+  WeightUpdater peer({"actor"}, 0, peer_options("peer", role), &sink, nullptr);
+  peer.SetRelay(relay_server->BaseUrl());
+  Result<std::optional<UpdateReport>> r = peer.Update(v1);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->has_value());
+  EXPECT_EQ((*r)->source, "relay") << (*r)->relay_error;
+
+  RecordingSink other_sink;
+  WeightUpdater other({"actor"}, 0, peer_options("other", "other.rl.rollout.sluice.internal"),
+                      &other_sink, nullptr);
+  other.SetRelay(relay_server->BaseUrl());
+  Result<std::optional<UpdateReport>> o = other.Update(v1);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  ASSERT_TRUE(o->has_value());
+  EXPECT_EQ((*o)->source, "trainer");
+  EXPECT_FALSE((*o)->relay_error.empty());
+  relay_server->Shutdown();
 }
 
 TEST_F(WeightUpdaterTest, PeersFetchThroughTheRelayAndFallBackToTheTrainer) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/tls/certificates.h"
 #include "operator/controllers/labels.h"
 
 namespace sluice::controllers {
@@ -169,7 +170,24 @@ TEST(RolloutPoolChildrenTest, PodIsNamedLabelledAndOwned) {
   // token: the args turn that off).
   EXPECT_EQ(pod["metadata"]["annotations"], json({{"prometheus.io/scrape", "true"},
                                                   {"prometheus.io/port", "8080"},
-                                                  {"prometheus.io/path", "/metrics"}}));
+                                                  {"prometheus.io/path", "/metrics"},
+                                                  {"prometheus.io/scheme", "https"}}));
+}
+
+// The replicas are called at their pod IP (by the operator, by the peers of a relay), so their
+// certificate names the pool's role, which every caller verifies.
+TEST(RolloutPoolChildrenTest, TheReplicasCertificateNamesThePoolsRole) {
+  EXPECT_EQ(RolloutServerName(Pool()), "gen.rl.rollout.sluice.internal");
+  EXPECT_EQ(RolloutTlsSecretName("gen"), "gen-rollout-tls");
+  const json meta = RolloutTlsSecretMeta(Pool());
+  EXPECT_EQ(meta["name"], "gen-rollout-tls");
+  EXPECT_EQ(meta["namespace"], "rl");
+  EXPECT_EQ(meta["ownerReferences"][0]["kind"], "RolloutPool");
+  EXPECT_EQ(meta["labels"]["sluice.dev/pool"], "gen");
+  // A long or dotted pool name still gives a name a certificate can hold.
+  json dotted = Pool();
+  dotted["metadata"]["name"] = "gen.v2." + std::string(80, 'x');
+  EXPECT_TRUE(tls::ValidateHosts({RolloutServerName(dotted)}).ok()) << RolloutServerName(dotted);
 }
 
 TEST(RolloutPoolChildrenTest, PodWithoutPlacementOrWithManyPolicies) {
@@ -212,6 +230,9 @@ TEST(RolloutPoolChildrenTest, ArgsFollowTheWorkerContract) {
       "--policy-config=/etc/sluice/config/rollout.json",
       "--sandbox-isolation=namespaces",
       "--tls-ca-file=/var/run/sluice/dataflow-ca/ca.crt",
+      "--tls-cert-file=/var/run/sluice/tls/tls.crt",
+      "--tls-key-file=/var/run/sluice/tls/tls.key",
+      "--relay-server-name=gen.rl.rollout.sluice.internal",
       "--enforce-eager",
       "--seed=7",
   };
@@ -296,7 +317,7 @@ TEST(RolloutPoolChildrenTest, ArgsUseEngineDefaults) {
   pool["spec"]["policies"] = {"b", "a", "b"};
   const json pod = DesiredReplicaPod(pool, {}, nullptr, 1, Dataflow(), WorkerImages{});
   const std::vector<std::string> args = Strings(pod["spec"]["containers"][0]["args"]);
-  ASSERT_EQ(args.size(), 16u);
+  ASSERT_EQ(args.size(), 19u);
   EXPECT_EQ(args[2], "--policies=a,b");
   EXPECT_EQ(args[3], "--engine=builtin");
   EXPECT_EQ(args[4], "--tensor-parallel-size=1");
@@ -403,6 +424,7 @@ TEST(RolloutPoolChildrenTest, PodSpecProbesVolumesAndTolerations) {
             json::parse(R"([{"name": "token", "secret": {"secretName": "arith-rollout-token"}},
                             {"name": "config", "configMap": {"name": "gen-rollout-config"}},
                             {"name": "dataflow-ca", "configMap": {"name": "arith-ca"}},
+                            {"name": "tls", "secret": {"secretName": "gen-rollout-tls"}},
                             {"name": "tmp", "emptyDir": {}}])"));
   ASSERT_EQ(spec["containers"].size(), 1u);
   const json c = spec["containers"][0];
@@ -412,13 +434,17 @@ TEST(RolloutPoolChildrenTest, PodSpecProbesVolumesAndTolerations) {
                     {"name": "config", "mountPath": "/etc/sluice/config", "readOnly": true},
                     {"name": "dataflow-ca", "mountPath": "/var/run/sluice/dataflow-ca",
                      "readOnly": true},
+                    {"name": "tls", "mountPath": "/var/run/sluice/tls", "readOnly": true},
                     {"name": "tmp", "mountPath": "/tmp"}])"));
   EXPECT_EQ(c["ports"],
             json::parse(R"([{"name": "http", "containerPort": 8080, "protocol": "TCP"}])"));
-  EXPECT_EQ(c["readinessProbe"], json::parse(R"({"httpGet": {"path": "/readyz", "port": "http"},
-                                                 "periodSeconds": 2, "failureThreshold": 3})"));
-  EXPECT_EQ(c["livenessProbe"], json::parse(R"({"httpGet": {"path": "/healthz", "port": "http"},
-                                                "periodSeconds": 10, "failureThreshold": 6})"));
+  // The replica serves HTTPS (the pool's certificate from the namespace's CA).
+  EXPECT_EQ(c["readinessProbe"],
+            json::parse(R"({"httpGet": {"path": "/readyz", "port": "http", "scheme": "HTTPS"},
+                            "periodSeconds": 2, "failureThreshold": 3})"));
+  EXPECT_EQ(c["livenessProbe"],
+            json::parse(R"({"httpGet": {"path": "/healthz", "port": "http", "scheme": "HTTPS"},
+                            "periodSeconds": 10, "failureThreshold": 6})"));
 
   json defaults = Pool();
   defaults["spec"].erase("drain");
@@ -479,11 +505,13 @@ TEST(RolloutPoolChildrenTest, PodMountsEachHostedPolicysClaimReadOnlyAtItsOwnDir
   const json& mounts = pod["spec"]["containers"][0]["volumeMounts"];
   const std::string actor_volume = "model-" + JsonHash(json("actor-weights"));
   const std::string judge_volume = "model-" + JsonHash(json("judge-weights"));
-  // token, config, the two claims, the dataflow's CA, then the writable emptyDir tmp.
-  ASSERT_EQ(volumes.size(), 6u) << volumes.dump();
-  ASSERT_EQ(mounts.size(), 6u) << mounts.dump();
+  // token, config, the two claims, the dataflow's CA, the serving certificate, then the writable
+  // emptyDir tmp.
+  ASSERT_EQ(volumes.size(), 7u) << volumes.dump();
+  ASSERT_EQ(mounts.size(), 7u) << mounts.dump();
   EXPECT_EQ(volumes[4]["name"], "dataflow-ca");
-  EXPECT_EQ(volumes[5]["name"], "tmp");
+  EXPECT_EQ(volumes[5]["name"], "tls");
+  EXPECT_EQ(volumes[6]["name"], "tmp");
   EXPECT_EQ(volumes[0]["name"], "token");
   EXPECT_EQ(volumes[1]["name"], "config");
   EXPECT_EQ(mounts[0]["name"], "token");
@@ -518,8 +546,8 @@ TEST(RolloutPoolChildrenTest, TwoPoliciesOnOneClaimShareItsVolume) {
       Dataflow(), WorkerImages{});
   const json& volumes = pod["spec"]["volumes"];
   const json& mounts = pod["spec"]["containers"][0]["volumeMounts"];
-  ASSERT_EQ(volumes.size(), 5u);  // token, config, the claim, the dataflow's CA, tmp.
-  ASSERT_EQ(mounts.size(), 6u);
+  ASSERT_EQ(volumes.size(), 6u);  // token, config, the claim, the dataflow's CA, tls, tmp.
+  ASSERT_EQ(mounts.size(), 7u);
   const std::string volume = "model-" + JsonHash(json("models"));
   EXPECT_EQ(volumes[2]["name"], volume);
   EXPECT_EQ(mounts[2]["name"], volume);
@@ -537,8 +565,8 @@ TEST(RolloutPoolChildrenTest, BuiltinAndPathPoliciesAddNoVolume) {
                       "spec": {"model": {"source": {"path": "/models/critic"}}}})")};
   const json pod = DesiredReplicaPod(pool, policies, nullptr, 0, Dataflow(), WorkerImages{});
   EXPECT_EQ(pod, DesiredReplicaPod(pool, {}, nullptr, 0, Dataflow(), WorkerImages{}));
-  EXPECT_EQ(pod["spec"]["volumes"].size(), 4u);  // token, config, the dataflow's CA, tmp.
-  EXPECT_EQ(pod["spec"]["containers"][0]["volumeMounts"].size(), 4u);
+  EXPECT_EQ(pod["spec"]["volumes"].size(), 5u);  // token, config, the dataflow's CA, tls, tmp.
+  EXPECT_EQ(pod["spec"]["containers"][0]["volumeMounts"].size(), 5u);
   // And they leave the template hash as it was without any Policy.
   EXPECT_EQ(PoolTemplateHash(pool, policies), PoolTemplateHash(pool, {}));
 }
@@ -614,6 +642,7 @@ TEST(RolloutPoolChildrenTest, ReplicaIsHardenedWithAReadOnlyRootAndAScratchDir) 
             json::parse(R"([{"name": "token", "secret": {"secretName": "arith-rollout-token"}},
                             {"name": "config", "configMap": {"name": "gen-rollout-config"}},
                             {"name": "dataflow-ca", "configMap": {"name": "arith-ca"}},
+                            {"name": "tls", "secret": {"secretName": "gen-rollout-tls"}},
                             {"name": "tmp", "emptyDir": {}}])"));
   EXPECT_EQ(c["volumeMounts"].back(), json::parse(R"({"name": "tmp", "mountPath": "/tmp"})"));
   // An external engine's volumes and its container are external_engine_test.cpp's.

@@ -33,7 +33,7 @@ TEST(ReplicaFromPodTest, ReadsARunningReadyReplica) {
   EXPECT_FALSE(r.placement.pending_since_seconds.has_value());
   EXPECT_EQ(r.uid, "u1");
   EXPECT_EQ(r.phase, "Running");
-  EXPECT_EQ(r.url, "http://10.1.2.3:8080");
+  EXPECT_EQ(r.url, "https://10.1.2.3:8080");
   EXPECT_TRUE(r.current);
   EXPECT_FALSE(r.terminating);
   EXPECT_FALSE(r.draining_since.has_value());

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "common/tls/certificates.h"
 #include "operator/controllers/labels.h"
+#include "operator/controllers/namespace_certificates.h"
 
 namespace sluice::controllers {
 namespace {
@@ -88,11 +90,46 @@ TEST(TrainerJobChildrenTest, NamesAndAddresses) {
   EXPECT_EQ(TrainerServiceName("train"), "train");
   EXPECT_EQ(TrainerConfigMapName("train"), "train-config");
   EXPECT_EQ(MasterAddress(Job()), "train-0.train.rl.svc");
-  EXPECT_EQ(WeightsUrl(Job(), 42), "http://train-0.train.rl.svc:8080/v1/weights/42");
-  EXPECT_EQ(WeightsUrl(Job(), 0), "http://train-0.train.rl.svc:8080/v1/weights/0");
+  EXPECT_EQ(WeightsUrl(Job(), 42), "https://train-0.train.rl.svc:8080/v1/weights/42");
+  EXPECT_EQ(WeightsUrl(Job(), 0), "https://train-0.train.rl.svc:8080/v1/weights/0");
   json no_ns = Job();
   no_ns["metadata"].erase("namespace");
   EXPECT_EQ(MasterAddress(no_ns), "train-0.train.default.svc");
+  EXPECT_EQ(RankServerName(Job(), 3), "train-3.train.rl.svc");
+}
+
+TEST(TrainerJobChildrenTest, TheRanksCertificateNamesEveryRankWhateverTheReplicas) {
+  EXPECT_EQ(TrainerServingHosts(Job()),
+            (std::vector<std::string>{"*.train.rl.svc", "*.train.rl.svc.cluster.local"}));
+  // Not "<job>-tls": a Dataflow named as the job has that one.
+  EXPECT_EQ(TrainerTlsSecretName("train"), "train-trainer-tls");
+  const json meta = TrainerTlsSecretMeta(Job());
+  EXPECT_EQ(meta["name"], "train-trainer-tls");
+  EXPECT_EQ(meta["namespace"], "rl");
+  EXPECT_EQ(meta["ownerReferences"][0]["kind"], "TrainerJob");
+  EXPECT_EQ(meta["labels"]["sluice.dev/trainer-job"], "train");
+
+  // A certificate issued for those names verifies as every rank's stable name, and as no other.
+  const Clock::WallTime now = Clock::WallTime(std::chrono::seconds(1767225600));
+  Result<tls::CertifiedKey> ca = tls::NewCertificateAuthority({"sluice-ca.rl", now, kCaValidity});
+  ASSERT_TRUE(ca.ok()) << ca.status().ToString();
+  Result<tls::CertifiedKey> serving = tls::IssueServingCertificate(
+      *ca, {RankServerName(Job(), 0), now, kServingValidity}, TrainerServingHosts(Job()));
+  ASSERT_TRUE(serving.ok()) << serving.status().ToString();
+  const json secret = DesiredServingSecret(meta, *serving, ca->cert_pem);
+  EXPECT_EQ(ServingSecretProblem(&secret, ca->cert_pem, TrainerServingHosts(Job()), now),
+            std::nullopt);
+  for (int rank : {0, 3, 17}) {
+    EXPECT_EQ(tls::ServingCertificateProblem(ca->cert_pem, *serving, {RankServerName(Job(), rank)},
+                                             now, kServingRenewBefore),
+              std::nullopt)
+        << rank;
+  }
+  json other = Job();
+  other["metadata"]["name"] = "other";
+  EXPECT_NE(tls::ServingCertificateProblem(ca->cert_pem, *serving, {RankServerName(other, 0)}, now,
+                                           kServingRenewBefore),
+            std::nullopt);
 }
 
 TEST(TrainerJobChildrenTest, ServiceIsHeadlessAndSelectsTheJobsRanks) {
@@ -167,7 +204,8 @@ TEST(TrainerJobChildrenTest, RankPodIsNamedLabelledAndOwned) {
                    JsonHash(DesiredTrainerConfigMap(Job(), Policy(), Dataflow())["data"])},
                   {"prometheus.io/scrape", "true"},
                   {"prometheus.io/port", "8080"},
-                  {"prometheus.io/path", "/metrics"}}));
+                  {"prometheus.io/path", "/metrics"},
+                  {"prometheus.io/scheme", "https"}}));
   // The Service's selector picks the Pod.
   for (const auto& [k, v] : DesiredTrainerService(Job())["spec"]["selector"].items()) {
     EXPECT_EQ(pod["metadata"]["labels"][k], v) << k;
@@ -224,47 +262,51 @@ TEST(TrainerJobChildrenTest, RankPodArgsWithoutCheckpoint) {
   const json& c = pod["spec"]["containers"][0];
   EXPECT_EQ(
       c["args"],
-      json::array({"--config=/etc/sluice/config/trainer.json",
-                   "--dataflow-url=https://arith.rl.svc:8080",
-                   "--tls-ca-file=/var/run/sluice/dataflow-ca/ca.crt",
-                   "--token-file=/var/run/sluice/token/token",
-                   "--rollout-token-file=/var/run/sluice/rollout-token/token",
-                   "--address=$(POD_IP)", "--port=8080", "--metrics-require-token=false",
-                   "--rank=$(RANK)", "--world-size=$(WORLD_SIZE)", "--master-addr=$(MASTER_ADDR)",
-                   "--master-port=$(MASTER_PORT)", "--steps=500", "--final-weights-grace=120s"}));
+      json::array(
+          {"--config=/etc/sluice/config/trainer.json", "--dataflow-url=https://arith.rl.svc:8080",
+           "--tls-ca-file=/var/run/sluice/dataflow-ca/ca.crt",
+           "--token-file=/var/run/sluice/token/token",
+           "--rollout-token-file=/var/run/sluice/rollout-token/token", "--address=$(POD_IP)",
+           "--port=8080", "--tls-cert-file=/var/run/sluice/tls/tls.crt",
+           "--tls-key-file=/var/run/sluice/tls/tls.key", "--advertise-address=train-1.train.rl.svc",
+           "--metrics-require-token=false", "--rank=$(RANK)", "--world-size=$(WORLD_SIZE)",
+           "--master-addr=$(MASTER_ADDR)", "--master-port=$(MASTER_PORT)", "--steps=500",
+           "--final-weights-grace=120s"}));
   // The Dataflow's token, and the rollout replicas' (admitted for weight reads only).
   EXPECT_EQ(pod["spec"]["volumes"], json::parse(R"([
     {"name": "config", "configMap": {"name": "train-config"}},
     {"name": "token", "secret": {"secretName": "arith-token"}},
     {"name": "rollout-token", "secret": {"secretName": "arith-rollout-token"}},
     {"name": "dataflow-ca", "configMap": {"name": "arith-ca"}},
+    {"name": "tls", "secret": {"secretName": "train-trainer-tls"}},
     {"name": "tmp", "emptyDir": {}}])"));
   EXPECT_EQ(c["volumeMounts"], json::parse(R"([
     {"name": "config", "mountPath": "/etc/sluice/config", "readOnly": true},
     {"name": "token", "mountPath": "/var/run/sluice/token", "readOnly": true},
     {"name": "rollout-token", "mountPath": "/var/run/sluice/rollout-token", "readOnly": true},
     {"name": "dataflow-ca", "mountPath": "/var/run/sluice/dataflow-ca", "readOnly": true},
+    {"name": "tls", "mountPath": "/var/run/sluice/tls", "readOnly": true},
     {"name": "tmp", "mountPath": "/tmp"}])"));
 }
 
 TEST(TrainerJobChildrenTest, RankPodArgsAndVolumesWithCheckpoint) {
   const json pod = Pod(JobWithCheckpoint("/runs/a"));
   const json& c = pod["spec"]["containers"][0];
-  ASSERT_EQ(c["args"].size(), 15u);
-  EXPECT_EQ(c["args"][12], "--steps=500");
-  EXPECT_EQ(c["args"][14], "--checkpoint-dir=/var/lib/sluice/checkpoints/runs/a");
-  EXPECT_EQ(pod["spec"]["volumes"][4], json::parse(R"({"name": "checkpoints",
+  ASSERT_EQ(c["args"].size(), 18u);
+  EXPECT_EQ(c["args"][15], "--steps=500");
+  EXPECT_EQ(c["args"][17], "--checkpoint-dir=/var/lib/sluice/checkpoints/runs/a");
+  EXPECT_EQ(pod["spec"]["volumes"][5], json::parse(R"({"name": "checkpoints",
                             "persistentVolumeClaim": {"claimName": "ckpt"}})"));
-  EXPECT_EQ(c["volumeMounts"][4],
+  EXPECT_EQ(c["volumeMounts"][5],
             json::parse(R"({"name": "checkpoints", "mountPath": "/var/lib/sluice/checkpoints"})"));
   // The default path "/" is the mount itself; a trailing '/' is dropped.
-  EXPECT_EQ(Pod(JobWithCheckpoint("/"))["spec"]["containers"][0]["args"][14],
+  EXPECT_EQ(Pod(JobWithCheckpoint("/"))["spec"]["containers"][0]["args"][17],
             "--checkpoint-dir=/var/lib/sluice/checkpoints");
-  EXPECT_EQ(Pod(JobWithCheckpoint("/runs/b/"))["spec"]["containers"][0]["args"][14],
+  EXPECT_EQ(Pod(JobWithCheckpoint("/runs/b/"))["spec"]["containers"][0]["args"][17],
             "--checkpoint-dir=/var/lib/sluice/checkpoints/runs/b");
   json no_path = JobWithCheckpoint("/");
   no_path["spec"]["checkpoint"]["pvc"].erase("path");
-  EXPECT_EQ(Pod(no_path)["spec"]["containers"][0]["args"][14],
+  EXPECT_EQ(Pod(no_path)["spec"]["containers"][0]["args"][17],
             "--checkpoint-dir=/var/lib/sluice/checkpoints");
 }
 
@@ -273,9 +315,12 @@ TEST(TrainerJobChildrenTest, RankPodPortsProbesAndResources) {
   EXPECT_EQ(c["ports"], json::parse(R"([
     {"name": "http", "containerPort": 8080, "protocol": "TCP"},
     {"name": "rendezvous", "containerPort": 29500, "protocol": "TCP"}])"));
-  EXPECT_EQ(c["readinessProbe"]["httpGet"], json({{"path", "/readyz"}, {"port", "http"}}));
+  // The rank serves HTTPS (its certificate from the namespace's CA): the probes say so.
+  EXPECT_EQ(c["readinessProbe"]["httpGet"],
+            json({{"path", "/readyz"}, {"port", "http"}, {"scheme", "HTTPS"}}));
   EXPECT_EQ(c["readinessProbe"]["periodSeconds"], 2);
-  EXPECT_EQ(c["livenessProbe"]["httpGet"], json({{"path", "/healthz"}, {"port", "http"}}));
+  EXPECT_EQ(c["livenessProbe"]["httpGet"],
+            json({{"path", "/healthz"}, {"port", "http"}, {"scheme", "HTTPS"}}));
   EXPECT_EQ(c["livenessProbe"]["periodSeconds"], 10);
   EXPECT_EQ(c["livenessProbe"]["failureThreshold"], 6);
   // What the template sets is requested and the limit.
@@ -364,24 +409,25 @@ TEST(TrainerJobChildrenTest, RankPodMountsThePolicysClaimReadOnly) {
                                   0, 0, WorkerImages{});
   const json& volumes = pod["spec"]["volumes"];
   const json& mounts = pod["spec"]["containers"][0]["volumeMounts"];
-  // config, the two tokens, the dataflow's CA, checkpoints, the model, then the scratch emptyDir.
-  ASSERT_EQ(volumes.size(), 7u) << volumes.dump();
-  ASSERT_EQ(mounts.size(), 7u) << mounts.dump();
+  // config, the two tokens, the dataflow's CA, the serving certificate, checkpoints, the model,
+  // then the scratch emptyDir.
+  ASSERT_EQ(volumes.size(), 8u) << volumes.dump();
+  ASSERT_EQ(mounts.size(), 8u) << mounts.dump();
   const std::string volume = "model-" + JsonHash(json("qwen"));
-  EXPECT_EQ(volumes[5],
+  EXPECT_EQ(volumes[6],
             json({{"name", volume},
                   {"persistentVolumeClaim", {{"claimName", "qwen"}, {"readOnly", true}}}}));
   EXPECT_EQ(
-      mounts[5],
+      mounts[6],
       json({{"name", volume}, {"mountPath", "/var/lib/sluice/model/actor"}, {"readOnly", true}}));
-  EXPECT_EQ(volumes[6]["name"], "tmp");
+  EXPECT_EQ(volumes[7]["name"], "tmp");
   // A Policy loaded from a path or built in mounts nothing more.
-  EXPECT_EQ(Pod(Job())["spec"]["volumes"].size(), 5u);
+  EXPECT_EQ(Pod(Job())["spec"]["volumes"].size(), 6u);
   json builtin = Policy();
   builtin["spec"]["model"]["source"] = {{"builtin", json::object()}};
   EXPECT_EQ(
       DesiredRankPod(Job(), builtin, Dataflow(), 0, 0, WorkerImages{})["spec"]["volumes"].size(),
-      5u);
+      6u);
   // Another claim is another template: the gang is replaced.
   EXPECT_NE(TrainerTemplateHash(Job(), PvcPolicy("qwen", "/")),
             TrainerTemplateHash(Job(), PvcPolicy("llama", "/")));
