@@ -169,53 +169,67 @@ TEST(TlsCertificatesTest, OpensslAgreesWithTheChain) {
   EXPECT_NE(text.output.find("CA:FALSE"), std::string::npos) << text.output;
 }
 
+// Sluice's own HTTPS server on loopback, serving GET /v1/hello with `serving`, and its client.
+class HelloServer {
+ public:
+  explicit HelloServer(const CertifiedKey& serving) {
+    Write(dir_.File("server.crt"), serving.cert_pem);
+    Write(dir_.File("server.key"), serving.key_pem);
+    http::ServerOptions options;
+    options.tls = http::ServerTlsOptions{dir_.File("server.crt"), dir_.File("server.key"), ""};
+    server_ = std::make_unique<http::Server>(options, nullptr, logger_);
+    server_->Get("/v1/hello", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("hi", "text/plain");
+    });
+  }
+  Status Start() { return server_->Start(); }
+  std::string BaseUrl() const { return server_->BaseUrl(); }
+  // GET /v1/hello trusting `ca_pem`, verifying `server_name` (empty: the URL's host).
+  Result<http::Response> Get(const std::string& ca_pem, const std::string& server_name = "") {
+    http::ClientOptions client_options;
+    client_options.base_url = server_->BaseUrl();
+    client_options.tls.ca_pem = ca_pem;
+    client_options.tls.server_name = server_name;
+    client_options.max_attempts = 1;
+    Result<std::unique_ptr<http::Client>> client = http::Client::Create(client_options);
+    if (!client.ok()) return client.status();
+    return (*client)->Get("/v1/hello");
+  }
+
+ private:
+  test_support::TempDir dir_;
+  log::Logger logger_{"test", SystemClock::Instance(), [](std::string_view) {}};
+  std::unique_ptr<http::Server> server_;
+};
+
 TEST(TlsCertificatesTest, SluicesServerAndClientSpeakHttpsWithThem) {
-  test_support::TempDir dir;
   const Clock::WallTime now = SystemClock::Instance().WallNow();
   Result<CertifiedKey> ca = NewCertificateAuthority({"sluice-test-ca", now, kDay});
   ASSERT_TRUE(ca.ok()) << ca.status().ToString();
   Result<CertifiedKey> s = IssueServingCertificate(*ca, {"digits", now, kDay}, {"127.0.0.1"});
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  Write(dir.File("server.crt"), s->cert_pem);
-  Write(dir.File("server.key"), s->key_pem);
-
-  log::Logger logger("test", SystemClock::Instance(), [](std::string_view) {});
-  http::ServerOptions options;
-  options.tls = http::ServerTlsOptions{dir.File("server.crt"), dir.File("server.key"), ""};
-  http::Server server(options, nullptr, logger);
-  server.Get("/v1/hello", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("hi", "text/plain");
-  });
+  HelloServer server(*s);
   ASSERT_TRUE(server.Start().ok());
   ASSERT_EQ(server.BaseUrl().rfind("https://", 0), 0u) << server.BaseUrl();
 
-  auto get = [&](const std::string& ca_pem) {
-    http::ClientOptions client_options;
-    client_options.base_url = server.BaseUrl();
-    client_options.tls.ca_pem = ca_pem;
-    client_options.max_attempts = 1;
-    Result<std::unique_ptr<http::Client>> client = http::Client::Create(client_options);
-    if (!client.ok()) return Result<http::Response>(client.status());
-    return (*client)->Get("/v1/hello");
-  };
-  Result<http::Response> trusted = get(ca->cert_pem);
+  Result<http::Response> trusted = server.Get(ca->cert_pem);
   ASSERT_TRUE(trusted.ok()) << trusted.status().ToString();
   EXPECT_EQ(trusted->status, 200);
   EXPECT_EQ(trusted->body, "hi");
   // A client trusting another CA refuses the server.
-  Result<http::Response> untrusted = get(Ca("other").cert_pem);
+  Result<http::Response> untrusted = server.Get(Ca("other").cert_pem);
   EXPECT_FALSE(untrusted.ok() && untrusted->status == 200);
 }
 
 // The trainer ranks' certificate names them all with one wildcard (operator/controllers/
 // trainerjob/desired_pods.h): covered as Sluice's client verifies it, one first label only.
 TEST(TlsCertificatesTest, AWildcardCoversOneFirstLabelAsTheClientVerifiesIt) {
-  test_support::TempDir dir;
   const Clock::WallTime now = SystemClock::Instance().WallNow();
-  Result<CertifiedKey> ca = NewCertificateAuthority({"sluice-test-ca", now, kDay});
+  // Long enough for ServingCertificateProblem to find nothing to renew.
+  Result<CertifiedKey> ca = NewCertificateAuthority({"sluice-test-ca", now, 730 * kDay});
   ASSERT_TRUE(ca.ok()) << ca.status().ToString();
   Result<CertifiedKey> s =
-      IssueServingCertificate(*ca, {"train-0.train.rl.svc", now, kDay}, {"*.train.rl.svc"});
+      IssueServingCertificate(*ca, {"train-0.train.rl.svc", now, 365 * kDay}, {"*.train.rl.svc"});
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   for (const char* host : {"*.train.rl.svc", "train-0.train.rl.svc", "Train-17.train.rl.svc"}) {
     EXPECT_EQ(ServingCertificateProblem(ca->cert_pem, *s, {host}, now, kRenewBefore), std::nullopt)
@@ -226,33 +240,15 @@ TEST(TlsCertificatesTest, AWildcardCoversOneFirstLabelAsTheClientVerifiesIt) {
         << host;
   }
 
-  Write(dir.File("server.crt"), s->cert_pem);
-  Write(dir.File("server.key"), s->key_pem);
-  log::Logger logger("test", SystemClock::Instance(), [](std::string_view) {});
-  http::ServerOptions options;
-  options.tls = http::ServerTlsOptions{dir.File("server.crt"), dir.File("server.key"), ""};
-  http::Server server(options, nullptr, logger);
-  server.Get("/v1/hello", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("hi", "text/plain");
-  });
+  HelloServer server(*s);
   ASSERT_TRUE(server.Start().ok());
-  auto get = [&](const std::string& server_name) {
-    http::ClientOptions client_options;
-    client_options.base_url = server.BaseUrl();
-    client_options.tls.ca_pem = ca->cert_pem;
-    client_options.tls.server_name = server_name;
-    client_options.max_attempts = 1;
-    Result<std::unique_ptr<http::Client>> client = http::Client::Create(client_options);
-    if (!client.ok()) return Result<http::Response>(client.status());
-    return (*client)->Get("/v1/hello");
-  };
-  Result<http::Response> rank = get("train-3.train.rl.svc");
+  Result<http::Response> rank = server.Get(ca->cert_pem, "train-3.train.rl.svc");
   ASSERT_TRUE(rank.ok()) << rank.status().ToString();
   EXPECT_EQ(rank->status, 200);
-  Result<http::Response> elsewhere = get("train-3.other.rl.svc");
-  EXPECT_FALSE(elsewhere.ok() && elsewhere->status == 200);
-  Result<http::Response> deeper = get("a.train-3.train.rl.svc");
-  EXPECT_FALSE(deeper.ok() && deeper->status == 200);
+  for (const char* name : {"train-3.other.rl.svc", "a.train-3.train.rl.svc"}) {
+    Result<http::Response> refused = server.Get(ca->cert_pem, name);
+    EXPECT_FALSE(refused.ok() && refused->status == 200) << name;
+  }
 }
 
 }  // namespace
