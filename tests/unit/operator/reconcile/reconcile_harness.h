@@ -4,7 +4,9 @@
 // the e2e tests: a test calls Reconcile itself and looks at what it wrote, without processes.
 //
 // Pods never run here (no node agent): a test makes a Pod Ready by patching its status, with a
-// podIP where a FakeWorker listens on the worker port.
+// podIP where a FakeWorker listens on the worker port. The namespace's CA (Secret sluice-ca) is
+// made here, so that fake workers can serve HTTPS with a certificate the operator verifies
+// (WorkerCertificate).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -28,11 +31,14 @@
 #include "common/http/server.h"
 #include "common/logging/logger.h"
 #include "common/process/cancellation.h"
+#include "common/tls/certificates.h"
 #include "kube/dynamic_client.h"
 #include "kube/event_recorder.h"
 #include "localcluster/cli/crd_install.h"
+#include "operator/controllers/namespace_certificates.h"
 #include "operator/manager.h"
 #include "tests/support/in_process_api_server.h"
+#include "tests/support/temp_dir.h"
 
 namespace sluice::op::reconcile_testing {
 
@@ -45,11 +51,15 @@ inline const kube::GroupVersionResource kEventsGvr{"", "v1", "events", true};
 inline const kube::GroupVersionResource kPoolsGvr{"sluice.dev", "v1alpha1", "rolloutpools", true};
 inline const kube::GroupVersionResource kJobsGvr{"sluice.dev", "v1alpha1", "trainerjobs", true};
 
-// A rollout worker's HTTP surface as the RolloutPool reconciler uses it, on <ip>:8080.
+// A rollout worker's HTTPS surface as the RolloutPool reconciler uses it, on <ip>:8080, serving
+// `serving` (ReconcileTest::WorkerCertificate).
 class FakeWorker {
  public:
-  explicit FakeWorker(const std::string& ip) : ip_(ip) {
+  FakeWorker(const std::string& ip, const tls::CertifiedKey& serving) : ip_(ip) {
+    std::ofstream(dir_.File("tls.crt")) << serving.cert_pem;
+    std::ofstream(dir_.File("tls.key")) << serving.key_pem;
     http::ServerOptions options;
+    options.tls = http::ServerTlsOptions{dir_.File("tls.crt"), dir_.File("tls.key"), ""};
     options.name = "fake-worker";
     options.address = ip;
     options.port = 8080;
@@ -97,6 +107,7 @@ class FakeWorker {
 
  private:
   std::string ip_;
+  test_support::TempDir dir_;
   log::Logger logger_{"fake-worker", SystemClock::Instance(), [](std::string_view) {}};
   std::unique_ptr<http::Server> server_;
   Status started_;
@@ -149,6 +160,11 @@ class ReconcileTest : public ::testing::Test {
         "workflow": {"type": "single-turn", "roles": [{"name": "policy", "policy": "tiny"}]},
         "reward": {"type": "exact-match"},
         "storage": {"size": "64Mi"}}})"));
+    Result<tls::CertifiedKey> ca = tls::NewCertificateAuthority(
+        {"sluice-ca.reconcile", clock_.WallNow(), std::chrono::hours(24 * 3650)});
+    ASSERT_TRUE(ca.ok()) << ca.status().message();
+    ca_ = *ca;
+    Create({"", "v1", "secrets", true}, controllers::DesiredNamespaceCaSecret(kNs, ca_));
     events_ = std::make_unique<kube::EventRecorder>(*dynamic_);
     ManagerOptions manager;
     manager.namespaces = {kNs};
@@ -163,6 +179,14 @@ class ReconcileTest : public ::testing::Test {
     manager_.reset();
     events_.reset();
     server_.reset();
+  }
+
+  // A serving certificate from the namespace's CA for `host` (a pool's RolloutServerName).
+  tls::CertifiedKey WorkerCertificate(const std::string& host) {
+    Result<tls::CertifiedKey> serving = tls::IssueServingCertificate(
+        ca_, {host, clock_.WallNow(), std::chrono::hours(24 * 365)}, {host});
+    EXPECT_TRUE(serving.ok()) << serving.status().message();
+    return serving.ok() ? *serving : tls::CertifiedKey{};
   }
 
   kube::ResourceClient Client(const kube::GroupVersionResource& gvr) {
@@ -240,6 +264,7 @@ class ReconcileTest : public ::testing::Test {
   }
 
   FakeClock clock_;
+  tls::CertifiedKey ca_;  // The namespace's CA, in Secret sluice-ca.
   std::unique_ptr<test_support::InProcessApiServer> server_;
   kube::RestClient* rest_ = nullptr;        // server_'s
   kube::DynamicClient* dynamic_ = nullptr;  // server_'s

@@ -17,6 +17,13 @@ json Pool(int replicas) {
 
 class RolloutPoolReconcileTest : public ReconcileTest {
  protected:
+  // The name the operator verifies the pool's replicas under.
+  static std::string PoolServerName() {
+    json pool = Pool(1);
+    pool["metadata"]["namespace"] = kNs;
+    return controllers::RolloutServerName(pool);
+  }
+
   // Reconciles the pool once its current object and Pods are in the caches.
   void Reconcile() {
     ASSERT_TRUE(WaitCached(manager_->rollout_pool_cache(), kPoolsGvr, "rollout"));
@@ -68,7 +75,8 @@ TEST_F(RolloutPoolReconcileTest, ScaleDownDrainsTheIdleReplicaAndDeletesItWhenIt
   Reconcile();
   const std::string busy_pod = controllers::ReplicaPodName("rollout", "", 0);
   const std::string idle_pod = controllers::ReplicaPodName("rollout", "", 1);
-  FakeWorker busy(FreshLoopbackIp()), idle(FreshLoopbackIp());
+  const tls::CertifiedKey serving = WorkerCertificate(PoolServerName());
+  FakeWorker busy(FreshLoopbackIp(), serving), idle(FreshLoopbackIp(), serving);
   ASSERT_TRUE(busy.started().ok()) << busy.started().message();
   ASSERT_TRUE(idle.started().ok()) << idle.started().message();
   busy.SetInFlight(5);
@@ -103,7 +111,7 @@ TEST_F(RolloutPoolReconcileTest, ADrainedReplicaGoesAtOnceAndADeletedPoolDropsIt
   Create(kPoolsGvr, Pool(1));
   Reconcile();
   const std::string pod = controllers::ReplicaPodName("rollout", "", 0);
-  FakeWorker worker(FreshLoopbackIp());
+  FakeWorker worker(FreshLoopbackIp(), WorkerCertificate(PoolServerName()));
   ASSERT_TRUE(worker.started().ok()) << worker.started().message();
   MakeReady(pod, worker);
   ASSERT_TRUE(Client(kPoolsGvr).Delete("rollout").ok());
