@@ -245,11 +245,13 @@ bool PodWorker::Setup() {
   }
   setup_error_.clear();
   volumes_ = *dirs;
+  volumes_refresh_at_ = ctx_.clock->Now() + ctx_.volume_refresh_period;
   return true;
 }
 
 void PodWorker::Step() {
   RefreshServiceAccountToken();
+  RefreshVolumes();
   const Mono::time_point now = ctx_.clock->Now();
   if (next_init_ < init_.size()) {
     Container& c = *init_[next_init_];
@@ -546,6 +548,23 @@ void PodWorker::RefreshServiceAccountToken() {
     log_.Warn("refreshing the service-account token failed; will retry",
               {{"pod", StringAt(pod, "/metadata/name")}, {"error", s.ToString()}});
   }
+}
+
+void PodWorker::RefreshVolumes() {
+  const Clock::MonoTime now = ctx_.clock->Now();
+  if (now < volumes_refresh_at_) return;
+  volumes_refresh_at_ = now + ctx_.volume_refresh_period;
+  const json pod = PodSnapshot();
+  // The same layout as Setup's (the directories do not move); a volume whose object is gone or
+  // broken keeps its last content, as kubelet keeps it.
+  Result<VolumeDirs> dirs = MaterializeVolumes(pod, pod_dir_, ctx_.claims_dir,
+                                               ctx_.lookups(StringAt(pod, "/metadata/namespace")));
+  const std::string error = dirs.ok() ? "" : dirs.status().ToString();
+  if (!error.empty() && error != refresh_error_) {
+    log_.Warn("refreshing the pod's volumes failed; they keep their last content",
+              {{"pod", StringAt(pod, "/metadata/name")}, {"error", error}});
+  }
+  refresh_error_ = error;
 }
 
 void PodWorker::StopAll(std::chrono::milliseconds grace) {

@@ -5,12 +5,14 @@
 // (SIGTERM, the grace period, SIGKILL) and removes the pod from the API.
 //
 // The pod's directory, <pods_dir>/<namespace>_<name>_<uid>/, holds `volumes/` (emptyDir and
-// materialised configMap/secret/downwardAPI volumes), `var/run/secrets/kubernetes.io/
-// serviceaccount/` (the service-account token, ca.crt and namespace, refreshed before the token
-// expires; service_account_volume.h), `logs/<container>/<restart>.log` (CRI format; kubectl logs
-// reads the newest, --previous the one before) and `run/<container>.pid` (the process group, so
-// a restarted agent can kill what a crashed one left behind). PersistentVolumeClaims live under
-// <claims_dir> and outlive the pod.
+// materialised configMap/secret/downwardAPI volumes, refreshed every volume_refresh_period as
+// kubelet refreshes them: a changed ConfigMap or Secret, a renewed certificate, reaches the
+// running containers' files, each replaced whole; what cannot be refreshed keeps its content),
+// `var/run/secrets/kubernetes.io/ serviceaccount/` (the service-account token, ca.crt and
+// namespace, refreshed before the token expires; service_account_volume.h),
+// `logs/<container>/<restart>.log` (CRI format; kubectl logs reads the newest, --previous the one
+// before) and `run/<container>.pid` (the process group, so a restarted agent can kill what a
+// crashed one left behind). PersistentVolumeClaims live under <claims_dir> and outlive the pod.
 //
 // Ownership: the worker owns its thread and processes; the agent owns the worker and the
 // PodWorkerContext it points to, which must outlive it.
@@ -73,6 +75,9 @@ struct PodWorkerContext {
   // CrashLoopBackOff: restart n waits base * 2^(n-1), at most max (kube: 10 s, 300 s).
   std::chrono::milliseconds backoff_base{10000};
   std::chrono::milliseconds backoff_max{300000};
+  // How often configMap, secret and downwardAPI volumes are brought up to date (kubelet: about a
+  // minute; here the informer caches make it cheap, and unchanged files are not rewritten).
+  std::chrono::milliseconds volume_refresh_period{5000};
 };
 
 struct PodAssignment {
@@ -116,6 +121,8 @@ class PodWorker {
   Status MountServiceAccountToken(const nlohmann::json& pod);
   Status FetchServiceAccountToken(const nlohmann::json& pod);
   void RefreshServiceAccountToken();
+  // Brings the volumes up to date when due (from Step).
+  void RefreshVolumes();
   void Terminate();
   void ReportStatus(bool force);
   void StopAll(std::chrono::milliseconds grace);
@@ -142,6 +149,8 @@ class PodWorker {
   VolumeDirs volumes_;
   std::optional<ServiceAccountToken> token_;  // Set while the pod has its token mounted.
   Clock::MonoTime token_retry_at_{};          // After a failed refresh.
+  Clock::MonoTime volumes_refresh_at_{};
+  std::string refresh_error_;  // The last refresh's error (logged when it changes).
   std::string start_time_;
   nlohmann::json last_status_;
   std::chrono::steady_clock::time_point last_report_{};

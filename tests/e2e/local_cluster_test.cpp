@@ -281,7 +281,7 @@ TEST_F(LocalClusterTest, GpuPodsGetDevicesAndAnOversizedOneStaysUnschedulable) {
   EXPECT_EQ(Kubectl("delete pod too-big two-gpus --wait=true --timeout=60s").exit_code, 0);
 }
 
-TEST_F(LocalClusterTest, EnvVolumesAndMountPathsReachTheProcess) {
+TEST_F(LocalClusterTest, EnvVolumesAndMountPathsReachTheProcessAndVolumesFollowTheirObjects) {
   ASSERT_EQ(Apply("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata:\n"
                   "  mode: fast\n  app.yaml: \"answer: 42\\n\"\n"
                   "---\napiVersion: v1\nkind: Secret\nmetadata: {name: creds}\n"
@@ -318,6 +318,20 @@ TEST_F(LocalClusterTest, EnvVolumesAndMountPathsReachTheProcess) {
   std::stringstream content;
   content << in.rdbuf();
   EXPECT_EQ(content.str(), "answer: 42\n");
+  // A changed ConfigMap reaches the mounted file of the running pod, as kubelet refreshes it
+  // (a renewed certificate in a Secret gets there the same way); the environment keeps its value.
+  ASSERT_EQ(Kubectl("patch configmap app --type=merge -p "
+                    "'{\"data\":{\"app.yaml\":\"answer: 43\\n\"}}'")
+                .exit_code,
+            0);
+  auto file_text = [&] {
+    std::ifstream again(path);
+    std::stringstream text;
+    text << again.rdbuf();
+    return text.str();
+  };
+  EXPECT_TRUE(WaitUntil([&] { return file_text() == "answer: 43\n"; }, std::chrono::seconds(30)))
+      << file_text();
   EXPECT_EQ(Kubectl("delete pod envy --wait=true --timeout=60s").exit_code, 0);
 }
 
