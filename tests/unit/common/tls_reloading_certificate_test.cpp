@@ -1,6 +1,6 @@
 // common/tls/reloading_certificate.h: a server picks up a renewed certificate on its next
 // handshake, keeps the last good pair through a half-written renewal, and refuses to start
-// without a usable one.
+// without a usable one; and a client picks up a replaced CA file on its next connection.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -95,6 +95,44 @@ TEST_F(ReloadingCertificateTest, NewConnectionsGetTheRenewedCertificate) {
   EXPECT_EQ(after->status, 200);
   EXPECT_EQ(after->body, "hi");
   EXPECT_FALSE(GetTrusting(server, first_.ca.cert_pem).ok());
+  server.Shutdown();
+}
+
+// The other side of a CA replacement: a long-lived client with a CA file (a worker's
+// --tls-ca-file, the mounted ConfigMap <df>-ca) reads the file again for each new connection, so
+// it trusts the replacement without a restart once the file is replaced. (Pooled connections it
+// already verified are kept; by default none is reused after a second idle: ClientOptions.)
+TEST_F(ReloadingCertificateTest, AClientReadsItsCaFileAgainForEachNewConnection) {
+  http::ServerOptions options;
+  options.tls = http::ServerTlsOptions{Cert(), Key(), ""};
+  http::Server server(options, nullptr, logger_);
+  server.Get("/v1/hello", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("hi", "text/plain");
+  });
+  ASSERT_TRUE(server.Start().ok());
+  const std::string ca_file = dir_.File("ca.crt");
+  Replace(ca_file, first_.ca.cert_pem);
+  http::ClientOptions client_options;
+  client_options.base_url = server.BaseUrl();
+  client_options.tls.ca_file = ca_file;
+  client_options.max_attempts = 1;
+  client_options.max_idle_connections = 0;  // Every request on a new connection.
+  Result<std::unique_ptr<http::Client>> client = http::Client::Create(client_options);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+
+  Result<http::Response> before = (*client)->Get("/v1/hello");
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  EXPECT_EQ(before->status, 200);
+  // The server's certificate is reissued by the replacement CA: the client, still trusting the
+  // first, refuses it...
+  Replace(Key(), second_.serving.key_pem);
+  Replace(Cert(), second_.serving.cert_pem);
+  EXPECT_FALSE((*client)->Get("/v1/hello").ok());
+  // ...until its CA file holds the replacement.
+  Replace(ca_file, second_.ca.cert_pem);
+  Result<http::Response> after = (*client)->Get("/v1/hello");
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->body, "hi");
   server.Shutdown();
 }
 
