@@ -67,6 +67,17 @@ class ReloadingCertificateTest : public ::testing::Test {
     return (*client)->Get("/v1/hello");
   }
 
+  // A server of GET /v1/hello with the pair in Cert() and Key(), not started.
+  std::unique_ptr<http::Server> HelloServer() {
+    http::ServerOptions options;
+    options.tls = http::ServerTlsOptions{Cert(), Key(), ""};
+    auto server = std::make_unique<http::Server>(options, nullptr, logger_);
+    server->Get("/v1/hello", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("hi", "text/plain");
+    });
+    return server;
+  }
+
   test_support::TempDir dir_;
   Issued first_;
   Issued second_;
@@ -74,12 +85,8 @@ class ReloadingCertificateTest : public ::testing::Test {
 };
 
 TEST_F(ReloadingCertificateTest, NewConnectionsGetTheRenewedCertificate) {
-  http::ServerOptions options;
-  options.tls = http::ServerTlsOptions{Cert(), Key(), ""};
-  http::Server server(options, nullptr, logger_);
-  server.Get("/v1/hello", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("hi", "text/plain");
-  });
+  std::unique_ptr<http::Server> served = HelloServer();
+  http::Server& server = *served;
   ASSERT_TRUE(server.Start().ok());
 
   Result<http::Response> before = GetTrusting(server, first_.ca.cert_pem);
@@ -103,12 +110,8 @@ TEST_F(ReloadingCertificateTest, NewConnectionsGetTheRenewedCertificate) {
 // it trusts the replacement without a restart once the file is replaced. (Pooled connections it
 // already verified are kept; by default none is reused after a second idle: ClientOptions.)
 TEST_F(ReloadingCertificateTest, AClientReadsItsCaFileAgainForEachNewConnection) {
-  http::ServerOptions options;
-  options.tls = http::ServerTlsOptions{Cert(), Key(), ""};
-  http::Server server(options, nullptr, logger_);
-  server.Get("/v1/hello", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("hi", "text/plain");
-  });
+  std::unique_ptr<http::Server> served = HelloServer();
+  http::Server& server = *served;
   ASSERT_TRUE(server.Start().ok());
   const std::string ca_file = dir_.File("ca.crt");
   Replace(ca_file, first_.ca.cert_pem);
