@@ -249,6 +249,8 @@ TEST(RolloutProcessTest, AKilledWorkersLeasesAreRunAgainByAnother) {
   });
   const int env_port = env.bind_to_any_port("127.0.0.1");
   std::thread env_thread([&] { env.listen_after_bind(); });
+  // stop() is a no-op until the accept loop runs; wait for it so teardown cannot hang.
+  while (!env.is_running()) std::this_thread::yield();
   struct Stop {
     httplib::Server& s;
     std::thread& t;

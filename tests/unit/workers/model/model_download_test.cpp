@@ -90,6 +90,9 @@ class ModelServer {
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
+    // stop() is a no-op until the accept loop runs; wait for it so teardown cannot hang (a test
+    // that returned at once, with a cancelled token, hung its destructor once in CI).
+    while (!server_.is_running()) std::this_thread::yield();
   }
   ~ModelServer() {
     server_.stop();

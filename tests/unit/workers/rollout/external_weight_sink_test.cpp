@@ -49,6 +49,8 @@ class ExternalWeightSinkTest : public ::testing::Test {
         });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
+    // stop() is a no-op until the accept loop runs; wait for it so teardown cannot hang.
+    while (!server_.is_running()) std::this_thread::yield();
     OpenAiBackendOptions o;
     o.base_url = "http://127.0.0.1:" + std::to_string(port_);
     o.flavour = ServerFlavour::kSglang;

@@ -56,6 +56,8 @@ class UriModelTest : public ::testing::Test {
     server_.set_mount_point("/hf", served_.string());
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
+    // stop() is a no-op until the accept loop runs; wait for it so teardown cannot hang.
+    while (!server_.is_running()) std::this_thread::yield();
   }
   void TearDown() override {
     server_.stop();
