@@ -79,10 +79,11 @@ class FakeApiServer {
     res.set_content(body.dump(), "application/json");
   }
 
-  ScriptedServer server_;
   std::mutex mu_;
   std::map<std::string, nlohmann::json> objects_;
   int64_t rv_ = 100;
+  // Last: destroyed first, so its handler threads are joined before the state they use goes.
+  ScriptedServer server_;
 };
 
 }  // namespace sluice::kube::testing

@@ -221,7 +221,6 @@ class FakePodServer {
   std::atomic<bool> hold_{false};
 
  private:
-  ScriptedServer server_;
   std::mutex mu_;
   std::vector<std::string> list_bodies_;
   std::vector<std::vector<std::string>> watches_;
@@ -229,6 +228,8 @@ class FakePodServer {
   std::vector<httplib::Params> watch_params_;
   int lists_ = 0;
   std::atomic<bool> stop_{false};
+  // Last: destroyed first, so its handler threads are joined before the state they use goes.
+  ScriptedServer server_;
 };
 
 // Records handler calls as "add a 1", "update a 1->2", "delete a".

@@ -133,13 +133,14 @@ class LiveApiServer {
         });
   }
 
-  kube::testing::ScriptedServer server_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, std::map<std::string, Json>> objects_;  // collection -> name -> object
   std::map<std::string, std::vector<Event>> events_;            // collection -> changes
   int64_t rv_ = 100;
   bool stop_ = false;
+  // Last: destroyed first, so its handler threads are joined before the state they use goes.
+  kube::testing::ScriptedServer server_;
 };
 
 Json Object(const std::string& kind, const std::string& name, Json extra = Json::object()) {
