@@ -78,6 +78,7 @@ class Manager {
 
   kube::Informer& rollout_pool_cache() { return *pools_; }
   kube::Informer& pod_cache() { return *pods_; }
+  kube::Informer& secret_cache() { return *secrets_; }
   controllers::RolloutPoolController& rollout_pools() { return *pool_logic_; }
   kube::Informer& trainer_job_cache() { return *jobs_; }
   controllers::TrainerJobController& trainer_jobs() { return *job_logic_; }

@@ -64,6 +64,11 @@ config::Spec OperatorFlagSpec() {
       .Add(Option::String("sglang-image", "lmsysorg/sglang:v0.5.4",
                           "Engine container of RolloutPools with spec.engine.type sglang and no "
                           "spec.engine.image."))
+      .Add(Option::String("rollout-seccomp-profile", "",
+                          "Localhost seccomp profile of RolloutPool replicas' worker container, "
+                          "relative to the kubelet's seccomp directory (e.g. "
+                          "sluice/rollout.json: the chart's files/rollout-seccomp.json); empty: "
+                          "RuntimeDefault, which denies the sandbox's namespaces."))
       .Add(Option::Enum("image-pull-policy", {"Always", "IfNotPresent", "Never"}, "IfNotPresent",
                         "imagePullPolicy of the worker containers."))
       .Add(Option::Enum("log-level", {"debug", "info", "warn", "error"}, "info",

@@ -136,6 +136,7 @@ int RunOperator(int argc, char** argv) {
   manager_options.images.vllm = cfg->GetString("vllm-image");
   manager_options.images.sglang = cfg->GetString("sglang-image");
   manager_options.images.pull_policy = cfg->GetString("image-pull-policy");
+  manager_options.images.rollout_seccomp_profile = cfg->GetString("rollout-seccomp-profile");
   manager_options.status_period =
       std::chrono::duration_cast<std::chrono::milliseconds>(cfg->GetDuration("status-period"));
   manager_options.prometheus_url = cfg->GetString("prometheus-url");

@@ -33,6 +33,9 @@ void AddServingOptions(config::Spec& spec, const ServingDefaults& d) {
   if (!d.rollout_token_help.empty()) {
     spec.Add(Option::String("rollout-token-file", "", d.rollout_token_help));
   }
+  if (!d.control_token_help.empty()) {
+    spec.Add(Option::String("control-token-file", "", d.control_token_help));
+  }
   if (d.worker_threads) {
     spec.Add(Option::Int("worker-threads", *d.worker_threads,
                          "HTTP worker threads (long polls hold one each).")
@@ -99,6 +102,24 @@ Status Service::AdmitRolloutToken(http::ServerOptions& options,
   std::vector<http::ScopedToken> tokens;
   tokens.emplace_back("rollout", *token, std::move(scope));
   options.authenticate_other = http::ScopedTokenHook(std::move(tokens));
+  return Status::Ok();
+}
+
+Status Service::AdmitControlToken(http::ServerOptions& options,
+                                  std::vector<http::RouteScope> peer_scope) const {
+  if (definition.spec.Find("control-token-file") == nullptr) return Status::Ok();
+  const std::string& file = config.GetString("control-token-file");
+  if (file.empty()) return Status::Ok();
+  Result<std::shared_ptr<http::TokenSource>> control = http::TokenSource::FromFile(file);
+  if (!control.ok()) {
+    return Status::InvalidArgument(control.status().message(), "--control-token-file");
+  }
+  options.auth = *control;
+  if (token != nullptr) {
+    std::vector<http::ScopedToken> tokens;
+    tokens.emplace_back("peer", token, std::move(peer_scope));
+    options.authenticate_other = http::ScopedTokenHook(std::move(tokens));
+  }
   return Status::Ok();
 }
 

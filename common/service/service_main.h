@@ -9,8 +9,8 @@
 // AddServingOptions declares the flags that ServerOptions() and the token read: --address,
 // --port, --token-file, --metrics-require-token, --shutdown-grace and the TLS files
 // (--tls-cert-file and --tls-key-file to serve HTTPS, --tls-ca-file to verify the peers it
-// calls: PeerTls), plus --max-body-bytes, --worker-threads and --rollout-token-file where the
-// program sets defaults for them.
+// calls: PeerTls), plus --max-body-bytes, --worker-threads, --rollout-token-file and
+// --control-token-file where the program sets defaults for them.
 //
 // Usage (a main.cpp):
 //   int main(int argc, char** argv) {
@@ -69,6 +69,8 @@ struct ServingDefaults {
   std::optional<int> worker_threads;       // Declares --worker-threads when set.
   // Declares --rollout-token-file, with this help, when not empty (Service::AdmitRolloutToken).
   std::string rollout_token_help;
+  // Declares --control-token-file, with this help, when not empty (Service::AdmitControlToken).
+  std::string control_token_help;
 };
 
 // Declares the serving flags on `spec` (see the file comment).
@@ -108,6 +110,13 @@ struct Service {
   // (http::ScopedTokenHook; the --token-file token still admits every route). InvalidArgument
   // naming the flag when the file cannot be read or --token-file is empty.
   Status AdmitRolloutToken(http::ServerOptions& options, std::vector<http::RouteScope> scope) const;
+  // Where the program declares --control-token-file and it is set: that token (the operator's,
+  // re-read when the file rotates) becomes the server's own, admitting every route, and
+  // --token-file's token, when set, admits only the routes of `peer_scope` (role "peer"; the
+  // program still sends it to the servers it calls). Without the flag `options` is unchanged.
+  // InvalidArgument naming the flag when its file cannot be read.
+  Status AdmitControlToken(http::ServerOptions& options,
+                           std::vector<http::RouteScope> peer_scope) const;
   // Prints "<program>: <message>" on stderr and returns `exit_code`: for errors while starting.
   int Fail(int exit_code, std::string_view message) const;
 };

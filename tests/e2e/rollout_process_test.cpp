@@ -36,6 +36,7 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 constexpr char kToken[] = "rollout-e2e-token";
+constexpr char kControlToken[] = "rollout-e2e-control-token";
 
 bool HaveBinaries() {
   return fs::exists(BinDir() + "/sluice-rollout") && fs::exists(BinDir() + "/sluice-trainer");
@@ -142,11 +143,18 @@ TEST(RolloutProcessTest, ClosedLoopWithTheTrainerOverTlsThenDrainsOnSigterm) {
   std::ofstream(dir + "/rollout.json")
       << json({{"policies", json::array({json::parse(kPolicy)})}}).dump();
 
+  // The operator's token for the replica (--control-token-file); the rollout token (which its
+  // peers hold too) then reads only what the replica relays.
+  std::ofstream(dir + "/control-token") << kControlToken << "\n";
   ChildProcess rollout("sluice-rollout",
-                       Concat(RolloutFlags(dir, df.base_url(), "gen-0"), TlsFlags(dir, "rollout")),
+                       Concat(Concat(RolloutFlags(dir, df.base_url(), "gen-0"),
+                                     {"--control-token-file=" + dir + "/control-token"}),
+                              TlsFlags(dir, "rollout")),
                        dir + "/rollout.log");
-  std::unique_ptr<http::Client> rc = rollout.Connect(kToken, verify);
+  std::unique_ptr<http::Client> rc = rollout.Connect(kControlToken, verify);
   ASSERT_NE(rc, nullptr) << rollout.Log();
+  std::unique_ptr<http::Client> peer = rollout.Connect(kToken, verify);
+  ASSERT_NE(peer, nullptr) << rollout.Log();
   ASSERT_TRUE(Eventually(
       [&] {
         Result<http::Response> r = rc->Get("/readyz");
@@ -193,6 +201,20 @@ TEST(RolloutProcessTest, ClosedLoopWithTheTrainerOverTlsThenDrainsOnSigterm) {
       << GetJson(*rc, "/v1/status").dump() << "\n"
       << trainer.Log() << "\n"
       << rollout.Log();
+  {
+    // A peer's token reads the relayed versions and nothing else of the replica's.
+    Result<http::Response> relayed = peer->Get("/v1/relay/actor/v1/weights");
+    ASSERT_TRUE(relayed.ok()) << relayed.status().message();
+    EXPECT_EQ(relayed->status, 200) << relayed->body;
+    for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
+             {"POST", "/v1/drain"}, {"POST", "/v1/relay"}, {"GET", "/v1/status"}}) {
+      Result<http::Response> r = method == "GET"
+                                     ? peer->Get(path)
+                                     : peer->Post(path, R"({"url": ""})", "application/json");
+      ASSERT_TRUE(r.ok()) << path << ": " << r.status().message();
+      EXPECT_EQ(r->status, 403) << method << " " << path << ": " << r->body;
+    }
+  }
   const int status = trainer.Wait(std::chrono::seconds(240));
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n"
                                                              << trainer.Log() << "\n"

@@ -159,6 +159,7 @@ TEST(HelmChartTest, DefaultValuesRunARestrictedLeaderElectedOperator) {
   // Defaults that mean "none" pass no flag: every namespace, no Prometheus.
   EXPECT_FALSE(HasArgStartingWith(deployment, "--namespace="));
   EXPECT_FALSE(HasArgStartingWith(deployment, "--prometheus-url="));
+  EXPECT_FALSE(HasArgStartingWith(deployment, "--rollout-seccomp-profile="));
 
   // The metrics Service selects exactly the operator's pods.
   json service = FindObject(objects, "Service", "sluice-operator-metrics");
@@ -243,6 +244,8 @@ TEST(HelmChartTest, ServiceMonitorScrapesTheMetricsServiceAndTheDashboardShips) 
 
   EXPECT_TRUE(HasArg(FindObject(objects, "Deployment"),
                      "--prometheus-url=http://prometheus-operated.monitoring.svc:9090"));
+  EXPECT_TRUE(
+      HasArg(FindObject(objects, "Deployment"), "--rollout-seccomp-profile=sluice/rollout.json"));
 }
 
 TEST(HelmChartTest, NetworkPolicyOpensOnlyTheHealthAndMetricsPorts) {

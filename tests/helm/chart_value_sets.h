@@ -29,6 +29,7 @@ inline const std::vector<ChartValueSet>& ChartValueSets() {
       // Prometheus.
       {"service-monitor", R"(operator:
   prometheusUrl: http://prometheus-operated.monitoring.svc:9090
+  rolloutSeccompProfile: sluice/rollout.json
 metrics:
   serviceMonitor:
     enabled: true

@@ -14,8 +14,13 @@ config::Spec RolloutFlagSpec() {
   config::Spec spec("SLUICE_ROLLOUT");
   service::ServingDefaults serving;
   serving.token_help =
-      "Bearer token for the dataflow, the trainers and this replica's own /v1 routes; empty: "
-      "none (development only). Never sent to environments.";
+      "Bearer token for the dataflow, the trainers and relays, and for this replica's own /v1 "
+      "routes (with --control-token-file only for its relay's weight reads); empty: none "
+      "(development only). Never sent to environments.";
+  serving.control_token_help =
+      "Bearer token of whoever controls this replica (the operator): admits every route, and "
+      "--token-file's token then admits only the relay's weight reads, so a peer cannot drain "
+      "this replica or re-point its relay; empty: --token-file's admits every route.";
   service::AddServingOptions(spec, serving);
   spec.Add(Option::String("dataflow-url", "", "Base URL of the dataflow.").Required())
       .Add(Option::String("environment-token-file", "",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "operator/controllers/bearer_tokens.h"
 #include "operator/controllers/dataflow/dataflow_tls.h"
 #include "operator/controllers/labels.h"
 #include "operator/controllers/namespace_certificates.h"
@@ -67,11 +68,7 @@ constexpr char kDatasetDir[] = "/var/run/sluice/dataset";
 constexpr char kDatasetPvcDir[] = "/var/run/sluice/dataset-pvc";
 
 json TokenSecret(const json& df, const std::string& name, const std::string& token) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Secret"},
-          {"metadata", Meta(df, name, true)},
-          {"type", "Opaque"},
-          {"stringData", {{"token", token}}}};
+  return BearerTokenSecret(Meta(df, name, true), token);
 }
 
 }  // namespace

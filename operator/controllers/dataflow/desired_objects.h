@@ -42,6 +42,11 @@ struct WorkerImages {
   std::string vllm = "vllm/vllm-openai:v0.11.0";
   std::string sglang = "lmsysorg/sglang:v0.5.4";
   std::string pull_policy = "IfNotPresent";
+  // Not an image but the operator's other setting for worker pods: the seccomp profile of the
+  // rollout container, relative to the kubelet's seccomp directory (a `Localhost` profile such
+  // as the chart's files/rollout-seccomp.json, which allows the namespaced sandbox's unshare and
+  // mount that `RuntimeDefault` denies); empty: the pod's RuntimeDefault (pod_hardening.h).
+  std::string rollout_seccomp_profile;
 };
 
 // Every worker pod (dataflow, rollout, trainer) passes this flag, so that Prometheus, which holds

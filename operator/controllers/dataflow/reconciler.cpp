@@ -1,6 +1,5 @@
 #include "operator/controllers/dataflow/reconciler.h"
 
-#include <random>
 #include <set>
 
 #include "api/meta.h"
@@ -10,6 +9,7 @@
 #include "common/openapi/field_error.h"
 #include "kube/core_resources.h"
 #include "kube/kubeconfig.h"
+#include "operator/controllers/bearer_tokens.h"
 #include "operator/controllers/core_resources.h"
 #include "operator/controllers/data_exhaustion.h"
 #include "operator/controllers/dataflow/dataflow_tls.h"
@@ -24,18 +24,6 @@ using nlohmann::json;
 namespace {
 
 const kube::GroupVersionResource kDataflows{"sluice.dev", "v1alpha1", "dataflows", true};
-
-std::string RandomToken() {
-  std::random_device rd;
-  static const char* kHex = "0123456789abcdef";
-  std::string token;
-  for (int i = 0; i < 32; ++i) {
-    const unsigned v = rd() & 0xff;
-    token += kHex[v >> 4];
-    token += kHex[v & 15];
-  }
-  return token;
-}
 
 bool PodReady(const json& pod) {
   for (const json& c : pod.value("/status/conditions"_json_pointer, json::array())) {
@@ -84,10 +72,11 @@ Status DataflowController::EnsureChildren(const json& df, std::string* pod_state
   // Tokens and claim: created once, never rewritten (the tokens are shared by the experiment's
   // pods; a claim's size cannot shrink).
   if (!cached(informers_.secrets, DataflowTokenSecretName(name))) {
-    SLUICE_RETURN_IF_ERROR(create(kSecrets, DesiredDataflowTokenSecret(df, RandomToken())));
+    SLUICE_RETURN_IF_ERROR(create(kSecrets, DesiredDataflowTokenSecret(df, RandomBearerToken())));
   }
   if (!cached(informers_.secrets, DataflowRolloutTokenSecretName(name))) {
-    SLUICE_RETURN_IF_ERROR(create(kSecrets, DesiredDataflowRolloutTokenSecret(df, RandomToken())));
+    SLUICE_RETURN_IF_ERROR(
+        create(kSecrets, DesiredDataflowRolloutTokenSecret(df, RandomBearerToken())));
   }
   if (!cached(informers_.claims, DataflowClaimName(name))) {
     SLUICE_RETURN_IF_ERROR(create(kClaims, DesiredDataflowClaim(df)));

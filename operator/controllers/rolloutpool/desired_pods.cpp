@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/join_strings.h"
+#include "operator/controllers/bearer_tokens.h"
 #include "operator/controllers/dataflow/dataflow_tls.h"
 #include "operator/controllers/external_engine.h"
 #include "operator/controllers/labels.h"
@@ -122,13 +123,30 @@ std::string RolloutServerName(const json& pool) {
   return DnsLabelName(Name(pool)) + "." + Namespace(pool) + ".rollout.sluice.internal";
 }
 
-json RolloutTlsSecretMeta(const json& pool) {
+namespace {
+
+// A Secret of the pool's: its labels, owned by it.
+json PoolSecretMeta(const json& pool, const std::string& name) {
   const std::string pool_name = Name(pool);
   return {
-      {"name", RolloutTlsSecretName(pool_name)},
+      {"name", name},
       {"namespace", Namespace(pool)},
       {"labels", StandardLabels("sluice-rollout", pool_name, "rollout", {{kPoolLabel, pool_name}})},
       {"ownerReferences", json::array({ControllerRef(pool)})}};
+}
+
+}  // namespace
+
+json RolloutTlsSecretMeta(const json& pool) {
+  return PoolSecretMeta(pool, RolloutTlsSecretName(Name(pool)));
+}
+
+std::string RolloutControlTokenSecretName(const std::string& pool) {
+  return SubdomainName(pool, "-control-token");
+}
+
+json DesiredRolloutControlTokenSecret(const json& pool, const std::string& token) {
+  return BearerTokenSecret(PoolSecretMeta(pool, RolloutControlTokenSecretName(Name(pool))), token);
 }
 
 std::string PoolTemplateHash(const json& pool, const std::vector<json>& policies,
@@ -137,7 +155,8 @@ std::string PoolTemplateHash(const json& pool, const std::vector<json>& policies
   json hashed = {{"engine", spec.value("engine", json::object())},
                  {"template", spec.value("template", json::object())},
                  {"policies", Policies(pool)},
-                 {"dataflowRef", spec.value("dataflowRef", json::object())}};
+                 {"dataflowRef", spec.value("dataflowRef", json::object())},
+                 {"workerContract", kRolloutWorkerContract}};
   // Only a weaker isolation than the worker's default rolls the replicas, so pods made before
   // the field existed (which run with the default) are left alone.
   if (const std::string isolation =
@@ -184,6 +203,7 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
   json args = json::array({
       "--dataflow-url=" + DataflowEndpoint(dataflow),
       std::string("--token-file=") + kRolloutTokenDir + "/token",
+      std::string("--control-token-file=") + kRolloutControlTokenDir + "/token",
       "--policies=" + JoinStrings(policies, ","),
       "--engine=" + engine.value("type", std::string("builtin")),
       "--tensor-parallel-size=" + std::to_string(engine.value("tensorParallelSize", int64_t{1})),
@@ -250,6 +270,10 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
   mounts.push_back(DataflowCaMount());
   volumes.push_back(ServingTlsVolume(RolloutTlsSecretName(pool_name)));
   mounts.push_back(ServingTlsMount());
+  volumes.push_back({{"name", "control-token"},
+                     {"secret", {{"secretName", RolloutControlTokenSecretName(pool_name)}}}});
+  mounts.push_back(
+      {{"name", "control-token"}, {"mountPath", kRolloutControlTokenDir}, {"readOnly", true}});
   // The environment server's own credential, only the key it names (never the experiment's
   // token, which the worker would otherwise have nothing else to send).
   if (const json ref = EnvironmentTokenRef(&dataflow); ref.is_object()) {
@@ -305,6 +329,15 @@ json DesiredReplicaPod(const json& pool, const std::vector<json>& hosted_policie
   if (tmpl.contains("tolerations")) spec["tolerations"] = tmpl["tolerations"];
   if (tmpl.contains("serviceAccountName")) spec["serviceAccountName"] = tmpl["serviceAccountName"];
   ApplyTemplateSecurityContexts(tmpl, spec);
+  // The operator's Localhost profile for the worker (not the external server), unless the
+  // template's securityContext or containerSecurityContext names one: the template wins.
+  json& worker = spec["containers"][0];
+  if (!images.rollout_seccomp_profile.empty() &&
+      !spec.contains("/securityContext/seccompProfile"_json_pointer) &&
+      !worker.contains("/securityContext/seccompProfile"_json_pointer)) {
+    worker["securityContext"]["seccompProfile"] = {
+        {"type", "Localhost"}, {"localhostProfile", images.rollout_seccomp_profile}};
+  }
   HardenPodSpec(spec);
 
   return {{"apiVersion", "v1"},

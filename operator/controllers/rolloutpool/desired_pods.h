@@ -24,11 +24,11 @@
 // (worker_resources.h): what the template sets is requested and the limit; an unset cpu or
 // memory is requested at 1 / 2Gi without a limit.
 //
-// The template hash (PoolTemplateHash) covers spec.engine, spec.template, spec.policies (as a
-// set), spec.dataflowRef and the hosted Policies' model mounts (claim and directory, only when
-// there are any, so pools without pvc models keep their hash) and, with an external engine, the
-// directory its server loads: what a replica is made from.
-// Other changes of a Policy reach the replicas through the ConfigMap. It leaves out spec.replicas,
+// The template hash (PoolTemplateHash) covers kRolloutWorkerContract, spec.engine,
+// spec.template, spec.policies (as a set), spec.dataflowRef and the hosted Policies' model mounts
+// (claim and directory, only when there are any, so pools without pvc models keep their hash) and,
+// with an external engine, the directory its server loads: what a replica is made from. Other
+// changes of a Policy reach the replicas through the ConfigMap. It leaves out spec.replicas,
 // spec.placement, spec.autoscaling, spec.drain and spec.updateStrategy, so scaling, re-placing
 // or retuning drain never rolls replicas. It also leaves out the operator's settings
 // (WorkerImages) and the region's nodeSelector: changing those affects new replicas only.
@@ -40,7 +40,13 @@
 //     --token-file=/var/run/sluice/token/token      the rollout replicas' bearer token (Secret
 //                                                   <df>-rollout-token, key "token", mounted
 //                                                   read-only): lease, submit, read versions
-//                                                   and weights, and this replica's own routes
+//                                                   and weights, and on this replica only its
+//                                                   relay's weight reads (what peers need)
+//     --control-token-file=/var/run/sluice/control-token/token
+//                                                   the operator's token for this pool (Secret
+//                                                   <pool>-control-token, read-only): every
+//                                                   route of the replica, so that only the
+//                                                   operator drains it or sets its relay
 //     --policies=<p1,p2,...>                        spec.policies, sorted, comma-separated
 //     --engine=<builtin|vllm|sglang>                spec.engine.type
 //     --tensor-parallel-size=N                      spec.engine.tensorParallelSize
@@ -104,6 +110,12 @@
 namespace sluice::controllers {
 
 inline constexpr int kRolloutPort = 8080;
+// The version of the worker contract below: raised when a replica made by an older operator
+// would not work with this one (it changes the template hash, so an upgrade rolls the pools).
+// 2: HTTPS (the pool's serving certificate) and the pool's control token.
+inline constexpr int kRolloutWorkerContract = 2;
+// Where the pool's control token Secret is mounted in a replica.
+inline constexpr char kRolloutControlTokenDir[] = "/var/run/sluice/control-token";
 // Where the Dataflow's token Secret is mounted in a replica.
 inline constexpr char kRolloutTokenDir[] = "/var/run/sluice/token";
 // Where the pool's ConfigMap (rollout.json) is mounted in a replica.
@@ -126,7 +138,8 @@ inline constexpr int kRolloutTerminationSlackSeconds = 30;
 // `index` >= 0.
 std::string ReplicaPodName(const std::string& pool, const std::string& region, int index);
 
-// JsonHash of {spec.engine, spec.template, sorted spec.policies, spec.dataflowRef, "models": the
+// JsonHash of {spec.engine, spec.template, sorted spec.policies, spec.dataflowRef,
+// "workerContract": kRolloutWorkerContract, "models": the
 // model volumes and mounts of the hosted `policies` when there are any, "environmentToken":
 // the Dataflow's spec.workflow.environment.tokenSecretRef when set, and "engineModels": each
 // hosted Policy's ExternalEngineModelDir with an external engine}: the value of the
@@ -156,6 +169,14 @@ std::string RolloutTlsSecretName(const std::string& pool);
 std::string RolloutServerName(const nlohmann::json& pool);
 // The serving Secret's metadata: name, namespace, the pool's labels, owned by the pool.
 nlohmann::json RolloutTlsSecretMeta(const nlohmann::json& pool);
+
+// "<pool>-control-token" (SubdomainName): the Secret (key "token") whose token the operator
+// calls the pool's replicas with and they admit on every route; peers' rollout token admits
+// only relay reads there. Made once by the controller (RandomBearerToken), never rewritten.
+std::string RolloutControlTokenSecretName(const std::string& pool);
+// That Secret with `token`: the pool's labels, owned by the pool.
+nlohmann::json DesiredRolloutControlTokenSecret(const nlohmann::json& pool,
+                                                const std::string& token);
 
 // "<pool>-rollout-config" (SubdomainName: truncated and hashed beyond 253 characters).
 std::string RolloutConfigMapName(const std::string& pool);

@@ -10,6 +10,7 @@
 #include "kube/kubeconfig.h"
 #include "operator/autoscale/prometheus_client.h"
 #include "operator/controllers/abandoned_termination.h"
+#include "operator/controllers/bearer_tokens.h"
 #include "operator/controllers/core_resources.h"
 #include "operator/controllers/ensure_certificates.h"
 #include "operator/controllers/external_engine.h"
@@ -108,14 +109,15 @@ std::vector<std::string> RolloutPoolController::PoolsOfPolicy(const json& policy
   return keys;
 }
 
-rolloutpool::WorkerCredentials RolloutPoolController::Credentials(const json& pool,
-                                                                  const std::string& df) const {
+rolloutpool::WorkerCredentials RolloutPoolController::Credentials(const json& pool) const {
   const std::string ns = Namespace(pool);
   rolloutpool::WorkerCredentials creds;
   creds.server_name = RolloutServerName(pool);
-  // The replicas' own token: the only one their servers know.
+  // The pool's control token: the only one the replicas admit on their control routes (their
+  // peers' rollout token reads relayed weights only). Until the cache holds it the calls get
+  // 401 and are made again at the next reconcile.
   if (kube::ObjectPtr secret =
-          informers_.secrets->store().Get(ns + "/" + DataflowRolloutTokenSecretName(df))) {
+          informers_.secrets->store().Get(ns + "/" + RolloutControlTokenSecretName(Name(pool)))) {
     Result<std::string> token =
         kube::DecodeBase64(secret->value("/data/token"_json_pointer, std::string()));
     if (token.ok()) creds.token = *token;
@@ -540,7 +542,7 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
   }
   SLUICE_ASSIGN_OR_RETURN(const std::vector<json> pods, OwnedPods(pool));
   const std::string df_name = StringAt(pool, "/spec/dataflowRef/name");
-  const rolloutpool::WorkerCredentials creds = Credentials(pool, df_name);
+  const rolloutpool::WorkerCredentials creds = Credentials(pool);
   facts.grace_seconds = pool.value("/spec/drain/gracePeriodSeconds"_json_pointer, int64_t{120});
   const int64_t abandon_after =
       std::max<int64_t>(facts.grace_seconds, kAbandonedTerminationFloorSeconds);
@@ -589,6 +591,13 @@ Result<ReconcileResult> RolloutPoolController::Reconcile(const std::string& key)
   SLUICE_RETURN_IF_ERROR(EnsureServingSecret(client_, *informers_.secrets, events_, pool,
                                              RolloutTlsSecretMeta(pool), {RolloutServerName(pool)},
                                              RolloutServerName(pool), ca, now));
+  // The operator's token for the replicas' control routes: made once, never rewritten (a
+  // replica re-reads its file; the copy in the cache is what Credentials sends).
+  if (!informers_.secrets->store().Get(ns + "/" + RolloutControlTokenSecretName(name))) {
+    Result<json> made = client_.Resource(kSecrets, ns)
+                            .Create(DesiredRolloutControlTokenSecret(pool, RandomBearerToken()));
+    if (!made.ok() && made.status().code() != StatusCode::kAlreadyExists) return made.status();
+  }
 
   // 3. Facts about each replica. A replica that is ready again earns a fresh back-off.
   const std::string hash = PoolTemplateHash(pool, hosted, dataflow.get());

@@ -100,9 +100,9 @@ class RolloutPoolController {
   };
 
   PoolState& State(const std::string& key);
-  // What calls to the replicas carry: their token, the namespace's CA, the name to verify.
-  rolloutpool::WorkerCredentials Credentials(const nlohmann::json& pool,
-                                             const std::string& dataflow) const;
+  // What calls to the replicas carry: the pool's control token, the namespace's CA, the name to
+  // verify.
+  rolloutpool::WorkerCredentials Credentials(const nlohmann::json& pool) const;
   // The pool's replica Pods, from the owner-uid index.
   Result<std::vector<nlohmann::json>> OwnedPods(const nlohmann::json& pool) const;
   // The replicas' facts, with their workers' reports; forgets force-deleted uids that are gone.

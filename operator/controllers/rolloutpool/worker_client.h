@@ -16,7 +16,7 @@ namespace sluice::controllers::rolloutpool {
 
 // What a call to the pool's replicas carries.
 struct WorkerCredentials {
-  std::string token;        // The replicas' bearer token; empty: none sent.
+  std::string token;        // The pool's control token; empty: none sent.
   std::string ca_pem;       // The namespace's CA; empty: the system's CAs.
   std::string server_name;  // The name to verify (RolloutServerName); empty: the URL's host.
 };

@@ -19,7 +19,7 @@
 namespace sluice::tls {
 namespace {
 
-constexpr std::chrono::hours kDay(24);
+constexpr std::chrono::hours kCertificateLifetime(24);
 
 struct Issued {
   CertifiedKey ca;
@@ -29,10 +29,11 @@ struct Issued {
 // A new CA and a certificate from it for 127.0.0.1.
 Issued Issue(const std::string& ca_name) {
   const Clock::WallTime now = SystemClock::Instance().WallNow();
-  Result<CertifiedKey> ca = NewCertificateAuthority({ca_name, now, kDay});
+  Result<CertifiedKey> ca = NewCertificateAuthority({ca_name, now, kCertificateLifetime});
   EXPECT_TRUE(ca.ok()) << ca.status().ToString();
   if (!ca.ok()) return {};
-  Result<CertifiedKey> s = IssueServingCertificate(*ca, {"dataflow", now, kDay}, {"127.0.0.1"});
+  Result<CertifiedKey> s =
+      IssueServingCertificate(*ca, {"dataflow", now, kCertificateLifetime}, {"127.0.0.1"});
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return {*ca, s.ok() ? *s : CertifiedKey{}};
 }

@@ -30,6 +30,7 @@
 #include "workers/rollout/sandbox/sandbox_policy.h"
 #include "workers/rollout/weight_updater.h"
 #include "workers/rollout/worker_host.h"
+#include "workers/weights/weight_read_scope.h"
 
 namespace sluice::rollout {
 namespace {
@@ -178,6 +179,12 @@ int ServeRollout(service::Service& svc) {
 
   http::ServerOptions options = svc.ServerOptions();
   options.write_timeout = std::chrono::milliseconds(120000);
+  // A peer holds the same rollout token: it may read this replica's relayed versions only.
+  if (Status st = svc.AdmitControlToken(options, weights::WeightReadScope("/v1/relay/[^/]+"));
+      !st.ok()) {
+    std::cerr << kProgram << ": " << st.ToString() << "\n";
+    return 2;
+  }
   http::Server server(options, &registry, logger);
   WorkerHost host(&updater,
                   std::chrono::duration_cast<std::chrono::seconds>(cfg->GetDuration("drain-grace")),

@@ -98,7 +98,7 @@ TEST(ExternalEngineTest, AVllmReplicaRunsTheServerBesideTheWorker) {
   EXPECT_EQ(worker["name"], "rollout");
   EXPECT_EQ(worker["image"], "registry.local/rollout:9");
   const std::vector<std::string> args = Strings(worker["args"]);
-  EXPECT_EQ(args[3], "--engine=vllm");
+  EXPECT_EQ(args[4], "--engine=vllm");
   EXPECT_EQ(args.end()[-3], "--engine-url=http://$(POD_IP):8000");
   EXPECT_EQ(args.end()[-2], "--served-model-name=actor");
   EXPECT_EQ(args.back(), "--weights-volume=/var/lib/sluice/weights");
@@ -166,7 +166,7 @@ TEST(ExternalEngineTest, AVllmReplicaRunsTheServerBesideTheWorker) {
   EXPECT_EQ(engine["securityContext"], worker["securityContext"]);
   std::vector<std::string> volumes;
   for (const json& v : spec["volumes"]) volumes.push_back(v["name"]);
-  EXPECT_EQ(volumes.size(), 9u);
+  EXPECT_EQ(volumes.size(), 10u);
   for (const json& c : spec["containers"]) {
     for (const json& m : c["volumeMounts"]) {
       EXPECT_NE(std::find(volumes.begin(), volumes.end(), m["name"]), volumes.end()) << m.dump();

@@ -66,8 +66,9 @@ class FakeWorker {
     options.access_log = false;
     options.shutdown_grace = std::chrono::milliseconds(200);
     server_ = std::make_unique<http::Server>(options, nullptr, logger_);
-    server_->Get("/v1/status", [this](const httplib::Request&, httplib::Response& res) {
+    server_->Get("/v1/status", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard<std::mutex> lock(mu_);
+      if (!Admitted(req, res)) return;
       res.set_content(json{{"in_flight", in_flight_},
                            {"draining", draining_},
                            {"drained", drained_},
@@ -75,14 +76,16 @@ class FakeWorker {
                           .dump(),
                       "application/json");
     });
-    server_->Post("/v1/drain", [this](const httplib::Request&, httplib::Response& res) {
+    server_->Post("/v1/drain", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard<std::mutex> lock(mu_);
+      if (!Admitted(req, res)) return;
       draining_ = true;
       ++drain_requests_;
       res.set_content("{}", "application/json");
     });
     server_->Post("/v1/relay", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard<std::mutex> lock(mu_);
+      if (!Admitted(req, res)) return;
       relay_ = json::parse(req.body, nullptr, false).value("url", "");
       res.set_content("{}", "application/json");
     });
@@ -104,6 +107,15 @@ class FakeWorker {
     std::lock_guard<std::mutex> lock(mu_);
     return drain_requests_;
   }
+  // From now on the worker answers 401 to a request without `Bearer <token>`.
+  void RequireToken(const std::string& token) {
+    std::lock_guard<std::mutex> lock(mu_);
+    required_token_ = token;
+  }
+  int refused() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return refused_;
+  }
 
  private:
   std::string ip_;
@@ -115,8 +127,22 @@ class FakeWorker {
   int64_t in_flight_ = 0;
   bool draining_ = false;
   bool drained_ = false;
+  // Like the worker with --control-token-file: once RequireToken was called, only that token.
+  // Called with mu_ held.
+  bool Admitted(const httplib::Request& req, httplib::Response& res) {
+    if (required_token_.empty() ||
+        req.get_header_value("Authorization") == "Bearer " + required_token_) {
+      return true;
+    }
+    ++refused_;
+    res.status = 401;
+    return false;
+  }
+
   std::string relay_;
   int drain_requests_ = 0;
+  std::string required_token_;
+  int refused_ = 0;
 };
 
 // A loopback address of its own for each fake worker of this process (127.0.0.0/8 is all

@@ -1,5 +1,6 @@
 // The RolloutPool reconciler against a real API server, with a fake clock and fake workers
 // (reconcile_harness.h).
+#include "kube/kubeconfig.h"
 #include "operator/controllers/rolloutpool/desired_pods.h"
 #include "tests/unit/operator/reconcile/reconcile_harness.h"
 
@@ -105,6 +106,54 @@ TEST_F(RolloutPoolReconcileTest, ScaleDownDrainsTheIdleReplicaAndDeletesItWhenIt
   const std::vector<std::string> reasons = EventReasons("rollout");
   EXPECT_NE(std::find(reasons.begin(), reasons.end(), "DrainingReplica"), reasons.end());
   EXPECT_NE(std::find(reasons.begin(), reasons.end(), "DeletedReplica"), reasons.end());
+}
+
+// The operator calls the replicas with the pool's own control token (Secret
+// <pool>-control-token, mounted in every replica), which a replica's peers do not hold: their
+// rollout token reads relayed weights only (sluice-rollout --control-token-file).
+TEST_F(RolloutPoolReconcileTest, ReplicasAreCalledWithThePoolsControlToken) {
+  const kube::GroupVersionResource secrets{"", "v1", "secrets", true};
+  const std::string secret_name = controllers::RolloutControlTokenSecretName("rollout");
+  Create(kPoolsGvr, Pool(2));
+  Reconcile();
+  const json secret = Get(secrets, secret_name);
+  ASSERT_TRUE(secret.contains("/data/token"_json_pointer)) << secret.dump();
+  Result<std::string> token = kube::DecodeBase64(secret["data"]["token"].get<std::string>());
+  ASSERT_TRUE(token.ok());
+  EXPECT_EQ(token->size(), 64u);
+  EXPECT_EQ(secret["metadata"]["ownerReferences"][0]["kind"], "RolloutPool");
+  for (const json& pod : List(kPodsGvr)) {
+    const json& volumes = pod["spec"]["volumes"];
+    EXPECT_NE(
+        std::find(volumes.begin(), volumes.end(),
+                  json({{"name", "control-token"}, {"secret", {{"secretName", secret_name}}}})),
+        volumes.end())
+        << volumes.dump();
+  }
+
+  const std::string busy_pod = controllers::ReplicaPodName("rollout", "", 0);
+  const std::string idle_pod = controllers::ReplicaPodName("rollout", "", 1);
+  const tls::CertifiedKey serving = WorkerCertificate(PoolServerName());
+  FakeWorker busy(FreshLoopbackIp(), serving), idle(FreshLoopbackIp(), serving);
+  ASSERT_TRUE(busy.started().ok()) << busy.started().message();
+  ASSERT_TRUE(idle.started().ok()) << idle.started().message();
+  busy.RequireToken(*token);
+  idle.RequireToken(*token);
+  busy.SetInFlight(5);
+  MakeReady(busy_pod, busy);
+  MakeReady(idle_pod, idle);
+  ASSERT_TRUE(WaitCached(manager_->secret_cache(), secrets, secret_name));
+  ASSERT_TRUE(Client(kPoolsGvr)
+                  .Patch("rollout", kube::PatchType::kMerge, R"({"spec": {"replicas": 1}})")
+                  .ok());
+  // Drained by the least load its worker reports: both answered, with the token.
+  Reconcile();
+  EXPECT_EQ(idle.drain_requests(), 1);
+  EXPECT_EQ(busy.drain_requests(), 0);
+  EXPECT_EQ(idle.refused() + busy.refused(), 0);
+  // Made once: later reconciles keep the token the replicas mount.
+  Reconcile();
+  EXPECT_EQ(Get(secrets, secret_name)["data"], secret["data"]);
 }
 
 TEST_F(RolloutPoolReconcileTest, ADrainedReplicaGoesAtOnceAndADeletedPoolDropsItsFinalizer) {

@@ -104,7 +104,8 @@ TEST(RolloutPoolChildrenTest, TemplateHashIgnoresScalingPlacementAndDrain) {
   EXPECT_EQ(hash, JsonHash({{"engine", pool["spec"]["engine"]},
                             {"template", pool["spec"]["template"]},
                             {"policies", {"actor"}},
-                            {"dataflowRef", {{"name", "arith"}}}}));
+                            {"dataflowRef", {{"name", "arith"}}},
+                            {"workerContract", kRolloutWorkerContract}}));
   json other = pool;
   other["spec"]["replicas"] = 9;
   other["spec"]["placement"]["regions"][0]["weight"] = 5;
@@ -190,6 +191,19 @@ TEST(RolloutPoolChildrenTest, TheReplicasCertificateNamesThePoolsRole) {
   EXPECT_TRUE(tls::ValidateHosts({RolloutServerName(dotted)}).ok()) << RolloutServerName(dotted);
 }
 
+// The operator's token for the replicas' control routes is the pool's own.
+TEST(RolloutPoolChildrenTest, TheControlTokenSecretIsThePools) {
+  EXPECT_EQ(RolloutControlTokenSecretName("gen"), "gen-control-token");
+  const json secret = DesiredRolloutControlTokenSecret(Pool(), "abc123");
+  EXPECT_EQ(secret["kind"], "Secret");
+  EXPECT_EQ(secret["type"], "Opaque");
+  EXPECT_EQ(secret["stringData"], json({{"token", "abc123"}}));
+  EXPECT_EQ(secret["metadata"]["name"], "gen-control-token");
+  EXPECT_EQ(secret["metadata"]["namespace"], "rl");
+  EXPECT_EQ(secret["metadata"]["ownerReferences"][0]["kind"], "RolloutPool");
+  EXPECT_EQ(secret["metadata"]["labels"]["sluice.dev/pool"], "gen");
+}
+
 TEST(RolloutPoolChildrenTest, PodWithoutPlacementOrWithManyPolicies) {
   json pool = Pool();
   pool["spec"].erase("placement");
@@ -201,7 +215,7 @@ TEST(RolloutPoolChildrenTest, PodWithoutPlacementOrWithManyPolicies) {
   EXPECT_FALSE(labels.contains(kPolicyLabel));
   EXPECT_EQ(labels[kReplicaIndexLabel], "0");
   const json c = pod["spec"]["containers"][0];
-  EXPECT_EQ(c["args"][2], "--policies=actor,critic");
+  EXPECT_EQ(c["args"][3], "--policies=actor,critic");
   EXPECT_EQ(c["env"][2], json({{"name", "SLUICE_REGION"}, {"value", ""}}));
   // Only the template's nodeSelector applies.
   EXPECT_EQ(pod["spec"]["nodeSelector"],
@@ -216,6 +230,7 @@ TEST(RolloutPoolChildrenTest, ArgsFollowTheWorkerContract) {
   const std::vector<std::string> want = {
       "--dataflow-url=https://arith.rl.svc:8080",
       "--token-file=/var/run/sluice/token/token",
+      "--control-token-file=/var/run/sluice/control-token/token",
       "--policies=actor",
       "--engine=builtin",
       "--tensor-parallel-size=2",
@@ -317,13 +332,13 @@ TEST(RolloutPoolChildrenTest, ArgsUseEngineDefaults) {
   pool["spec"]["policies"] = {"b", "a", "b"};
   const json pod = DesiredReplicaPod(pool, {}, nullptr, 1, Dataflow(), WorkerImages{});
   const std::vector<std::string> args = Strings(pod["spec"]["containers"][0]["args"]);
-  ASSERT_EQ(args.size(), 19u);
-  EXPECT_EQ(args[2], "--policies=a,b");
-  EXPECT_EQ(args[3], "--engine=builtin");
-  EXPECT_EQ(args[4], "--tensor-parallel-size=1");
-  EXPECT_EQ(args[5], "--max-batch-tokens=8192");
-  EXPECT_EQ(args[6], "--max-concurrent-sequences=64");
-  EXPECT_EQ(args[7], "--kv-cache-fraction=0.85");
+  ASSERT_EQ(args.size(), 20u);
+  EXPECT_EQ(args[3], "--policies=a,b");
+  EXPECT_EQ(args[4], "--engine=builtin");
+  EXPECT_EQ(args[5], "--tensor-parallel-size=1");
+  EXPECT_EQ(args[6], "--max-batch-tokens=8192");
+  EXPECT_EQ(args[7], "--max-concurrent-sequences=64");
+  EXPECT_EQ(args[8], "--kv-cache-fraction=0.85");
 }
 
 TEST(RolloutPoolChildrenTest, ImageComesFromTheEngineOrTheOperator) {
@@ -425,6 +440,8 @@ TEST(RolloutPoolChildrenTest, PodSpecProbesVolumesAndTolerations) {
                             {"name": "config", "configMap": {"name": "gen-rollout-config"}},
                             {"name": "dataflow-ca", "configMap": {"name": "arith-ca"}},
                             {"name": "tls", "secret": {"secretName": "gen-rollout-tls"}},
+                            {"name": "control-token",
+                             "secret": {"secretName": "gen-control-token"}},
                             {"name": "tmp", "emptyDir": {}}])"));
   ASSERT_EQ(spec["containers"].size(), 1u);
   const json c = spec["containers"][0];
@@ -435,6 +452,8 @@ TEST(RolloutPoolChildrenTest, PodSpecProbesVolumesAndTolerations) {
                     {"name": "dataflow-ca", "mountPath": "/var/run/sluice/dataflow-ca",
                      "readOnly": true},
                     {"name": "tls", "mountPath": "/var/run/sluice/tls", "readOnly": true},
+                    {"name": "control-token", "mountPath": "/var/run/sluice/control-token",
+                     "readOnly": true},
                     {"name": "tmp", "mountPath": "/tmp"}])"));
   EXPECT_EQ(c["ports"],
             json::parse(R"([{"name": "http", "containerPort": 8080, "protocol": "TCP"}])"));
@@ -505,13 +524,14 @@ TEST(RolloutPoolChildrenTest, PodMountsEachHostedPolicysClaimReadOnlyAtItsOwnDir
   const json& mounts = pod["spec"]["containers"][0]["volumeMounts"];
   const std::string actor_volume = "model-" + JsonHash(json("actor-weights"));
   const std::string judge_volume = "model-" + JsonHash(json("judge-weights"));
-  // token, config, the two claims, the dataflow's CA, the serving certificate, then the writable
-  // emptyDir tmp.
-  ASSERT_EQ(volumes.size(), 7u) << volumes.dump();
-  ASSERT_EQ(mounts.size(), 7u) << mounts.dump();
+  // token, config, the two claims, the dataflow's CA, the serving certificate, the control
+  // token, then the writable emptyDir tmp.
+  ASSERT_EQ(volumes.size(), 8u) << volumes.dump();
+  ASSERT_EQ(mounts.size(), 8u) << mounts.dump();
   EXPECT_EQ(volumes[4]["name"], "dataflow-ca");
   EXPECT_EQ(volumes[5]["name"], "tls");
-  EXPECT_EQ(volumes[6]["name"], "tmp");
+  EXPECT_EQ(volumes[6]["name"], "control-token");
+  EXPECT_EQ(volumes[7]["name"], "tmp");
   EXPECT_EQ(volumes[0]["name"], "token");
   EXPECT_EQ(volumes[1]["name"], "config");
   EXPECT_EQ(mounts[0]["name"], "token");
@@ -546,8 +566,9 @@ TEST(RolloutPoolChildrenTest, TwoPoliciesOnOneClaimShareItsVolume) {
       Dataflow(), WorkerImages{});
   const json& volumes = pod["spec"]["volumes"];
   const json& mounts = pod["spec"]["containers"][0]["volumeMounts"];
-  ASSERT_EQ(volumes.size(), 6u);  // token, config, the claim, the dataflow's CA, tls, tmp.
-  ASSERT_EQ(mounts.size(), 7u);
+  // token, config, the claim, the dataflow's CA, tls, the control token, tmp.
+  ASSERT_EQ(volumes.size(), 7u);
+  ASSERT_EQ(mounts.size(), 8u);
   const std::string volume = "model-" + JsonHash(json("models"));
   EXPECT_EQ(volumes[2]["name"], volume);
   EXPECT_EQ(mounts[2]["name"], volume);
@@ -565,8 +586,9 @@ TEST(RolloutPoolChildrenTest, BuiltinAndPathPoliciesAddNoVolume) {
                       "spec": {"model": {"source": {"path": "/models/critic"}}}})")};
   const json pod = DesiredReplicaPod(pool, policies, nullptr, 0, Dataflow(), WorkerImages{});
   EXPECT_EQ(pod, DesiredReplicaPod(pool, {}, nullptr, 0, Dataflow(), WorkerImages{}));
-  EXPECT_EQ(pod["spec"]["volumes"].size(), 5u);  // token, config, the dataflow's CA, tls, tmp.
-  EXPECT_EQ(pod["spec"]["containers"][0]["volumeMounts"].size(), 5u);
+  // token, config, the dataflow's CA, tls, the control token, tmp.
+  EXPECT_EQ(pod["spec"]["volumes"].size(), 6u);
+  EXPECT_EQ(pod["spec"]["containers"][0]["volumeMounts"].size(), 6u);
   // And they leave the template hash as it was without any Policy.
   EXPECT_EQ(PoolTemplateHash(pool, policies), PoolTemplateHash(pool, {}));
 }
@@ -643,9 +665,43 @@ TEST(RolloutPoolChildrenTest, ReplicaIsHardenedWithAReadOnlyRootAndAScratchDir) 
                             {"name": "config", "configMap": {"name": "gen-rollout-config"}},
                             {"name": "dataflow-ca", "configMap": {"name": "arith-ca"}},
                             {"name": "tls", "secret": {"secretName": "gen-rollout-tls"}},
+                            {"name": "control-token",
+                             "secret": {"secretName": "gen-control-token"}},
                             {"name": "tmp", "emptyDir": {}}])"));
   EXPECT_EQ(c["volumeMounts"].back(), json::parse(R"({"name": "tmp", "mountPath": "/tmp"})"));
   // An external engine's volumes and its container are external_engine_test.cpp's.
+}
+
+// The operator's --rollout-seccomp-profile: a Localhost profile that lets the sandbox make its
+// namespaces (RuntimeDefault denies them), on the worker container only, unless the template
+// names a profile of its own.
+TEST(RolloutPoolChildrenTest, TheOperatorsSeccompProfileGoesToTheWorkerUnlessTheTemplateNamesOne) {
+  json pool = Pool();
+  pool["spec"]["engine"] = {{"type", "builtin"}};
+  WorkerImages images;
+  images.rollout_seccomp_profile = "sluice/rollout.json";
+  json spec = DesiredReplicaPod(pool, {}, nullptr, 0, Dataflow(), images)["spec"];
+  EXPECT_EQ(spec["containers"][0]["securityContext"], json::parse(R"({
+      "seccompProfile": {"type": "Localhost", "localhostProfile": "sluice/rollout.json"},
+      "allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]},
+      "readOnlyRootFilesystem": true})"));
+  EXPECT_EQ(spec["securityContext"]["seccompProfile"], json({{"type", "RuntimeDefault"}}));
+  // Without the setting the container inherits the pod's RuntimeDefault.
+  spec = DesiredReplicaPod(pool, {}, nullptr, 0, Dataflow(), WorkerImages{})["spec"];
+  EXPECT_FALSE(spec["containers"][0]["securityContext"].contains("seccompProfile"));
+  // A profile the template names wins, at either level.
+  json own = pool;
+  own["spec"]["template"]["containerSecurityContext"] = {
+      {"seccompProfile", {{"type", "Unconfined"}}}};
+  spec = DesiredReplicaPod(own, {}, nullptr, 0, Dataflow(), images)["spec"];
+  EXPECT_EQ(spec["containers"][0]["securityContext"]["seccompProfile"],
+            json({{"type", "Unconfined"}}));
+  json pod_level = pool;
+  pod_level["spec"]["template"]["securityContext"] = {
+      {"seccompProfile", {{"type", "Localhost"}, {"localhostProfile", "mine.json"}}}};
+  spec = DesiredReplicaPod(pod_level, {}, nullptr, 0, Dataflow(), images)["spec"];
+  EXPECT_FALSE(spec["containers"][0]["securityContext"].contains("seccompProfile"));
+  EXPECT_EQ(spec["securityContext"]["seccompProfile"]["localhostProfile"], "mine.json");
 }
 
 TEST(RolloutPoolChildrenTest, TemplateSecurityContextsOverrideTheDefaultsFieldByField) {
